@@ -1,0 +1,123 @@
+"""Providers: which provider kinds exist, what they can do, and how the runner drives them.
+
+A provider kind is registered by a plugin through ``paperclip_providers``. The
+runner asks the kind for a driver per run; the driver owns the provider
+process (``codex app-server``, ``opencode serve``, ``pi --mode rpc``, a gateway
+socket) and turns one prompt into one provider turn, streaming events back.
+The control plane reads only the kind's name and capabilities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from paperclip_hookspecs._markers import hookspec
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCapabilities:
+    """What a provider kind can do; the core selects behaviour from these, never from names."""
+
+    steer: bool = False
+    """A message can enter a running turn (not merely queue after it)."""
+    resume: bool = False
+    """A session can be resumed by a later turn or run."""
+    mcp_tools: bool = False
+    """The model can call the run's server-owned tools over MCP."""
+    fresh_retry: bool = False
+    """When a resume fails, a fresh session may be started with the full brief."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpEndpoint:
+    """The run's server-owned tools, served over streamable HTTP on loopback."""
+
+    name: str
+    url: str
+    bearer_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """One provider turn to run."""
+
+    run_id: str
+    prompt: str
+    cwd: str
+    session_ref: str | None = None
+    """The provider session to resume (a Codex thread id, ...), or None for a fresh one."""
+    mcp: McpEndpoint | None = None
+    config: Mapping[str, Any] = field(default_factory=dict)
+    """The agent's provider configuration, as stored on the agent."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEvent:
+    """One notification from the provider, persisted verbatim as a run event."""
+
+    type: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """How a turn ended, as the provider reported it."""
+
+    status: Literal["completed", "interrupted", "failed"]
+    session_ref: str | None = None
+    error: str | None = None
+
+
+EventSink = Callable[[ProviderEvent], Awaitable[None]]
+"""Where a driver sends events; awaiting it applies back-pressure."""
+
+
+class ProviderDriver(Protocol):
+    """Drives one provider session for one run. Methods are called from one event loop."""
+
+    async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
+        """Start or resume the session and run one turn to its end."""
+        ...
+
+    async def steer(self, message_id: str, text: str) -> bool:
+        """Send a message into the running turn; True when the provider acknowledged it."""
+        ...
+
+    async def interrupt(self) -> None:
+        """Ask the provider to stop the running turn."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the provider process and release its resources. Idempotent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DriverContext:
+    """What the runner gives a driver factory."""
+
+    state_dir: str
+    """A private, writable directory for this run's provider state (homes, config files)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment for the provider process."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderKind:
+    """A registered provider kind."""
+
+    name: str
+    capabilities: ProviderCapabilities
+    create_driver: Callable[[DriverContext], ProviderDriver]
+    description: str = ""
+
+
+@hookspec
+def paperclip_providers() -> list[ProviderKind]:  # type: ignore[empty-body]
+    """Register provider kinds.
+
+    Returns a list of :class:`ProviderKind`; the host flattens the lists of all
+    plugins and refuses two kinds with the same name, naming both plugins.
+    """

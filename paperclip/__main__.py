@@ -1,0 +1,3 @@
+from paperclip.cli.main import main
+
+main()

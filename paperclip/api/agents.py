@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import uuid
+
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.api.schemas import (
+    AgentCreate,
+    AgentOut,
+    AgentUpdate,
+    WakeRequestOut,
+    WakeupCreate,
+    changes,
+)
+from paperclip.models import AgentStatus
+from paperclip.services.actor import Actor
+from paperclip.services.agents import AgentService
+from paperclip.services.wakes import WakeService
+
+
+class AgentController(Controller):
+    path = "/companies/{company_id:uuid}/agents"
+    tags = ["agents"]
+
+    @get("/", responses=error_responses(400, 404))
+    async def list_agents(
+        self,
+        company_id: uuid.UUID,
+        agents: AgentService,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
+    ) -> Page[AgentOut]:
+        rows, next_cursor = await agents.list(company_id, cursor=cursor, limit=limit)
+        return Page([AgentOut.of(r) for r in rows], next_cursor)
+
+    @post("/", responses=error_responses(400, 404, 409))
+    async def create_agent(
+        self, company_id: uuid.UUID, data: AgentCreate, agents: AgentService, actor: Actor
+    ) -> AgentOut:
+        agent = await agents.create(
+            actor,
+            company_id,
+            name=data.name,
+            role=data.role,
+            provider=data.provider,
+            provider_config=data.provider_config,
+        )
+        return AgentOut.of(agent)
+
+    @get("/{agent_id:uuid}", responses=error_responses(404))
+    async def get_agent(
+        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService
+    ) -> AgentOut:
+        return AgentOut.of(await agents.get(company_id, agent_id))
+
+    @patch("/{agent_id:uuid}", responses=error_responses(400, 404, 409))
+    async def update_agent(
+        self,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        data: AgentUpdate,
+        agents: AgentService,
+        actor: Actor,
+    ) -> AgentOut:
+        return AgentOut.of(await agents.update(actor, company_id, agent_id, changes(data)))
+
+    @delete("/{agent_id:uuid}", responses=error_responses(404))
+    async def delete_agent(
+        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
+    ) -> None:
+        await agents.delete(actor, company_id, agent_id)
+
+    @post("/{agent_id:uuid}/pause", status_code=HTTP_200_OK, responses=error_responses(404))
+    async def pause_agent(
+        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
+    ) -> AgentOut:
+        return AgentOut.of(await agents.set_status(actor, company_id, agent_id, AgentStatus.PAUSED))
+
+    @post("/{agent_id:uuid}/resume", status_code=HTTP_200_OK, responses=error_responses(404))
+    async def resume_agent(
+        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
+    ) -> AgentOut:
+        return AgentOut.of(await agents.set_status(actor, company_id, agent_id, AgentStatus.ACTIVE))
+
+    @post(
+        "/{agent_id:uuid}/wakeup",
+        responses=error_responses(400, 404),
+        description="Queue a wake. 201: created; 200: coalesced into a queued wake, or the "
+        "idempotency key was seen before (``deduplicated``).",
+    )
+    async def wake_agent(
+        self,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        data: WakeupCreate,
+        wakes: WakeService,
+        actor: Actor,
+    ) -> Response[WakeRequestOut]:
+        outcome = await wakes.wake_agent(
+            actor,
+            company_id,
+            agent_id,
+            issue_id=data.issue_id,
+            reason=data.reason,
+            payload=data.payload,
+            idempotency_key=data.idempotency_key,
+        )
+        return Response(
+            WakeRequestOut.of(outcome.wake, deduplicated=outcome.deduplicated),
+            status_code=HTTP_201_CREATED if outcome.created else HTTP_200_OK,
+        )

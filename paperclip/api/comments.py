@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import uuid
+
+from litestar import Controller, delete, get, patch, post
+from litestar.status_codes import HTTP_200_OK
+
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.api.schemas import CommentCreate, CommentOut, CommentUpdate
+from paperclip.services.actor import Actor
+from paperclip.services.comments import CommentService
+
+
+class CommentController(Controller):
+    path = "/companies/{company_id:uuid}/issues/{issue_id:uuid}/comments"
+    tags = ["comments"]
+
+    @get("/", responses=error_responses(400, 404))
+    async def list_comments(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        comments: CommentService,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
+    ) -> Page[CommentOut]:
+        rows, next_cursor = await comments.list(company_id, issue_id, cursor=cursor, limit=limit)
+        return Page([CommentOut.of(r) for r in rows], next_cursor)
+
+    @post("/", responses=error_responses(400, 404))
+    async def create_comment(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        data: CommentCreate,
+        comments: CommentService,
+        actor: Actor,
+    ) -> CommentOut:
+        return CommentOut.of(await comments.create(actor, company_id, issue_id, body=data.body))
+
+    @patch("/{comment_id:uuid}", responses=error_responses(400, 403, 404, 409))
+    async def edit_comment(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        comment_id: uuid.UUID,
+        data: CommentUpdate,
+        comments: CommentService,
+        actor: Actor,
+    ) -> CommentOut:
+        comment = await comments.edit(actor, company_id, issue_id, comment_id, body=data.body)
+        return CommentOut.of(comment)
+
+    @delete("/{comment_id:uuid}", status_code=HTTP_200_OK, responses=error_responses(403, 404))
+    async def delete_comment(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        comment_id: uuid.UUID,
+        comments: CommentService,
+        actor: Actor,
+    ) -> CommentOut:
+        return CommentOut.of(await comments.delete(actor, company_id, issue_id, comment_id))

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import uuid
+
+from litestar import Controller, delete, get, patch, post
+
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.api.schemas import CompanyCreate, CompanyOut, CompanyUpdate, changes
+from paperclip.services.actor import Actor
+from paperclip.services.companies import CompanyService
+
+
+class CompanyController(Controller):
+    path = "/companies"
+    tags = ["companies"]
+
+    @get("/", responses=error_responses(400))
+    async def list_companies(
+        self, companies: CompanyService, cursor: PageCursor = None, limit: Limit = PAGE_SIZE_DEFAULT
+    ) -> Page[CompanyOut]:
+        rows, next_cursor = await companies.list(cursor=cursor, limit=limit)
+        return Page([CompanyOut.of(r) for r in rows], next_cursor)
+
+    @post("/", responses=error_responses(400, 422))
+    async def create_company(
+        self, data: CompanyCreate, companies: CompanyService, actor: Actor
+    ) -> CompanyOut:
+        return CompanyOut.of(
+            await companies.create(actor, name=data.name, issue_prefix=data.issue_prefix)
+        )
+
+    @get("/{company_id:uuid}", responses=error_responses(404))
+    async def get_company(self, company_id: uuid.UUID, companies: CompanyService) -> CompanyOut:
+        return CompanyOut.of(await companies.get(company_id))
+
+    @patch("/{company_id:uuid}", responses=error_responses(400, 404, 422))
+    async def update_company(
+        self, company_id: uuid.UUID, data: CompanyUpdate, companies: CompanyService, actor: Actor
+    ) -> CompanyOut:
+        return CompanyOut.of(await companies.update(actor, company_id, changes(data)))
+
+    @delete("/{company_id:uuid}", responses=error_responses(404))
+    async def delete_company(
+        self, company_id: uuid.UUID, companies: CompanyService, actor: Actor
+    ) -> None:
+        await companies.delete(actor, company_id)

@@ -1,0 +1,83 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from litestar import Controller, delete, get, patch, post
+from litestar.params import Parameter
+
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.api.schemas import IssueCreate, IssueOut, IssueStatusName, IssueUpdate, changes
+from paperclip.services.actor import Actor
+from paperclip.services.issues import IssueService
+
+
+class IssueController(Controller):
+    path = "/companies/{company_id:uuid}/issues"
+    tags = ["issues"]
+
+    @get("/", responses=error_responses(400, 404))
+    async def list_issues(
+        self,
+        company_id: uuid.UUID,
+        issues: IssueService,
+        status: IssueStatusName | None = None,
+        assignee_agent_id: uuid.UUID | None = None,
+        parent_id: uuid.UUID | None = None,
+        q: Annotated[
+            str | None, Parameter(max_length=200, description="Text in the title.")
+        ] = None,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
+    ) -> Page[IssueOut]:
+        rows, next_cursor = await issues.list(
+            company_id,
+            status=status,
+            assignee_agent_id=assignee_agent_id,
+            parent_id=parent_id,
+            q=q,
+            cursor=cursor,
+            limit=limit,
+        )
+        return Page([IssueOut.of(r) for r in rows], next_cursor)
+
+    @post("/", responses=error_responses(400, 404, 422))
+    async def create_issue(
+        self, company_id: uuid.UUID, data: IssueCreate, issues: IssueService, actor: Actor
+    ) -> IssueOut:
+        issue = await issues.create(
+            actor,
+            company_id,
+            title=data.title,
+            description=data.description,
+            status=data.status,
+            priority=data.priority,
+            assignee_agent_id=data.assignee_agent_id,
+            parent_id=data.parent_id,
+        )
+        return IssueOut.of(issue)
+
+    @get("/{issue_id:uuid}", responses=error_responses(404))
+    async def get_issue(
+        self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService
+    ) -> IssueOut:
+        return IssueOut.of(await issues.get(company_id, issue_id))
+
+    @patch("/{issue_id:uuid}", responses=error_responses(400, 404, 422))
+    async def update_issue(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        data: IssueUpdate,
+        issues: IssueService,
+        actor: Actor,
+    ) -> IssueOut:
+        return IssueOut.of(await issues.update(actor, company_id, issue_id, changes(data)))
+
+    @delete("/{issue_id:uuid}", responses=error_responses(404))
+    async def delete_issue(
+        self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService, actor: Actor
+    ) -> None:
+        await issues.delete(actor, company_id, issue_id)

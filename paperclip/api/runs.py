@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.params import Parameter
+
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor
+from paperclip.api.schemas import RunEventOut, RunEventPage, RunOut, RunStatusName
+from paperclip.services.runs import RunQueries
+
+
+class RunController(Controller):
+    path = "/companies/{company_id:uuid}/runs"
+    tags = ["runs"]
+
+    @get("/", responses=error_responses(400, 404))
+    async def list_runs(
+        self,
+        company_id: uuid.UUID,
+        runs: RunQueries,
+        agent_id: uuid.UUID | None = None,
+        issue_id: uuid.UUID | None = None,
+        status: RunStatusName | None = None,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
+    ) -> Page[RunOut]:
+        rows, next_cursor = await runs.list(
+            company_id,
+            agent_id=agent_id,
+            issue_id=issue_id,
+            status=status,
+            cursor=cursor,
+            limit=limit,
+        )
+        return Page([RunOut.of(r) for r in rows], next_cursor)
+
+    @get("/{run_id:uuid}", responses=error_responses(404))
+    async def get_run(self, company_id: uuid.UUID, run_id: uuid.UUID, runs: RunQueries) -> RunOut:
+        return RunOut.of(await runs.get(company_id, run_id))
+
+    @get("/{run_id:uuid}/events", responses=error_responses(400, 404))
+    async def list_run_events(
+        self,
+        company_id: uuid.UUID,
+        run_id: uuid.UUID,
+        runs: RunQueries,
+        after_seq: Annotated[
+            int, Parameter(ge=0, le=2**62, description="Return events with a greater seq.")
+        ] = 0,
+        limit: Annotated[int, Parameter(ge=1, le=PAGE_SIZE_MAX * 5)] = PAGE_SIZE_MAX,
+    ) -> RunEventPage:
+        rows = await runs.events(company_id, run_id, after_seq=after_seq, limit=limit)
+        return RunEventPage(
+            [RunEventOut.of(r) for r in rows], rows[-1].seq if len(rows) == limit else None
+        )

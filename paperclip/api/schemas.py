@@ -1,0 +1,314 @@
+"""Request and response bodies of the API (msgspec structs; Litestar validates and documents them)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from paperclip.models import Agent, Comment, Company, Issue, Run, RunEvent, WakeRequest
+
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
+Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
+Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=r"\S")]
+LongText = Annotated[str, Meta(max_length=100_000)]
+Body = Annotated[str, Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+ProviderName = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_-]*$")]
+Role = Annotated[str, Meta(max_length=200)]
+ShortText = Annotated[str, Meta(max_length=500)]
+IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=200)]
+JsonObject = dict[str, Any]
+
+IssueStatusName = Literal[
+    "backlog", "todo", "in_progress", "in_review", "blocked", "done", "cancelled"
+]
+IssuePriorityName = Literal["low", "medium", "high", "urgent"]
+RunStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+
+
+def changes(struct: msgspec.Struct) -> dict[str, Any]:
+    """The fields a PATCH body actually set."""
+    return {
+        name: value
+        for name in struct.__struct_fields__
+        if (value := getattr(struct, name)) is not UNSET
+    }
+
+
+# Companies
+
+
+class CompanyCreate(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name
+    issue_prefix: Prefix | None = None
+
+
+class CompanyUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    issue_prefix: Prefix | UnsetType = UNSET
+
+
+class CompanyOut(msgspec.Struct):
+    id: uuid.UUID
+    name: str
+    issue_prefix: str
+    issue_counter: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Company) -> CompanyOut:
+        return cls(
+            row.id, row.name, row.issue_prefix, row.issue_counter, row.created_at, row.updated_at
+        )
+
+
+# Agents
+
+
+class AgentCreate(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name
+    provider: ProviderName
+    role: Role = ""
+    provider_config: JsonObject = msgspec.field(default_factory=dict)
+
+
+class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name | UnsetType = UNSET
+    role: Role | UnsetType = UNSET
+    provider: ProviderName | UnsetType = UNSET
+    provider_config: JsonObject | UnsetType = UNSET
+
+
+class AgentOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    name: str
+    role: str
+    provider: str
+    provider_config: JsonObject
+    status: Literal["active", "paused"]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Agent) -> AgentOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.name,
+            row.role,
+            row.provider,
+            row.provider_config,
+            row.status,
+            row.created_at,
+            row.updated_at,  # type: ignore[arg-type]
+        )
+
+
+class WakeupCreate(msgspec.Struct, forbid_unknown_fields=True):
+    issue_id: uuid.UUID | None = None
+    reason: ShortText = ""
+    payload: JsonObject = msgspec.field(default_factory=dict)
+    idempotency_key: IdempotencyKey | None = None
+
+
+class WakeRequestOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    agent_id: uuid.UUID
+    issue_id: uuid.UUID | None
+    source: str
+    reason: str
+    payload: JsonObject
+    idempotency_key: str | None
+    coalesced_count: int
+    status: str
+    claimed_at: datetime | None
+    run_id: uuid.UUID | None
+    created_at: datetime
+    deduplicated: bool = False
+
+    @classmethod
+    def of(cls, row: WakeRequest, *, deduplicated: bool = False) -> WakeRequestOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.agent_id,
+            row.issue_id,
+            row.source,
+            row.reason,
+            row.payload,
+            row.idempotency_key,
+            row.coalesced_count,
+            row.status,
+            row.claimed_at,
+            row.run_id,
+            row.created_at,
+            deduplicated,
+        )
+
+
+# Issues
+
+
+class IssueCreate(msgspec.Struct, forbid_unknown_fields=True):
+    title: Title
+    description: LongText = ""
+    status: IssueStatusName = "todo"
+    priority: IssuePriorityName = "medium"
+    assignee_agent_id: uuid.UUID | None = None
+    parent_id: uuid.UUID | None = None
+
+
+class IssueUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    title: Title | UnsetType = UNSET
+    description: LongText | UnsetType = UNSET
+    status: IssueStatusName | UnsetType = UNSET
+    priority: IssuePriorityName | UnsetType = UNSET
+    assignee_agent_id: uuid.UUID | UnsetType | None = UNSET
+    parent_id: uuid.UUID | UnsetType | None = UNSET
+
+
+class IssueOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    identifier: str
+    number: int
+    title: str
+    description: str
+    status: IssueStatusName
+    priority: IssuePriorityName
+    assignee_agent_id: uuid.UUID | None
+    parent_id: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Issue) -> IssueOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.identifier,
+            row.number,
+            row.title,
+            row.description,
+            row.status,
+            row.priority,
+            row.assignee_agent_id,
+            row.parent_id,  # type: ignore[arg-type]
+            row.created_at,
+            row.updated_at,
+        )
+
+
+# Comments
+
+
+class CommentCreate(msgspec.Struct, forbid_unknown_fields=True):
+    body: Body
+
+
+class CommentUpdate(msgspec.Struct, forbid_unknown_fields=True):
+    body: Body
+
+
+class CommentOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    issue_id: uuid.UUID
+    author_agent_id: uuid.UUID | None
+    author_user_id: str | None
+    body: str
+    revision: str
+    created_by_run_id: uuid.UUID | None
+    edited_at: datetime | None
+    deleted_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Comment) -> CommentOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.issue_id,
+            row.author_agent_id,
+            row.author_user_id,
+            row.body,
+            row.revision,
+            row.created_by_run_id,
+            row.edited_at,
+            row.deleted_at,
+            row.created_at,
+        )
+
+
+# Runs
+
+
+class RunOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    agent_id: uuid.UUID
+    issue_id: uuid.UUID | None
+    status: RunStatusName
+    phase: str
+    provider: str
+    session_ref: str | None
+    execution_input_schema: str | None
+    execution_input: JsonObject | None
+    result: JsonObject | None
+    error_code: str | None
+    error_message: str | None
+    controller_instance: str | None
+    controller_epoch: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: Run) -> RunOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.agent_id,
+            row.issue_id,
+            row.status,  # type: ignore[arg-type]
+            row.phase,
+            row.provider,
+            row.session_ref,
+            row.execution_input_schema,
+            row.execution_input,
+            row.result,
+            row.error_code,
+            row.error_message,
+            row.controller_instance,
+            row.controller_epoch,
+            row.started_at,
+            row.finished_at,
+            row.created_at,
+        )
+
+
+class RunEventOut(msgspec.Struct):
+    seq: int
+    type: str
+    payload: JsonObject
+    source_instance: str
+    source_seq: int
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: RunEvent) -> RunEventOut:
+        return cls(
+            row.seq, row.type, row.payload, row.source_instance, row.source_seq, row.created_at
+        )
+
+
+class RunEventPage(msgspec.Struct):
+    items: list[RunEventOut]
+    next_after_seq: int | None
+    """Pass as ``after_seq`` to continue; null when this page reached the end of the log so far."""

@@ -1,0 +1,221 @@
+"""``paperclip``: serve, migrate, inspect and manage keys."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import click
+from pydantic import ValidationError
+
+import paperclip
+from paperclip.cli.output import console, emit_json, fail
+from paperclip.settings import ConfigurationError, Settings
+
+T = TypeVar("T")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    try:
+        return Settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"PAPERCLIP_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
+            for e in exc.errors()
+        )
+        fail(f"invalid settings: {problems}", hint="See docs/configuration.md.")
+        raise  # unreachable: fail() exits
+
+
+def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(container)`` with the database up, then stop what was started."""
+    from paperclip.container import Container
+    from paperclip.db import migrate
+
+    container = Container(settings=settings)
+    container.init_resources()
+    try:
+        migrate.upgrade(container.database_url())
+
+        async def run() -> T:
+            try:
+                return await work(container)
+            finally:
+                await container.engine().dispose()
+
+        return asyncio.run(run())
+    finally:
+        container.shutdown_resources()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(paperclip.__version__, "--version", prog_name="paperclip")
+def cli() -> None:
+    """Paperclip: a control plane for AI coding agents."""
+
+
+@cli.command()
+@click.option("--host", help="Address to bind (PAPERCLIP_HOST).")
+@click.option("--port", type=int, help="Port to bind; 0 picks a free one (PAPERCLIP_PORT).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable lines on stdout.")
+def serve(host: str | None, port: int | None, as_json: bool) -> None:
+    """Migrate the database, then serve the API until SIGTERM or Ctrl-C."""
+    from paperclip.server import serve as run_server
+
+    settings = load_settings(host=host, port=port)
+    try:
+        settings.check_bind_address()
+    except ConfigurationError as exc:
+        fail(str(exc), code=2)
+    run_server(settings, as_json=as_json)
+
+
+@cli.group()
+def db() -> None:
+    """Database migrations."""
+
+
+@db.command("upgrade")
+@click.option("--json", "as_json", is_flag=True)
+def db_upgrade(as_json: bool) -> None:
+    """Apply every pending migration."""
+    from paperclip.db import migrate
+
+    async def work(container: Any) -> str | None:
+        return await asyncio.to_thread(migrate.current_revision, container.database_url())
+
+    revision = with_database(load_settings(), work)
+    if as_json:
+        emit_json({"revision": revision})
+    else:
+        console.print(f"database at revision [bold]{revision}[/]")
+
+
+@db.command("current")
+@click.option("--json", "as_json", is_flag=True)
+def db_current(as_json: bool) -> None:
+    """Show the database's revision and the newest one this version knows."""
+    from paperclip.container import Container
+    from paperclip.db import migrate
+
+    container = Container(settings=load_settings())
+    container.init_resources()
+    try:
+        current = migrate.current_revision(container.database_url())
+    finally:
+        container.shutdown_resources()
+    head = migrate.head_revision()
+    if as_json:
+        emit_json({"current": current, "head": head, "up_to_date": current == head})
+        return
+    state = (
+        "[green]up to date[/]"
+        if current == head
+        else "[yellow]behind: run `paperclip db upgrade`[/]"
+    )
+    console.print(f"current: [bold]{current}[/]  head: [bold]{head}[/]  {state}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True)
+def doctor(as_json: bool) -> None:
+    """Report the settings in force, the database in use and its health."""
+    from paperclip.doctor import run_checks
+
+    report = run_checks(load_settings())
+    if as_json:
+        emit_json(report)
+    else:
+        from paperclip.doctor import print_report
+
+        print_report(report)
+    if not report["ok"]:
+        raise SystemExit(1)
+
+
+@cli.group()
+def keys() -> None:
+    """Board API keys for the authenticated deployment mode."""
+
+
+@keys.command("create")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True)
+def keys_create(name: str, as_json: bool) -> None:
+    """Create a key. Its secret is shown once and only its hash is stored."""
+
+    async def work(container: Any) -> tuple[Any, str]:
+        return await container.api_keys().create(name)
+
+    key, secret = with_database(load_settings(), work)
+    if as_json:
+        emit_json({"id": str(key.id), "name": key.name, "key": secret})
+        return
+    console.print(f"created key [bold]{key.name}[/] ({key.id})")
+    console.print(f"  {secret}")
+    console.print("[dim]Store it now: it cannot be shown again.[/]")
+
+
+@keys.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def keys_list(as_json: bool) -> None:
+    """List keys (never their secrets)."""
+
+    async def work(container: Any) -> list[Any]:
+        return await container.api_keys().list()
+
+    rows = with_database(load_settings(), work)
+    if as_json:
+        emit_json(
+            [
+                {
+                    "id": str(k.id),
+                    "name": k.name,
+                    "prefix": k.prefix,
+                    "created_at": k.created_at,
+                    "last_used_at": k.last_used_at,
+                    "revoked_at": k.revoked_at,
+                }
+                for k in rows
+            ]
+        )
+        return
+    from rich.table import Table
+
+    table = Table("id", "name", "prefix", "created", "last used", "revoked")
+    for k in rows:
+        table.add_row(
+            str(k.id),
+            k.name,
+            k.prefix + "…",
+            f"{k.created_at:%Y-%m-%d %H:%M}",
+            f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "-",
+            f"{k.revoked_at:%Y-%m-%d %H:%M}" if k.revoked_at else "-",
+        )
+    console.print(table)
+
+
+@keys.command("revoke")
+@click.argument("key_id", type=click.UUID)
+@click.option("--json", "as_json", is_flag=True)
+def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
+    """Revoke a key by id; requests with it are refused from now on."""
+    from paperclip.errors import NotFoundError
+
+    async def work(container: Any) -> Any:
+        return await container.api_keys().revoke(key_id)
+
+    try:
+        key = with_database(load_settings(), work)
+    except NotFoundError as exc:
+        fail(exc.message)
+    if as_json:
+        emit_json({"id": str(key.id), "revoked_at": key.revoked_at})
+    else:
+        console.print(f"revoked key [bold]{key.name}[/] ({key.id})")
+
+
+def main() -> None:
+    cli()

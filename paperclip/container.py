@@ -1,0 +1,52 @@
+"""The composition root: the only place objects are wired together."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from dependency_injector import containers, providers
+
+from paperclip.db.embedded import EmbeddedPostgres
+from paperclip.db.engine import create_engine, create_session_factory
+from paperclip.services.agents import AgentService
+from paperclip.services.api_keys import ApiKeyService
+from paperclip.services.comments import CommentService
+from paperclip.services.companies import CompanyService
+from paperclip.services.issues import IssueService
+from paperclip.services.runs import RunQueries
+from paperclip.services.wakes import WakeService
+from paperclip.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+def database_url(settings: Settings) -> Iterator[str]:
+    """The database for this process: the configured URL, or the embedded server for its lifetime."""
+    if settings.database_url:
+        yield settings.database_url
+        return
+    embedded = EmbeddedPostgres(settings.pgdata)
+    log.info("starting the embedded PostgreSQL in %s", settings.pgdata)
+    url = embedded.start()
+    try:
+        yield url
+    finally:
+        log.info("stopping the embedded PostgreSQL")
+        embedded.stop()
+
+
+class Container(containers.DeclarativeContainer):
+    settings = providers.Dependency(instance_of=Settings)
+
+    database_url = providers.Resource(database_url, settings=settings)
+    engine = providers.Singleton(create_engine, database_url)
+    sessions = providers.Singleton(create_session_factory, engine)
+
+    companies = providers.Singleton(CompanyService, sessions)
+    agents = providers.Singleton(AgentService, sessions)
+    issues = providers.Singleton(IssueService, sessions)
+    comments = providers.Singleton(CommentService, sessions)
+    wakes = providers.Singleton(WakeService, sessions)
+    runs = providers.Singleton(RunQueries, sessions)
+    api_keys = providers.Singleton(ApiKeyService, sessions)

@@ -1,0 +1,1 @@
+"""Database access: the embedded server, the engine, the declarative base, migrations."""

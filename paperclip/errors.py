@@ -1,0 +1,48 @@
+"""Domain errors. Each carries the machine-readable code and HTTP status of the error body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class PaperclipError(Exception):
+    """An error a client caused and can act on; rendered as ``{code, message, details}``."""
+
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+
+class NotFoundError(PaperclipError):
+    status_code = 404
+    code = "not_found"
+
+    @classmethod
+    def of(cls, entity: str, entity_id: object) -> NotFoundError:
+        return cls(f"{entity} {entity_id} not found", code=f"{entity}_not_found")
+
+
+class ConflictError(PaperclipError):
+    status_code = 409
+    code = "conflict"
+
+
+class InvalidInputError(PaperclipError):
+    status_code = 422
+    code = "invalid_input"
+
+
+class UnauthorizedError(PaperclipError):
+    status_code = 401
+    code = "unauthorized"
+
+
+class ForbiddenError(PaperclipError):
+    status_code = 403
+    code = "forbidden"

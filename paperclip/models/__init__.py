@@ -1,0 +1,30 @@
+"""The data model. Importing this package registers every table on ``Base.metadata``."""
+
+from paperclip.db.base import Base
+from paperclip.models.activity import ActivityEntry
+from paperclip.models.agent import Agent, AgentStatus
+from paperclip.models.api_key import ApiKey
+from paperclip.models.comment import Comment
+from paperclip.models.company import Company
+from paperclip.models.issue import Issue, IssuePriority, IssueStatus
+from paperclip.models.run import Run, RunEvent, RunStatus
+from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
+
+__all__ = [
+    "ActivityEntry",
+    "Agent",
+    "AgentStatus",
+    "ApiKey",
+    "Base",
+    "Comment",
+    "Company",
+    "Issue",
+    "IssuePriority",
+    "IssueStatus",
+    "Run",
+    "RunEvent",
+    "RunStatus",
+    "WakeKey",
+    "WakeRequest",
+    "WakeStatus",
+]

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import uuid
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
+
+
+class AgentStatus(StrEnum):
+    ACTIVE = "active"
+    PAUSED = "paused"
+    """Not woken: wake requests for a paused agent are recorded but not run."""
+
+
+class Agent(UUIDPrimaryKey, Timestamps, Base):
+    """A configured worker of a company, driven through one provider."""
+
+    __tablename__ = "agents"
+    __table_args__ = (UniqueConstraint("company_id", "name"),)
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(200), default="")
+    provider: Mapped[str] = mapped_column(String(100))
+    provider_config: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    status: Mapped[str] = mapped_column(String(20), default=AgentStatus.ACTIVE)

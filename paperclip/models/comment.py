@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import hashlib
+import uuid
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, DateTime, ForeignKey, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
+
+
+def body_revision(body: str) -> str:
+    """sha256 of the trimmed body: evidence of the exact text a run saw."""
+    return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()
+
+
+class Comment(UUIDPrimaryKey, Timestamps, Base):
+    """A comment on an issue, by an agent or a user."""
+
+    __tablename__ = "comments"
+    __table_args__ = (
+        CheckConstraint("(author_agent_id IS NULL) <> (author_user_id IS NULL)", name="one_author"),
+    )
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), index=True
+    )
+    issue_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("issues.id", ondelete="CASCADE"), index=True
+    )
+    author_agent_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL")
+    )
+    author_user_id: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str] = mapped_column(Text)
+    revision: Mapped[str] = mapped_column(String(64))
+    created_by_run_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runs.id", ondelete="SET NULL")
+    )
+    edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Identity,
+    String,
+    Text,
+    UniqueConstraint,
+    func,
+)
+from sqlalchemy.orm import Mapped, mapped_column
+
+from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
+
+
+class Run(UUIDPrimaryKey, Timestamps, Base):
+    """One attempt of an agent on an issue, ending in a terminal status exactly once."""
+
+    __tablename__ = "runs"
+
+    company_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("companies.id", ondelete="CASCADE"), index=True
+    )
+    agent_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("agents.id", ondelete="CASCADE"), index=True
+    )
+    issue_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("issues.id", ondelete="CASCADE"), index=True
+    )
+    status: Mapped[str] = mapped_column(String(20), default=RunStatus.QUEUED)
+    phase: Mapped[str] = mapped_column(String(40), default="created")
+    provider: Mapped[str] = mapped_column(String(100))
+    session_ref: Mapped[str | None] = mapped_column(String(200))
+    execution_input: Mapped[dict[str, Any] | None] = mapped_column()
+    execution_input_schema: Mapped[str | None] = mapped_column(String(100))
+    result: Mapped[dict[str, Any] | None] = mapped_column()
+    error_code: Mapped[str | None] = mapped_column(String(100))
+    error_message: Mapped[str | None] = mapped_column(Text)
+    controller_instance: Mapped[str | None] = mapped_column(String(200))
+    controller_epoch: Mapped[int] = mapped_column(default=0)
+    """The fence: every controller write names it and is refused once it moved."""
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class RunEvent(Base):
+    """One entry of a run's durable, ordered log."""
+
+    __tablename__ = "run_events"
+    __table_args__ = (
+        UniqueConstraint("run_id", "seq"),
+        UniqueConstraint("run_id", "source_instance", "source_seq"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
+    company_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("companies.id", ondelete="CASCADE"))
+    run_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("runs.id", ondelete="CASCADE"))
+    seq: Mapped[int]
+    """Position in the run's log, 1-based, gap-free."""
+    type: Mapped[str] = mapped_column(String(100))
+    payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    source_instance: Mapped[str] = mapped_column(String(200))
+    """Who produced the event (a runner instance, a controller); with ``source_seq``, the replay key."""
+    source_seq: Mapped[int] = mapped_column(BigInteger)
+    created_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )

@@ -1,0 +1,78 @@
+"""``paperclip serve``: database up, migrations applied, then the HTTP server until a signal."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+
+import uvicorn
+
+from paperclip.app import create_app
+from paperclip.cli.output import console, emit_json
+from paperclip.container import Container
+from paperclip.db import migrate
+from paperclip.logging import configure_logging
+from paperclip.settings import Settings
+
+log = logging.getLogger(__name__)
+
+GRACEFUL_SHUTDOWN_SECONDS = 30
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Bind before serving, so port 0 resolves to a real port we can print."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Stop(Exception):
+    """SIGTERM, delivered again by uvicorn after its graceful shutdown."""
+
+
+def _raise_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def serve(settings: Settings, *, as_json: bool = False) -> None:
+    configure_logging(settings.log_level, settings.log_format)
+    container = Container(settings=settings)
+    container.init_resources()
+    try:
+        url = container.database_url()
+        migrate.upgrade(url)
+        sock = bind(settings.host, settings.port)
+        host, port = sock.getsockname()[:2]
+        base_url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+        app = create_app(settings, container=container)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        database = "external" if settings.database_url else f"embedded ({settings.pgdata})"
+        if as_json:
+            emit_json({"event": "listening", "url": base_url, "database": database})
+        else:
+            console.print(f"Paperclip is serving on [bold]{base_url}[/] (API under /api)")
+            console.print(f"[dim]database: {database}; stop with Ctrl-C[/]")
+        # uvicorn handles SIGINT and SIGTERM: stop accepting, finish in-flight requests.
+        # It then raises the signal again for the handler installed before it; ours
+        # turns that into an exception, so the database below is stopped too.
+        previous = signal.signal(signal.SIGTERM, _raise_stop)
+        try:
+            server.run(sockets=[sock])
+        except (_Stop, KeyboardInterrupt):
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        container.shutdown_resources()
+        log.info("stopped")

@@ -1,0 +1,1 @@
+"""Services own transactions and rules; each takes the session factory and an actor."""

@@ -1,0 +1,131 @@
+"""Agents: the configured workers of a company."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.errors import ConflictError
+from paperclip.models import Agent, AgentStatus
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import Actor
+from paperclip.services.companies import require_company
+from paperclip.services.queries import get_scoped, keyset_page
+
+
+class AgentService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def create(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        *,
+        name: str,
+        role: str,
+        provider: str,
+        provider_config: dict[str, Any],
+    ) -> Agent:
+        try:
+            async with self.sessions.begin() as session:
+                await require_company(session, company_id)
+                agent = Agent(
+                    id=uuid.uuid4(),
+                    company_id=company_id,
+                    name=name,
+                    role=role,
+                    provider=provider,
+                    provider_config=provider_config,
+                    status=AgentStatus.ACTIVE,
+                )
+                session.add(agent)
+                await session.flush()
+                record_activity(
+                    session,
+                    actor,
+                    "agent.created",
+                    entity_type="agent",
+                    entity_id=agent.id,
+                    company_id=company_id,
+                    details={"name": name, "provider": provider},
+                )
+        except IntegrityError as exc:
+            raise ConflictError(
+                f"an agent named {name!r} already exists in this company", code="agent_name_taken"
+            ) from exc
+        return agent
+
+    async def get(self, company_id: uuid.UUID, agent_id: uuid.UUID) -> Agent:
+        async with self.sessions() as session:
+            return await get_scoped(session, Agent, company_id, agent_id, "agent")
+
+    async def list(
+        self, company_id: uuid.UUID, *, cursor: str | None, limit: int
+    ) -> tuple[list[Agent], str | None]:
+        async with self.sessions() as session:
+            await require_company(session, company_id)
+            stmt = select(Agent).where(Agent.company_id == company_id)
+            return await keyset_page(session, stmt, Agent, cursor, limit)
+
+    async def update(
+        self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID, changes: dict[str, Any]
+    ) -> Agent:
+        try:
+            async with self.sessions.begin() as session:
+                agent = await get_scoped(
+                    session, Agent, company_id, agent_id, "agent", for_update=True
+                )
+                for field, value in changes.items():
+                    setattr(agent, field, value)
+                await session.flush()
+                record_activity(
+                    session,
+                    actor,
+                    "agent.updated",
+                    entity_type="agent",
+                    entity_id=agent.id,
+                    company_id=company_id,
+                    details={"fields": sorted(changes)},
+                )
+        except IntegrityError as exc:
+            raise ConflictError(
+                "an agent with that name already exists in this company", code="agent_name_taken"
+            ) from exc
+        return agent
+
+    async def set_status(
+        self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID, status: AgentStatus
+    ) -> Agent:
+        async with self.sessions.begin() as session:
+            agent = await get_scoped(session, Agent, company_id, agent_id, "agent", for_update=True)
+            if agent.status != status:
+                agent.status = status
+                verb = "paused" if status is AgentStatus.PAUSED else "resumed"
+                record_activity(
+                    session,
+                    actor,
+                    f"agent.{verb}",
+                    entity_type="agent",
+                    entity_id=agent.id,
+                    company_id=company_id,
+                )
+        return agent
+
+    async def delete(self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID) -> None:
+        async with self.sessions.begin() as session:
+            agent = await get_scoped(session, Agent, company_id, agent_id, "agent", for_update=True)
+            await session.delete(agent)
+            record_activity(
+                session,
+                actor,
+                "agent.deleted",
+                entity_type="agent",
+                entity_id=agent_id,
+                company_id=company_id,
+                details={"name": agent.name},
+            )

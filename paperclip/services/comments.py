@@ -1,0 +1,152 @@
+"""Comments: the events of an issue. A comment on an assigned issue wakes its agent."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
+from paperclip.models import Comment, Issue
+from paperclip.models.comment import body_revision
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import Actor
+from paperclip.services.queries import get_scoped, keyset_page
+from paperclip.services.wakes import request_wake
+
+
+class CommentService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def create(
+        self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, *, body: str
+    ) -> Comment:
+        async with self.sessions.begin() as session:
+            return await add_comment(session, actor, company_id, issue_id, body=body)
+
+    async def list(
+        self, company_id: uuid.UUID, issue_id: uuid.UUID, *, cursor: str | None, limit: int
+    ) -> tuple[list[Comment], str | None]:
+        async with self.sessions() as session:
+            await get_scoped(session, Issue, company_id, issue_id, "issue")
+            stmt = select(Comment).where(
+                Comment.company_id == company_id, Comment.issue_id == issue_id
+            )
+            return await keyset_page(session, stmt, Comment, cursor, limit)
+
+    async def edit(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        comment_id: uuid.UUID,
+        *,
+        body: str,
+    ) -> Comment:
+        async with self.sessions.begin() as session:
+            comment = await self._own_comment(session, actor, company_id, issue_id, comment_id)
+            if comment.deleted_at is not None:
+                raise ConflictError("a deleted comment cannot be edited", code="comment_deleted")
+            if comment.body != body:
+                comment.body = body
+                comment.revision = body_revision(body)
+                comment.edited_at = datetime.now(UTC)
+                record_activity(
+                    session,
+                    actor,
+                    "comment.edited",
+                    entity_type="comment",
+                    entity_id=comment.id,
+                    company_id=company_id,
+                    details={"issue_id": str(issue_id), "revision": comment.revision},
+                )
+        return comment
+
+    async def delete(
+        self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, comment_id: uuid.UUID
+    ) -> Comment:
+        async with self.sessions.begin() as session:
+            comment = await self._own_comment(session, actor, company_id, issue_id, comment_id)
+            if comment.deleted_at is None:
+                comment.deleted_at = datetime.now(UTC)
+                comment.body = ""
+                comment.revision = body_revision("")
+                record_activity(
+                    session,
+                    actor,
+                    "comment.deleted",
+                    entity_type="comment",
+                    entity_id=comment.id,
+                    company_id=company_id,
+                    details={"issue_id": str(issue_id)},
+                )
+        return comment
+
+    async def _own_comment(
+        self,
+        session: AsyncSession,
+        actor: Actor,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        comment_id: uuid.UUID,
+    ) -> Comment:
+        comment = await get_scoped(
+            session, Comment, company_id, comment_id, "comment", for_update=True
+        )
+        if comment.issue_id != issue_id:
+            raise NotFoundError.of("comment", comment_id)
+        if actor.type == "agent" and str(comment.author_agent_id) != actor.id:
+            raise ForbiddenError("an agent may change only its own comments")
+        return comment
+
+
+async def add_comment(
+    session: AsyncSession,
+    actor: Actor,
+    company_id: uuid.UUID,
+    issue_id: uuid.UUID,
+    *,
+    body: str,
+    command_id: uuid.UUID | None = None,
+) -> Comment:
+    """Write a comment in the caller's transaction and wake the assignee when someone else wrote."""
+    issue = await get_scoped(session, Issue, company_id, issue_id, "issue")
+    by_agent = actor.type == "agent"
+    comment = Comment(
+        id=command_id or uuid.uuid4(),
+        company_id=company_id,
+        issue_id=issue_id,
+        author_agent_id=uuid.UUID(actor.id) if by_agent else None,
+        author_user_id=None if by_agent else actor.id,
+        body=body,
+        revision=body_revision(body),
+        created_by_run_id=actor.run_id,
+    )
+    session.add(comment)
+    await session.flush()
+    record_activity(
+        session,
+        actor,
+        "comment.created",
+        entity_type="comment",
+        entity_id=comment.id,
+        company_id=company_id,
+        details={"issue_id": str(issue_id)},
+    )
+    if issue.assignee_agent_id is not None and str(issue.assignee_agent_id) != (
+        actor.id if by_agent else None
+    ):
+        await request_wake(
+            session,
+            actor,
+            company_id=company_id,
+            agent_id=issue.assignee_agent_id,
+            issue_id=issue_id,
+            source="comment",
+            reason="new comment",
+            payload={"comment_id": str(comment.id)},
+        )
+    return comment

@@ -1,0 +1,194 @@
+"""Issues: per-company identifiers, assignment (which wakes the assignee), parent links."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.errors import InvalidInputError, NotFoundError
+from paperclip.models import Agent, Company, Issue
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import Actor
+from paperclip.services.queries import get_scoped, keyset_page
+from paperclip.services.wakes import request_wake
+
+MAX_PARENT_DEPTH = 100
+
+
+class IssueService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def create(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        *,
+        title: str,
+        description: str,
+        status: str,
+        priority: str,
+        assignee_agent_id: uuid.UUID | None,
+        parent_id: uuid.UUID | None,
+    ) -> Issue:
+        async with self.sessions.begin() as session:
+            await self._check_links(session, company_id, None, assignee_agent_id, parent_id)
+            # The counter row is the lock: concurrent creations get distinct numbers.
+            allocated = (
+                await session.execute(
+                    update(Company)
+                    .where(Company.id == company_id)
+                    .values(issue_counter=Company.issue_counter + 1)
+                    .returning(Company.issue_counter, Company.issue_prefix)
+                )
+            ).one_or_none()
+            if allocated is None:
+                raise NotFoundError.of("company", company_id)
+            number, prefix = allocated
+            issue = Issue(
+                id=uuid.uuid4(),
+                company_id=company_id,
+                number=number,
+                identifier=f"{prefix}-{number}",
+                title=title,
+                description=description,
+                status=status,
+                priority=priority,
+                assignee_agent_id=assignee_agent_id,
+                parent_id=parent_id,
+            )
+            session.add(issue)
+            await session.flush()
+            record_activity(
+                session,
+                actor,
+                "issue.created",
+                entity_type="issue",
+                entity_id=issue.id,
+                company_id=company_id,
+                details={"identifier": issue.identifier},
+            )
+            if assignee_agent_id is not None:
+                await request_wake(
+                    session,
+                    actor,
+                    company_id=company_id,
+                    agent_id=assignee_agent_id,
+                    issue_id=issue.id,
+                    source="assignment",
+                    reason="issue assigned",
+                )
+        return issue
+
+    async def get(self, company_id: uuid.UUID, issue_id: uuid.UUID) -> Issue:
+        async with self.sessions() as session:
+            return await get_scoped(session, Issue, company_id, issue_id, "issue")
+
+    async def list(
+        self,
+        company_id: uuid.UUID,
+        *,
+        status: str | None,
+        assignee_agent_id: uuid.UUID | None,
+        parent_id: uuid.UUID | None,
+        q: str | None,
+        cursor: str | None,
+        limit: int,
+    ) -> tuple[list[Issue], str | None]:
+        async with self.sessions() as session:
+            if await session.get(Company, company_id) is None:
+                raise NotFoundError.of("company", company_id)
+            stmt = select(Issue).where(Issue.company_id == company_id)
+            if status is not None:
+                stmt = stmt.where(Issue.status == status)
+            if assignee_agent_id is not None:
+                stmt = stmt.where(Issue.assignee_agent_id == assignee_agent_id)
+            if parent_id is not None:
+                stmt = stmt.where(Issue.parent_id == parent_id)
+            if q:
+                pattern = (
+                    "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+                )
+                stmt = stmt.where(Issue.title.ilike(pattern, escape="\\"))
+            return await keyset_page(session, stmt, Issue, cursor, limit)
+
+    async def update(
+        self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
+    ) -> Issue:
+        async with self.sessions.begin() as session:
+            issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
+            await self._check_links(
+                session,
+                company_id,
+                issue.id,
+                changes.get("assignee_agent_id"),
+                changes.get("parent_id"),
+            )
+            newly_assigned = (
+                "assignee_agent_id" in changes
+                and changes["assignee_agent_id"] is not None
+                and changes["assignee_agent_id"] != issue.assignee_agent_id
+            )
+            for field, value in changes.items():
+                setattr(issue, field, value)
+            await session.flush()
+            record_activity(
+                session,
+                actor,
+                "issue.updated",
+                entity_type="issue",
+                entity_id=issue.id,
+                company_id=company_id,
+                details={"fields": sorted(changes)},
+            )
+            if newly_assigned:
+                await request_wake(
+                    session,
+                    actor,
+                    company_id=company_id,
+                    agent_id=changes["assignee_agent_id"],
+                    issue_id=issue.id,
+                    source="assignment",
+                    reason="issue assigned",
+                )
+        return issue
+
+    async def delete(self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID) -> None:
+        async with self.sessions.begin() as session:
+            issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
+            await session.delete(issue)
+            record_activity(
+                session,
+                actor,
+                "issue.deleted",
+                entity_type="issue",
+                entity_id=issue_id,
+                company_id=company_id,
+                details={"identifier": issue.identifier},
+            )
+
+    async def _check_links(
+        self,
+        session: AsyncSession,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID | None,
+        assignee_agent_id: uuid.UUID | None,
+        parent_id: uuid.UUID | None,
+    ) -> None:
+        if assignee_agent_id is not None:
+            await get_scoped(session, Agent, company_id, assignee_agent_id, "agent")
+        if parent_id is None:
+            return
+        # Walk up from the new parent: meeting this issue would close a cycle.
+        cursor: uuid.UUID | None = parent_id
+        for _ in range(MAX_PARENT_DEPTH):
+            if cursor is None:
+                return
+            if cursor == issue_id:
+                raise InvalidInputError("an issue cannot be its own ancestor", code="parent_cycle")
+            parent = await get_scoped(session, Issue, company_id, cursor, "issue")
+            cursor = parent.parent_id
+        raise InvalidInputError("the parent chain is too deep", code="parent_too_deep")

@@ -1,0 +1,55 @@
+"""The read side of runs and their event logs."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.models import Run, RunEvent
+from paperclip.services.companies import require_company
+from paperclip.services.queries import get_scoped, keyset_page
+
+
+class RunQueries:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def list(
+        self,
+        company_id: uuid.UUID,
+        *,
+        agent_id: uuid.UUID | None,
+        issue_id: uuid.UUID | None,
+        status: str | None,
+        cursor: str | None,
+        limit: int,
+    ) -> tuple[list[Run], str | None]:
+        async with self.sessions() as session:
+            await require_company(session, company_id)
+            stmt = select(Run).where(Run.company_id == company_id)
+            if agent_id is not None:
+                stmt = stmt.where(Run.agent_id == agent_id)
+            if issue_id is not None:
+                stmt = stmt.where(Run.issue_id == issue_id)
+            if status is not None:
+                stmt = stmt.where(Run.status == status)
+            return await keyset_page(session, stmt, Run, cursor, limit)
+
+    async def get(self, company_id: uuid.UUID, run_id: uuid.UUID) -> Run:
+        async with self.sessions() as session:
+            return await get_scoped(session, Run, company_id, run_id, "run")
+
+    async def events(
+        self, company_id: uuid.UUID, run_id: uuid.UUID, *, after_seq: int, limit: int
+    ) -> list[RunEvent]:
+        async with self.sessions() as session:
+            await get_scoped(session, Run, company_id, run_id, "run")
+            stmt = (
+                select(RunEvent)
+                .where(RunEvent.run_id == run_id, RunEvent.seq > after_seq)
+                .order_by(RunEvent.seq)
+                .limit(limit)
+            )
+            return list((await session.execute(stmt)).scalars().all())

@@ -1,0 +1,155 @@
+"""Wake requests: coalesced while queued, deduplicated by idempotency key, both by the database."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.models import Agent, Issue, WakeKey, WakeRequest, WakeStatus
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import Actor
+from paperclip.services.queries import get_scoped
+
+
+@dataclass(frozen=True, slots=True)
+class WakeOutcome:
+    wake: WakeRequest
+    created: bool
+    """False when the request was folded into an existing one (coalesced or deduplicated)."""
+    deduplicated: bool = False
+    """True when the idempotency key was seen before: nothing changed."""
+
+
+async def request_wake(
+    session: AsyncSession,
+    actor: Actor,
+    *,
+    company_id: uuid.UUID,
+    agent_id: uuid.UUID,
+    issue_id: uuid.UUID | None,
+    source: str,
+    reason: str = "",
+    payload: dict[str, Any] | None = None,
+    idempotency_key: str | None = None,
+) -> WakeOutcome:
+    """Record a wake inside the caller's transaction.
+
+    The key row is written first, pointing at the wake this call would create;
+    a concurrent twin blocks on the key's primary key and then finds the
+    winner's wake. A queued wake for the same agent and issue absorbs the new
+    one (``coalesced_count`` + 1) through the partial unique index.
+    """
+    candidate = uuid.uuid4()
+    if idempotency_key is not None:
+        claimed = await session.execute(
+            insert(WakeKey)
+            .values(
+                company_id=company_id,
+                agent_id=agent_id,
+                key=idempotency_key,
+                wake_request_id=candidate,
+            )
+            .on_conflict_do_nothing()
+            .returning(WakeKey.key)
+        )
+        if claimed.scalar_one_or_none() is None:
+            existing_id = (
+                await session.execute(
+                    select(WakeKey.wake_request_id).where(
+                        WakeKey.company_id == company_id,
+                        WakeKey.agent_id == agent_id,
+                        WakeKey.key == idempotency_key,
+                    )
+                )
+            ).scalar_one()
+            wake = (
+                await session.execute(select(WakeRequest).where(WakeRequest.id == existing_id))
+            ).scalar_one()
+            return WakeOutcome(wake=wake, created=False, deduplicated=True)
+
+    stmt = insert(WakeRequest).values(
+        id=candidate,
+        company_id=company_id,
+        agent_id=agent_id,
+        issue_id=issue_id,
+        source=source,
+        reason=reason,
+        payload=payload or {},
+        idempotency_key=idempotency_key,
+        coalesced_count=0,
+        status=WakeStatus.QUEUED,
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[WakeRequest.agent_id, WakeRequest.issue_id],
+        index_where=(WakeRequest.status == WakeStatus.QUEUED) & WakeRequest.issue_id.is_not(None),
+        set_={
+            "coalesced_count": WakeRequest.coalesced_count + 1,
+            "updated_at": stmt.excluded.updated_at,
+        },
+    ).returning(WakeRequest.id)
+    wake_id = (await session.execute(stmt)).scalar_one()
+    created = wake_id == candidate
+    if not created and idempotency_key is not None:
+        await session.execute(
+            update(WakeKey)
+            .where(
+                WakeKey.company_id == company_id,
+                WakeKey.agent_id == agent_id,
+                WakeKey.key == idempotency_key,
+            )
+            .values(wake_request_id=wake_id)
+        )
+    wake = (
+        await session.execute(
+            select(WakeRequest)
+            .where(WakeRequest.id == wake_id)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one()
+    record_activity(
+        session,
+        actor,
+        "wake.requested" if created else "wake.coalesced",
+        entity_type="wake_request",
+        entity_id=wake.id,
+        company_id=company_id,
+        details={"source": source, "agent_id": str(agent_id)},
+    )
+    return WakeOutcome(wake=wake, created=created)
+
+
+class WakeService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def wake_agent(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        *,
+        issue_id: uuid.UUID | None,
+        reason: str,
+        payload: dict[str, Any],
+        idempotency_key: str | None,
+    ) -> WakeOutcome:
+        async with self.sessions.begin() as session:
+            await get_scoped(session, Agent, company_id, agent_id, "agent")
+            if issue_id is not None:
+                await get_scoped(session, Issue, company_id, issue_id, "issue")
+            return await request_wake(
+                session,
+                actor,
+                company_id=company_id,
+                agent_id=agent_id,
+                issue_id=issue_id,
+                source="manual",
+                reason=reason,
+                payload=payload,
+                idempotency_key=idempotency_key,
+            )

@@ -1,0 +1,101 @@
+"""Settings of the core, read from ``PAPERCLIP_*`` environment variables."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from enum import StrEnum
+from pathlib import Path
+
+import platformdirs
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class DeploymentMode(StrEnum):
+    LOCAL_TRUSTED = "local_trusted"
+    """Loopback only, no login: every request acts as the local operator."""
+    AUTHENTICATED = "authenticated"
+    """Every request carries a board API key (``Authorization: Bearer ...``)."""
+
+
+class LogFormat(StrEnum):
+    CONSOLE = "console"
+    JSON = "json"
+
+
+def default_data_dir() -> Path:
+    """The platform's user data dir; ``/var/lib/paperclip`` for root.
+
+    The embedded PostgreSQL runs as an unprivileged system user when started by
+    root, and must be able to traverse every parent of its data folder, which
+    ``/root`` forbids.
+    """
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        return Path("/var/lib/paperclip")
+    return Path(platformdirs.user_data_dir("paperclip", appauthor=False))
+
+
+class Settings(BaseSettings):
+    """Every setting of the core. See docs/configuration.md."""
+
+    model_config = SettingsConfigDict(env_prefix="PAPERCLIP_", extra="ignore")
+
+    database_url: str | None = Field(
+        default=None,
+        description="PostgreSQL URL (postgresql://...). Unset: the embedded PostgreSQL in the data dir.",
+    )
+    data_dir: Path = Field(
+        default_factory=default_data_dir, description="Where Paperclip keeps its data."
+    )
+    host: str = Field(default="127.0.0.1", description="Address the HTTP server binds.")
+    port: int = Field(
+        default=3100, ge=0, le=65535, description="Port the HTTP server binds (0: any free)."
+    )
+    deployment_mode: DeploymentMode = Field(default=DeploymentMode.LOCAL_TRUSTED)
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    log_format: LogFormat = Field(default=LogFormat.CONSOLE)
+    max_body_bytes: int = Field(
+        default=1_048_576, ge=1024, description="Largest accepted request body."
+    )
+    instance_id: str = Field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
+        description="This replica's name in leases and run events.",
+    )
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError(f"unknown log level {value!r}")
+        return level
+
+    @property
+    def pgdata(self) -> Path:
+        """The embedded PostgreSQL's data folder."""
+        return self.data_dir / "pgdata"
+
+    def check_bind_address(self) -> None:
+        """Refuse ``local_trusted`` on an address that other machines can reach."""
+        if self.deployment_mode is DeploymentMode.LOCAL_TRUSTED and not is_loopback(self.host):
+            raise ConfigurationError(
+                f"deployment mode local_trusted serves without login and may only bind a loopback "
+                f"address, not {self.host!r}. Bind 127.0.0.1, or set "
+                "PAPERCLIP_DEPLOYMENT_MODE=authenticated and create a key with "
+                "`paperclip keys create`."
+            )
+
+
+class ConfigurationError(Exception):
+    """A setting or combination of settings that Paperclip refuses to run with."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

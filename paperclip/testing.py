@@ -1,0 +1,171 @@
+"""Pytest fixtures for Paperclip and its plugins (registered through the ``pytest11`` entry point).
+
+- ``postgres_admin_url`` (session): a PostgreSQL server. ``PAPERCLIP_TEST_DATABASE_URL``
+  names one (any database on it; we create our own); otherwise one embedded server is
+  started for the session, shared by pytest-xdist workers.
+- ``database_url`` (module): a fresh, migrated database of its own for each test module.
+- ``settings``, ``container``, ``app``, ``client``: the application on that database,
+  built per test; ``client`` is an HTTP client speaking to it in-process.
+
+Imports stay inside fixtures: this module is loaded by every pytest run in an
+environment where Paperclip is installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from litestar import Litestar
+    from litestar.testing import AsyncTestClient
+
+    from paperclip.container import Container
+    from paperclip.settings import Settings
+
+TEMPLATE_LOCK_ID = 0x5043_0001  # advisory lock key guarding the template's creation
+
+
+def _default_pgdata() -> Path:
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    # Not under /root: the embedded server's own user must traverse every parent.
+    return Path(os.environ.get("PAPERCLIP_TEST_PGDATA", f"/var/tmp/paperclip-test-{uid}/pgdata"))
+
+
+def _with_database(url: str, name: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+async def _admin(url: str, *statements: str, lock: bool = False) -> list[Any]:
+    import asyncpg  # type: ignore[import-untyped]
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    conn = await asyncpg.connect(
+        user=parsed.username,
+        password=parsed.password or None,
+        database=parsed.database,
+        host=parsed.query.get("host", parsed.host),
+        port=parsed.port,
+    )
+    try:
+        if lock:
+            await conn.execute(f"SELECT pg_advisory_lock({TEMPLATE_LOCK_ID})")
+        return [await conn.fetch(s) for s in statements]
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_admin_url() -> Iterator[str]:
+    """A URL of the PostgreSQL server the tests use, on its ``postgres`` database."""
+    configured = os.environ.get("PAPERCLIP_TEST_DATABASE_URL")
+    if configured:
+        yield _with_database(configured, "postgres")
+        return
+    from paperclip.db.embedded import EmbeddedPostgres
+
+    embedded = EmbeddedPostgres(_default_pgdata())
+    url = embedded.start()
+    try:
+        yield _with_database(url, "postgres")
+    finally:
+        embedded.stop()
+
+
+@pytest.fixture(scope="session")
+def migrated_template(postgres_admin_url: str) -> str:
+    """A database migrated to head, copied for each module. Named after the head it holds."""
+    from paperclip.db import migrate
+
+    name = f"paperclip_tpl_{migrate.head_revision()}_{_migrations_digest()}"
+    # One worker migrates; the others wait on the advisory lock, then find it.
+    exists = asyncio.run(
+        _admin(postgres_admin_url, f"SELECT 1 FROM pg_database WHERE datname = '{name}'", lock=True)
+    )
+    if not exists[0]:
+        building = f"{name}_building_{os.getpid()}"
+        asyncio.run(_admin(postgres_admin_url, f'CREATE DATABASE "{building}"'))
+        migrate.upgrade(_with_database(postgres_admin_url, building))
+        asyncio.run(
+            _admin(
+                postgres_admin_url,
+                f'ALTER DATABASE "{building}" RENAME TO "{name}"',
+                f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true',
+            )
+        )
+    return name
+
+
+def _migrations_digest() -> str:
+    from paperclip.db.migrate import migrations_dir
+
+    digest = hashlib.sha256()
+    for path in sorted(migrations_dir().rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+@pytest.fixture(scope="module")
+def database_url(
+    request: pytest.FixtureRequest, postgres_admin_url: str, migrated_template: str
+) -> Iterator[str]:
+    """A fresh migrated database for this test module, dropped afterwards."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    module = re.sub(r"[^a-z0-9]", "_", request.module.__name__.lower())[-30:]
+    name = f"t_{worker}_{module}_{os.getpid()}"[:63]
+    asyncio.run(
+        _admin(
+            postgres_admin_url,
+            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+            f'CREATE DATABASE "{name}" TEMPLATE "{migrated_template}"',
+        )
+    )
+    try:
+        yield _with_database(postgres_admin_url, name)
+    finally:
+        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    from paperclip.settings import Settings
+
+    return Settings(database_url=database_url, data_dir=tmp_path / "data", port=0)
+
+
+@pytest.fixture
+def container(settings: Settings) -> Iterator[Container]:
+    from paperclip.container import Container
+
+    container = Container(settings=settings)
+    container.init_resources()
+    try:
+        yield container
+    finally:
+        container.shutdown_resources()
+
+
+@pytest.fixture
+def app(settings: Settings, container: Container) -> Litestar:
+    from paperclip.app import create_app
+
+    return create_app(settings, container=container)
+
+
+@pytest.fixture
+async def client(app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
+    """An HTTP client for ``app`` (in-process, lifespan run)."""
+    from litestar.testing import AsyncTestClient
+
+    async with AsyncTestClient(app=app, base_url="http://127.0.0.1") as test_client:
+        yield test_client
