@@ -18,14 +18,15 @@ import hashlib
 import os
 import re
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    import httpx
     from litestar import Litestar
-    from litestar.testing import AsyncTestClient
 
     from paperclip.container import Container
     from paperclip.settings import Settings
@@ -163,9 +164,42 @@ def app(settings: Settings, container: Container) -> Litestar:
 
 
 @pytest.fixture
-async def client(app: Litestar) -> AsyncIterator[AsyncTestClient[Litestar]]:
-    """An HTTP client for ``app`` (in-process, lifespan run)."""
-    from litestar.testing import AsyncTestClient
+async def client(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client for ``app``: in-process, on the test's own event loop, lifespan run.
 
-    async with AsyncTestClient(app=app, base_url="http://127.0.0.1") as test_client:
-        yield test_client
+    Sharing the loop lets a test use the app's engine (``container.sessions()``)
+    between requests.
+    """
+    import httpx
+
+    async with running_lifespan(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+            yield http
+
+
+@asynccontextmanager
+async def running_lifespan(app: Litestar) -> AsyncIterator[None]:
+    """Run the app's lifespan in a task of its own.
+
+    Its cancel scopes must be entered and left by one task, and a fixture's
+    setup and teardown may run in different ones.
+    """
+    started, stop = asyncio.Event(), asyncio.Event()
+
+    async def hold() -> None:
+        async with app.lifespan():
+            started.set()
+            await stop.wait()
+
+    task = asyncio.create_task(hold())
+    waiter = asyncio.create_task(started.wait())
+    await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        waiter.cancel()
+        task.result()  # startup failed: raise its error
+    try:
+        yield
+    finally:
+        stop.set()
+        await task

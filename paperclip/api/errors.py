@@ -82,8 +82,16 @@ EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the error statuses a route may answer."""
+    """OpenAPI entries for the error statuses a route may answer.
+
+    400 is always listed: any route can refuse a malformed request, and its
+    body is ours, not Litestar's default validation schema.
+    """
     return {
-        status: ResponseSpec(data_container=ErrorBody, description=HTTP_CODES.get(status, "error"))
-        for status in statuses
+        status: ResponseSpec(
+            data_container=ErrorBody,
+            description=HTTP_CODES.get(status, "error"),
+            generate_examples=False,
+        )
+        for status in sorted({400, *statuses})
     }

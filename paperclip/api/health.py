@@ -30,7 +30,11 @@ class Health(msgspec.Struct):
     "/health",
     tags=["health"],
     opt={"public": True},
-    responses={503: ResponseSpec(data_container=Health, description="database unavailable")},
+    responses={
+        503: ResponseSpec(
+            data_container=Health, description="database unavailable", generate_examples=False
+        )
+    },
 )
 async def health(state: State) -> Response[Health]:
     """Liveness and the database's status; 503 when the database does not answer."""

@@ -30,6 +30,9 @@ class UUIDPrimaryKey:
 
 
 class Timestamps:
+    # Fetch server-set values (updated_at) with RETURNING, so rows stay readable after commit.
+    __mapper_args__ = {"eager_defaults": True}
+
     created_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )

@@ -101,6 +101,8 @@ class IssueService:
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
+            # A filter naming another company's row is answered like any foreign id.
+            await self._check_links(session, company_id, None, assignee_agent_id, parent_id)
             stmt = select(Issue).where(Issue.company_id == company_id)
             if status is not None:
                 stmt = stmt.where(Issue.status == status)

@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.models import Run, RunEvent
+from paperclip.models import Agent, Issue, Run, RunEvent
 from paperclip.services.companies import require_company
 from paperclip.services.queries import get_scoped, keyset_page
 
@@ -28,6 +28,11 @@ class RunQueries:
     ) -> tuple[list[Run], str | None]:
         async with self.sessions() as session:
             await require_company(session, company_id)
+            # A filter naming another company's row is answered like any foreign id.
+            if agent_id is not None:
+                await get_scoped(session, Agent, company_id, agent_id, "agent")
+            if issue_id is not None:
+                await get_scoped(session, Issue, company_id, issue_id, "issue")
             stmt = select(Run).where(Run.company_id == company_id)
             if agent_id is not None:
                 stmt = stmt.where(Run.agent_id == agent_id)

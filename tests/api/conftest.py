@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+async def company(client):
+    r = await client.post("/api/companies", json={"name": "Paperclip", "issue_prefix": "PAP"})
+    assert r.status_code == 201
+    return r.json()
+
+
+@pytest.fixture
+async def agent(client, company):
+    r = await client.post(
+        f"/api/companies/{company['id']}/agents",
+        json={
+            "name": "coder",
+            "provider": "codex",
+            "role": "engineer",
+            "provider_config": {"model": "m"},
+        },
+    )
+    assert r.status_code == 201, r.text
+    return r.json()

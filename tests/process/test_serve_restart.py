@@ -1,0 +1,60 @@
+"""``paperclip serve`` as a real process on the embedded PostgreSQL: SIGKILL, start again, data intact."""
+
+from __future__ import annotations
+
+import httpx
+import psutil
+import pytest
+
+from tests.support.processes import ServerProcess
+
+pytestmark = pytest.mark.process
+
+
+@pytest.fixture
+def data_dir(tmp_path_factory):
+    # Under /tmp, not /root: the embedded server's own user must reach it.
+    return tmp_path_factory.mktemp("paperclip-data")
+
+
+def postgres_of(data_dir):
+    return [
+        p for p in psutil.process_iter(["name", "cmdline"])
+        if p.info["name"] == "postgres" and str(data_dir) in " ".join(p.info["cmdline"] or [])
+    ]
+
+
+def test_data_survives_sigkill_of_the_server(data_dir, tmp_path):
+    env = {"PAPERCLIP_DATA_DIR": str(data_dir), "PAPERCLIP_PORT": "0", "PAPERCLIP_DATABASE_URL": ""}
+    server = ServerProcess(env, tmp_path / "serve.log").start()
+    try:
+        health = httpx.get(f"{server.url}/api/health").json()
+        assert health["database"]["kind"] == "embedded" and health["database"]["status"] == "ok"
+        company = httpx.post(f"{server.url}/api/companies", json={"name": "Durable"}).json()
+        issue = httpx.post(
+            f"{server.url}/api/companies/{company['id']}/issues", json={"title": "keep me"}
+        ).json()
+        server.kill()
+
+        server = ServerProcess(env, tmp_path / "serve.log").start()
+        got = httpx.get(f"{server.url}/api/companies/{company['id']}/issues/{issue['id']}")
+        assert got.status_code == 200 and got.json()["title"] == "keep me"
+        # The killed process's handle was dropped, so a clean stop stops PostgreSQL too.
+        assert server.terminate() == 0
+        assert postgres_of(data_dir) == []
+    finally:
+        server.stop()
+        for proc in postgres_of(data_dir):
+            proc.kill()
+
+
+def test_sigterm_finishes_and_stops_the_embedded_database(data_dir, tmp_path):
+    env = {"PAPERCLIP_DATA_DIR": str(data_dir), "PAPERCLIP_PORT": "0", "PAPERCLIP_DATABASE_URL": ""}
+    server = ServerProcess(env, tmp_path / "serve.log").start()
+    try:
+        assert postgres_of(data_dir)
+        assert server.terminate() == 0
+        assert postgres_of(data_dir) == []
+        assert "stopping the embedded PostgreSQL" in server.tail()
+    finally:
+        server.stop()

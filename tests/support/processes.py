@@ -1,0 +1,75 @@
+"""Real OS processes for tests: ``paperclip serve`` (and later the runner), killed for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+PAPERCLIP = [sys.executable, "-m", "paperclip"]
+
+
+class ServerProcess:
+    """``paperclip serve --json`` as a child process; ``url`` once it listens."""
+
+    def __init__(self, env: Mapping[str, str], log_path: Path, *extra_args: str) -> None:
+        self.env = {**os.environ, **env}
+        self.log_path = log_path
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 60) -> ServerProcess:
+        self.log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            [*PAPERCLIP, "serve", "--json", *self.extra_args],
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = self.proc.stdout.readline()  # the first line says where it listens
+        if not line:
+            raise RuntimeError(f"paperclip serve exited early: {self.tail()}")
+        self.url = json.loads(line)["url"]
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"paperclip serve did not become healthy: {self.tail()}")
+
+    def kill(self) -> None:
+        """SIGKILL: no shutdown code runs."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self, timeout: float = 40) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text().splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
