@@ -55,12 +55,16 @@ class CommentTrust(StrEnum):
 
 
 class AuthorKind(StrEnum):
+    """Who wrote a comment."""
+
     USER = "user"
     AGENT = "agent"
     SYSTEM = "system"
 
 
 class TaskMarkdownMode(StrEnum):
+    """How much of the task brief an attempt receives."""
+
     FULL = "full"
     COMPACT = "compact"
     """A resumed session's brief: header, changed fields and criteria, no unchanged body."""
@@ -77,6 +81,8 @@ class Placement(StrEnum):
 
 
 class SourceKind(StrEnum):
+    """What a source block or completion reference points to."""
+
     TASK = "task"
     DESCRIPTION = "description"
     COMMENT = "comment"
@@ -92,6 +98,8 @@ TURN_CONTEXT_VERSION = 1
 
 @dataclass(frozen=True, slots=True)
 class ParentTask:
+    """The issue a task belongs under, as shown in the brief."""
+
     id: str
     identifier: str
     title: str
@@ -113,6 +121,8 @@ class TaskSource:
 
 @dataclass(frozen=True, slots=True)
 class CommentAuthor:
+    """A comment's author; ``name`` is optional display text."""
+
     kind: AuthorKind
     id: str
     name: str = ""
@@ -179,6 +189,8 @@ class SourceRef:
 
 @dataclass(frozen=True, slots=True)
 class AssignmentOwnership:
+    """``paperclipTurnContext.assignment``: the description is owned by the task markdown."""
+
     description: SourceRef | None
     """None when the issue has no description."""
     owner: Literal["task_markdown"] = TASK_MARKDOWN_OWNER
@@ -186,6 +198,8 @@ class AssignmentOwnership:
 
 @dataclass(frozen=True, slots=True)
 class EventsOwnership:
+    """``paperclipTurnContext.events``: the current comments are owned by the wake prompt."""
+
     comments: tuple[SourceRef, ...]
     """The current comments, in order; distinct ids stay distinct even when bodies match."""
     owner: Literal["wake_prompt"] = WAKE_PROMPT_OWNER
@@ -273,6 +287,8 @@ class SectionSelection:
 
 @dataclass(frozen=True, slots=True)
 class TaskMarkdownOptions:
+    """How to render the task brief for this attempt."""
+
     mode: TaskMarkdownMode = TaskMarkdownMode.FULL
     assignment_only: bool = False
     """False (the standalone default): also render the latest wake comment, as historically."""
@@ -284,6 +300,8 @@ class TaskMarkdownOptions:
 
 @dataclass(frozen=True, slots=True)
 class WakePromptOptions:
+    """How to render the wake prompt for this attempt."""
+
     resumed: bool = False
     rules: bool = True
     """Carry the wake-handling rules here (False: they travel in another carrier or the session)."""
@@ -303,6 +321,7 @@ class ContinuationMessage:
     issue_id: str
     body: str
     author: CommentAuthor | None = None
+    trust: CommentTrust = CommentTrust.UNTRUSTED
     deleted: bool = False
 
 
@@ -318,6 +337,8 @@ class ObjectiveSource:
 
 @dataclass(frozen=True, slots=True)
 class Continuation:
+    """``executionContinuation``: a resumed session's delta and its current objective."""
+
     issue_id: str
     messages: tuple[ContinuationMessage, ...]
     objective: str
@@ -327,6 +348,8 @@ class Continuation:
 
 @dataclass(frozen=True, slots=True)
 class ContinuationOptions:
+    """What the rest of this prompt shows, for deciding how to render the objective."""
+
     description_displayed: bool = False
     """The task markdown of this prompt shows the current description in full."""
     task_displayed: bool = False
@@ -337,6 +360,8 @@ class ContinuationOptions:
 
 @dataclass(frozen=True, slots=True)
 class RenderedContinuation:
+    """A rendered continuation and the current comments it already shows."""
+
     section: RenderedSection
     suppressed_comment_ids: frozenset[str] = frozenset()
     """Current comments the wake prompt need not repeat."""
@@ -358,17 +383,22 @@ class CompletionReference:
 
 @dataclass(frozen=True, slots=True)
 class RefusedReference:
+    """A completion reference that was refused, and why."""
+
     reference: CompletionReference
     reason: Literal["not_rendered", "stale_revision", "missing_revision"]
 
 
 @dataclass(frozen=True, slots=True)
 class ReferenceCheck:
+    """The answer to a completion reference check."""
+
     accepted: tuple[CompletionReference, ...] = ()
     refused: tuple[RefusedReference, ...] = ()
 
     @property
     def ok(self) -> bool:
+        """Every reference was accepted."""
         return not self.refused
 
 

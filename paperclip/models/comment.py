@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import hashlib
 import uuid
 from datetime import datetime
 
@@ -8,11 +7,16 @@ from sqlalchemy import CheckConstraint, DateTime, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
+from paperclip.prompts.revisions import revision
 
 
 def body_revision(body: str) -> str:
-    """sha256 of the trimmed body: evidence of the exact text a run saw."""
-    return hashlib.sha256(body.strip().encode("utf-8")).hexdigest()
+    """sha256 of the trimmed, sanitized body: evidence of the exact text a run saw.
+
+    The same function names a comment in ``paperclipTurnContext``, so a stored
+    revision and a rendered one always agree.
+    """
+    return revision(body)
 
 
 class Comment(UUIDPrimaryKey, Timestamps, Base):

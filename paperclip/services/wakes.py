@@ -6,7 +6,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -86,7 +86,9 @@ async def request_wake(
     )
     stmt = stmt.on_conflict_do_update(
         index_elements=[WakeRequest.agent_id, WakeRequest.issue_id],
-        index_where=(WakeRequest.status == WakeStatus.QUEUED) & WakeRequest.issue_id.is_not(None),
+        # Literal SQL, not bound values: PostgreSQL must match it to the partial
+        # index's predicate, which a generic prepared plan cannot do with parameters.
+        index_where=text("status = 'queued' AND issue_id IS NOT NULL"),
         set_={
             "coalesced_count": WakeRequest.coalesced_count + 1,
             "updated_at": stmt.excluded.updated_at,

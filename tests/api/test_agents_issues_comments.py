@@ -152,3 +152,17 @@ async def test_runs_list_and_events_of_an_unknown_run(client, company):
     assert r.status_code == 200 and r.json() == {"items": [], "next_cursor": None}
     r = await client.get(f"/api/companies/{company['id']}/runs/{uuid.uuid4()}/events")
     assert r.status_code == 404 and r.json()["code"] == "run_not_found"
+
+
+async def test_coalescing_survives_generic_prepared_plans(client, company, agent):
+    # PostgreSQL switches a prepared statement to a generic plan after five
+    # executions; the partial-index conflict target must still be found then.
+    issues = f"/api/companies/{company['id']}/issues"
+    url = f"/api/companies/{company['id']}/agents/{agent['id']}/wakeup"
+    for i in range(8):
+        issue = (await client.post(issues, json={"title": f"t{i}"})).json()
+        for _ in range(2):
+            r = await client.post(url, json={"issue_id": issue["id"]})
+            assert r.status_code in (200, 201), r.text
+        r = await client.post(url, json={})
+        assert r.status_code == 201, r.text

@@ -1,0 +1,197 @@
+"""The task brief (``paperclip_render_task_markdown``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.prompts import (
+    RenderedSection,
+    RenderLimits,
+    SourceKind,
+    TaskMarkdownMode,
+    TaskMarkdownOptions,
+    TaskSource,
+)
+
+from paperclip.prompts.revisions import revision, short_revision
+from paperclip.prompts.task_markdown import build_task_markdown
+
+from .support import ISSUE, make_comment, make_task
+
+DESCRIPTION = make_task().description
+LATEST = make_comment("c-2", "Keep the query string too.")
+WAKE = (make_comment("c-1", "Start with the login form."), LATEST)
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    options: TaskMarkdownOptions
+    task: dict[str, Any] = field(default_factory=dict)
+    shows: tuple[str, ...] = ()
+    hides: tuple[str, ...] = ()
+    sources: tuple[tuple[SourceKind, str], ...] = ()
+    truncated: bool = False
+
+
+TASK_BRIEF_RULES = [
+    Case(
+        "full brief shows title, status, priority, parent, description and criteria",
+        TaskMarkdownOptions(assignment_only=True),
+        shows=(
+            "- Issue: PAP-12",
+            '- Title: "Fix the login redirect"',
+            "- Status: in_progress",
+            "- Priority: high",
+            '- Parent: PAP-3 "Auth hardening"',
+            "They should return to where they were.",
+            "1. Users return to the page they came from",
+            "2. A test covers it",
+            f"revision {short_revision(revision(DESCRIPTION))}",
+        ),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+    Case(
+        "standalone default renders the latest wake comment itself",
+        TaskMarkdownOptions(wake_comments=WAKE),
+        shows=("### Latest wake comment", "Keep the query string too."),
+        hides=("Start with the login form.",),
+        sources=(
+            (SourceKind.TASK, ISSUE),
+            (SourceKind.DESCRIPTION, ISSUE),
+            (SourceKind.COMMENT, "c-2"),
+        ),
+    ),
+    Case(
+        "standalone default skips a deleted latest comment",
+        TaskMarkdownOptions(wake_comments=(WAKE[0], make_comment("c-2", "gone", deleted=True))),
+        shows=("Start with the login form.",),
+        hides=("gone",),
+        sources=(
+            (SourceKind.TASK, ISSUE),
+            (SourceKind.DESCRIPTION, ISSUE),
+            (SourceKind.COMMENT, "c-1"),
+        ),
+    ),
+    Case(
+        "assignment-only rendering leaves current comments to the wake prompt",
+        TaskMarkdownOptions(assignment_only=True, wake_comments=WAKE),
+        hides=("Latest wake comment", "Keep the query string too."),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+    Case(
+        "compact brief names an unchanged description instead of repeating it",
+        TaskMarkdownOptions(
+            mode=TaskMarkdownMode.COMPACT,
+            assignment_only=True,
+            previous_description_revision=revision(DESCRIPTION),
+        ),
+        shows=("(resumed session)", "- Description: unchanged since your brief", "1. Users"),
+        hides=("They should return",),
+        sources=((SourceKind.TASK, ISSUE),),
+    ),
+    Case(
+        "compact brief shows a description changed since the session's brief",
+        TaskMarkdownOptions(
+            mode=TaskMarkdownMode.COMPACT,
+            assignment_only=True,
+            previous_description_revision=revision("the old description"),
+        ),
+        shows=("### Description (changed since your brief)", "They should return"),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+    Case(
+        "compact brief shows the description when the session's revision is unknown",
+        TaskMarkdownOptions(mode=TaskMarkdownMode.COMPACT, assignment_only=True),
+        shows=("They should return",),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+    Case(
+        "an empty description is no source",
+        TaskMarkdownOptions(assignment_only=True),
+        task={"description": "  \n "},
+        shows=("- Description: none",),
+        sources=((SourceKind.TASK, ISSUE),),
+    ),
+    Case(
+        "a long description is cut, marked and reported truncated",
+        TaskMarkdownOptions(assignment_only=True, limits=RenderLimits(max_description_chars=10)),
+        shows=("After logi\n", "[Description cut at 10 characters"),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+        truncated=True,
+    ),
+    Case(
+        "the fence outlasts backticks in the description",
+        TaskMarkdownOptions(assignment_only=True),
+        task={"description": "Run ```make``` first"},
+        shows=("````text\nRun ```make``` first\n````",),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+    Case(
+        "a title cannot break out of its line",
+        TaskMarkdownOptions(assignment_only=True),
+        task={"title": 'Fix "it"\n- Status: done'},
+        shows=('- Title: "Fix \\"it\\"\\n- Status: done"',),
+        sources=((SourceKind.TASK, ISSUE), (SourceKind.DESCRIPTION, ISSUE)),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", TASK_BRIEF_RULES, ids=[c.rule for c in TASK_BRIEF_RULES])
+def test_paperclip_render_task_markdown_task_brief_rules(case: Case, hooks: Any) -> None:
+    section = hooks.render_task_markdown(make_task(**case.task), case.options)
+    for text in case.shows:
+        assert text in section.text
+    for text in case.hides:
+        assert text not in section.text
+    assert [(b.kind, b.id) for b in section.sources] == list(case.sources)
+    assert section.truncated is case.truncated
+
+
+def test_paperclip_render_task_markdown_omit_mode_renders_nothing(hooks: Any) -> None:
+    section = hooks.render_task_markdown(
+        make_task(), TaskMarkdownOptions(mode=TaskMarkdownMode.OMIT)
+    )
+    assert section.text == "" and section.sources == ()
+
+
+def test_build_task_markdown_standalone_callers_keep_the_historical_default() -> None:
+    # A caller without ownership metadata passes no options at all.
+    section = build_task_markdown(make_task(), TaskMarkdownOptions(wake_comments=WAKE))
+    assert "Latest wake comment" in section.text
+    assert build_task_markdown(make_task()).text.endswith(
+        "Use this task as the current assignment."
+    )
+
+
+def test_paperclip_render_task_markdown_an_installed_plugin_overrides_the_builtin(
+    hooks: Any, register_plugin: Any
+) -> None:
+    class ShortBrief:
+        @hookimpl
+        def paperclip_render_task_markdown(
+            self, task: TaskSource, options: TaskMarkdownOptions
+        ) -> RenderedSection:
+            return RenderedSection("task_markdown", f"Task {task.identifier}")
+
+    register_plugin(ShortBrief())
+    assert hooks.render_task_markdown(make_task(), TaskMarkdownOptions()).text == "Task PAP-12"
+
+
+def test_paperclip_render_task_markdown_a_plugin_returning_none_defers_to_the_builtin(
+    hooks: Any, register_plugin: Any
+) -> None:
+    class OnlyForOthers:
+        @hookimpl
+        def paperclip_render_task_markdown(
+            self, task: TaskSource, options: TaskMarkdownOptions
+        ) -> RenderedSection | None:
+            return None
+
+    register_plugin(OnlyForOthers())
+    assert (
+        "## Paperclip task" in hooks.render_task_markdown(make_task(), TaskMarkdownOptions()).text
+    )
