@@ -12,6 +12,7 @@ from paperclip.app import create_app
 from paperclip.cli.output import console, emit_json
 from paperclip.container import Container
 from paperclip.db import migrate
+from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
 from paperclip.settings import Settings
 
@@ -58,6 +59,10 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         )
         server = uvicorn.Server(config)
         database = "external" if settings.database_url else f"embedded ({settings.pgdata})"
+        local_runner: LocalRunner | None = None
+        if settings.local_runner:
+            local_runner = LocalRunner(settings.data_dir, base_url)
+            local_runner.register(url)
         if as_json:
             emit_json({"event": "listening", "url": base_url, "database": database})
         else:
@@ -68,11 +73,15 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         # turns that into an exception, so the database below is stopped too.
         previous = signal.signal(signal.SIGTERM, _raise_stop)
         try:
+            if local_runner is not None:
+                local_runner.start()
             server.run(sockets=[sock])
         except (_Stop, KeyboardInterrupt):
             pass
         finally:
             signal.signal(signal.SIGTERM, previous)
+            if local_runner is not None:
+                local_runner.stop()
     finally:
         container.shutdown_resources()
         log.info("stopped")

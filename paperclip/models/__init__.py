@@ -8,6 +8,8 @@ from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
 from paperclip.models.run import Run, RunEvent, RunStatus
+from paperclip.models.runner import Runner, RunnerMessage, RunToken
+from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 
 __all__ = [
@@ -24,6 +26,12 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunStatus",
+    "RunToken",
+    "Runner",
+    "RunnerMessage",
+    "ToolCall",
+    "ToolCallStatus",
+    "ToolReceipt",
     "WakeKey",
     "WakeRequest",
     "WakeStatus",

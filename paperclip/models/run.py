@@ -10,10 +10,12 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     String,
     Text,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -36,6 +38,15 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     """One attempt of an agent on an issue, ending in a terminal status exactly once."""
 
     __tablename__ = "runs"
+    __table_args__ = (
+        # One active run per issue, whatever replica created it.
+        Index(
+            "uq_runs_active_issue",
+            "issue_id",
+            unique=True,
+            postgresql_where=text("status IN ('queued', 'running') AND issue_id IS NOT NULL"),
+        ),
+    )
 
     company_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("companies.id", ondelete="CASCADE"), index=True
@@ -58,6 +69,16 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     controller_instance: Mapped[str | None] = mapped_column(String(200))
     controller_epoch: Mapped[int] = mapped_column(default=0)
     """The fence: every controller write names it and is refused once it moved."""
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """The controller renews this; once past, another replica may adopt the run."""
+    runner_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("runners.id", ondelete="SET NULL"), index=True
+    )
+    wake_request_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("wake_requests.id", ondelete="SET NULL")
+    )
+    last_event_seq: Mapped[int] = mapped_column(default=0)
+    """The seq of the newest run event; bumped under the run's row lock."""
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 

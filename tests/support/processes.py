@@ -73,3 +73,62 @@ class ServerProcess:
             return "\n".join(self.log_path.read_text().splitlines()[-lines:])
         except FileNotFoundError:
             return ""
+
+
+class RunnerProcess:
+    """``paperclip runner`` as a child process, with a credential made for it."""
+
+    def __init__(self, servers: list[str], credential: str, work_dir: Path, log_path: Path, env: Mapping[str, str] | None = None) -> None:
+        self.env = {
+            **os.environ,
+            **(env or {}),
+            "PAPERCLIP_RUNNER_CREDENTIAL": credential,
+            "PAPERCLIP_RUNNER_SERVER": " ".join(servers),
+            "PAPERCLIP_RUNNER_WORK_DIR": str(work_dir),
+        }
+        self.log_path = log_path
+        self.proc: subprocess.Popen[str] | None = None
+
+    def start(self) -> RunnerProcess:
+        self.log = self.log_path.open("a")
+        self.proc = subprocess.Popen(
+            [*PAPERCLIP, "runner"], env=self.env, stdout=self.log, stderr=self.log, text=True
+        )
+        return self
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        if getattr(self, "log", None):
+            self.log.close()
+
+    def tail(self, lines: int = 60) -> str:
+        try:
+            return "\n".join(self.log_path.read_text().splitlines()[-lines:])
+        except FileNotFoundError:
+            return ""
+
+
+def wait_until(predicate, timeout: float = 60, interval: float = 0.1, message: str = "condition"):
+    """Poll ``predicate`` until it returns a truthy value; that value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {message}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,155 @@
+"""``paperclip runner`` (the runner process) and ``paperclip runners`` (their credentials)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import uuid
+from pathlib import Path
+from typing import Any
+
+import click
+
+from paperclip.cli.output import console, emit_json, fail
+
+
+@click.command("runner")
+@click.option(
+    "--server",
+    "servers",
+    multiple=True,
+    required=True,
+    envvar="PAPERCLIP_RUNNER_SERVER",
+    help="Control-plane URL (http://host:port); repeat for replicas. Env: PAPERCLIP_RUNNER_SERVER "
+    "(space-separated).",
+)
+@click.option(
+    "--credential-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    envvar="PAPERCLIP_RUNNER_CREDENTIAL_FILE",
+    help="File holding the runner credential.",
+)
+@click.option(
+    "--work-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="PAPERCLIP_RUNNER_WORK_DIR",
+    help="Where runs get their working folders.",
+)
+def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Path | None) -> None:
+    """Host provider processes for the control plane (until SIGTERM or Ctrl-C).
+
+    The credential comes from PAPERCLIP_RUNNER_CREDENTIAL or --credential-file;
+    create one with `paperclip runners create NAME`.
+    """
+    from paperclip.logging import configure_logging
+    from paperclip.plugins import PluginHost
+    from paperclip.runner.runtime import Runner
+    from paperclip.settings import Settings
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_format)
+    credential = os.environ.get("PAPERCLIP_RUNNER_CREDENTIAL", "")
+    if credential_file is not None:
+        credential = credential_file.read_text().strip()
+    if not credential:
+        fail(
+            "no runner credential",
+            hint="Set PAPERCLIP_RUNNER_CREDENTIAL or --credential-file; "
+            "`paperclip runners create NAME` makes one.",
+            code=2,
+        )
+    urls = [u for s in servers for u in s.split()]
+    kinds = {kind.name: kind for kind in PluginHost.from_settings(settings).providers()}
+    runtime = Runner(
+        urls, credential, work_dir=work_dir or settings.data_dir / "runner", providers=kinds
+    )
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(runtime.stop()))
+        await runtime.run()
+
+    asyncio.run(main())
+
+
+@click.group("runners")
+def runners() -> None:
+    """Runner credentials."""
+
+
+@runners.command("create")
+@click.argument("name", default=lambda: f"runner-{socket.gethostname()}")
+@click.option("--json", "as_json", is_flag=True)
+def runners_create(name: str, as_json: bool) -> None:
+    """Register a runner; its credential is shown once."""
+    from paperclip.cli.main import load_settings, with_database
+
+    async def work(container: Any) -> tuple[Any, str]:
+        return await container.runners().create(name)
+
+    row, secret = with_database(load_settings(), work)
+    if as_json:
+        emit_json({"id": str(row.id), "name": row.name, "credential": secret})
+        return
+    console.print(f"created runner [bold]{row.name}[/] ({row.id})")
+    console.print(f"  {secret}")
+    console.print(
+        "[dim]Give it to the runner as PAPERCLIP_RUNNER_CREDENTIAL; it is not shown again.[/]"
+    )
+
+
+@runners.command("list")
+@click.option("--json", "as_json", is_flag=True)
+def runners_list(as_json: bool) -> None:
+    """List runners and where they are connected."""
+    from paperclip.cli.main import load_settings, with_database
+
+    async def work(container: Any) -> list[Any]:
+        return await container.runners().list()
+
+    rows = with_database(load_settings(), work)
+    data = [
+        {
+            "id": str(r.id),
+            "name": r.name,
+            "instance": r.instance,
+            "replica": r.replica,
+            "last_seen_at": r.last_seen_at,
+            "revoked_at": r.revoked_at,
+        }
+        for r in rows
+    ]
+    if as_json:
+        emit_json(data)
+        return
+    from rich.table import Table
+
+    table = Table("id", "name", "instance", "replica", "last seen", "revoked")
+    for r in data:
+        table.add_row(
+            *(
+                str(r[k] or "-")
+                for k in ("id", "name", "instance", "replica", "last_seen_at", "revoked_at")
+            )
+        )
+    console.print(table)
+
+
+@runners.command("revoke")
+@click.argument("runner_id", type=click.UUID)
+def runners_revoke(runner_id: uuid.UUID) -> None:
+    """Revoke a runner's credential; it can no longer connect."""
+    from paperclip.cli.main import load_settings, with_database
+    from paperclip.errors import NotFoundError
+
+    async def work(container: Any) -> Any:
+        return await container.runners().revoke(runner_id)
+
+    try:
+        row = with_database(load_settings(), work)
+    except NotFoundError as exc:
+        fail(exc.message)
+    console.print(f"revoked runner [bold]{row.name}[/]")

@@ -1,0 +1,699 @@
+"""The run engine of one control-plane replica.
+
+It holds the WebSocket links of the runners connected here and is the
+controller of their runs: the replica that holds a runner's link owns (by
+lease, under an epoch fence) every run that runner hosts. It claims queued
+wakes into runs, persists provider events, journals and executes tool calls,
+and ends runs exactly once. Everything it knows is in PostgreSQL; a replica
+that dies loses nothing but its leases, which another replica adopts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from litestar import WebSocket
+from litestar.exceptions import WebSocketDisconnect
+from sqlalchemy import and_, exists, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.engine import journal, leases, outbox
+from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.fence import StaleEpochError, lock_run
+from paperclip.engine.finalize import decide, finish_run
+from paperclip.engine.links import RunnerLink
+from paperclip.engine.prompt import build_execution_input
+from paperclip.errors import NotFoundError
+from paperclip.models import (
+    Agent,
+    AgentStatus,
+    Comment,
+    Issue,
+    IssueStatus,
+    Run,
+    Runner,
+    RunnerMessage,
+    RunStatus,
+    RunToken,
+    ToolCall,
+    ToolCallStatus,
+    WakeRequest,
+    WakeStatus,
+)
+from paperclip.runner import protocol
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import SYSTEM
+from paperclip.services.api_keys import hash_key
+from paperclip.services.runners import RunnerService
+from paperclip.tools.executor import execute
+
+log = logging.getLogger(__name__)
+
+RUN_TOKEN_PREFIX = "pcr_"
+CLAIM_BATCH = 20
+HELLO_TIMEOUT = 10.0
+
+ProviderCheck = Callable[[str], bool]
+
+
+def provider_check(host: Any) -> ProviderCheck:
+    """Whether the control plane's plugins know a provider kind (asked at each claim)."""
+
+    def known(name: str) -> bool:
+        return any(kind.name == name for kind in host.providers())
+
+    return known
+
+
+class RunEngine:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        runners: RunnerService,
+        *,
+        instance: str,
+        lease_seconds: float,
+        provider_known: ProviderCheck = lambda name: True,
+    ) -> None:
+        self.sessions = sessions
+        self.runners = runners
+        self.instance = instance
+        self.ttl = lease_seconds
+        self.provider_known = provider_known
+        self.links: dict[uuid.UUID, RunnerLink] = {}
+        self.owned: dict[uuid.UUID, int] = {}
+        """Runs this replica controls, with the epoch it holds for each."""
+        self._nudge = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._loops: list[asyncio.Task[None]] = []
+
+    # Lifecycle
+
+    async def start(self) -> None:
+        self._loops = [
+            asyncio.create_task(self._schedule_loop(), name="wake-scheduler"),
+            asyncio.create_task(self._renew_loop(), name="lease-renewer"),
+        ]
+
+    async def stop(self) -> None:
+        for task in self._loops:
+            task.cancel()
+        for link in list(self.links.values()):
+            await link.close(1012, "control plane stopping")
+        for task in [*self._loops, *self._tasks]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        # Orderly handover: another replica may adopt at once instead of after the lease.
+        with contextlib.suppress(Exception):
+            async with self.sessions.begin() as session:
+                await leases.release(session, list(self.owned), instance=self.instance)
+        self.owned.clear()
+
+    def nudge(self) -> None:
+        """Something may be claimable now (a wake, a finished run, a runner)."""
+        self._nudge.set()
+
+    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
+        task = asyncio.ensure_future(coro)
+        task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # Runner connections
+
+    async def serve_runner(self, socket: WebSocket[Any, Any, Any]) -> None:
+        """The whole life of one runner connection: hello, adoption, then messages until it drops."""
+        await socket.accept()
+        header = socket.headers.get("authorization", "")
+        scheme, _, secret = header.partition(" ")
+        runner = (
+            await self.runners.authenticate(secret.strip()) if scheme.lower() == "bearer" else None
+        )
+        if runner is None:
+            await socket.close(code=protocol.CLOSE_UNAUTHORIZED, reason="runner credential refused")
+            return
+        try:
+            hello = protocol.decode(await asyncio.wait_for(socket.receive_text(), HELLO_TIMEOUT))
+            if hello["type"] != protocol.HELLO or hello.get("protocol") != protocol.PROTOCOL:
+                raise protocol.ProtocolError(f"expected a {protocol.PROTOCOL} hello")
+        except (protocol.ProtocolError, TimeoutError) as exc:
+            await socket.close(code=protocol.CLOSE_PROTOCOL_ERROR, reason=str(exc)[:120])
+            return
+        except WebSocketDisconnect:
+            return
+
+        link = await self._register(runner, socket, hello)
+        try:
+            await link.send(
+                {"type": protocol.WELCOME, "replica": self.instance, "acked_seq": link.last_in}
+            )
+            await self._adopt_runs_of(link, hello)
+            link.start()
+            link.kick()
+            self.nudge()
+            await self._receive_loop(link)
+        except WebSocketDisconnect:
+            pass
+        except StaleEpochError as exc:
+            log.warning("runner %s: %s; closing this link", runner.name, exc)
+            await link.close(protocol.CLOSE_REPLACED, "run adopted elsewhere")
+        finally:
+            await self._unregister(link)
+
+    async def _register(
+        self, runner: Runner, socket: WebSocket[Any, Any, Any], hello: dict[str, Any]
+    ) -> RunnerLink:
+        instance = str(hello.get("runner_instance") or "")
+        received = int(hello.get("received_seq") or 0)
+        async with self.sessions.begin() as session:
+            row = await session.get(Runner, runner.id, with_for_update=True)
+            assert row is not None
+            if row.instance != instance:
+                row.in_seq = 0  # a new runner process starts its numbering again
+            row.instance, row.replica = instance, self.instance
+            row.last_seen_at = datetime.now(UTC)
+            await outbox.acknowledge(session, runner.id, received)
+            last_in = row.in_seq
+        previous = self.links.get(runner.id)
+        if previous is not None:
+            await previous.close(protocol.CLOSE_REPLACED, "a newer connection of this runner")
+        link = RunnerLink(
+            runner.id,
+            instance,
+            socket,
+            set(hello.get("providers") or []),
+            self.sessions,
+            last_in=last_in,
+            last_sent=received,
+        )
+        self.links[runner.id] = link
+        log.info(
+            "runner %s connected (instance %s, providers %s)",
+            runner.name,
+            instance,
+            sorted(link.providers),
+        )
+        return link
+
+    async def _unregister(self, link: RunnerLink) -> None:
+        if self.links.get(link.runner_id) is link:
+            del self.links[link.runner_id]
+        await link.close()
+        mine = await self._runs_of(link.runner_id)
+        for run_id in mine:
+            self.owned.pop(run_id, None)
+        with contextlib.suppress(Exception):
+            async with self.sessions.begin() as session:
+                await leases.release(session, mine, instance=self.instance)
+
+    async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
+        async with self.sessions() as session:
+            return list(
+                (
+                    await session.execute(
+                        select(Run.id).where(
+                            Run.runner_id == runner_id, Run.status.in_(leases.ACTIVE)
+                        )
+                    )
+                ).scalars()
+            )
+
+    async def _adopt_runs_of(self, link: RunnerLink, hello: dict[str, Any]) -> None:
+        """Become the controller of every active run of this runner, then settle their journals.
+
+        A run still leased by a dead replica is adopted once its lease expires.
+        """
+        hosted = {str(r.get("run_id")) for r in hello.get("runs") or []}
+        for run_id in await self._runs_of(link.runner_id):
+            if str(run_id) not in hosted and not await self._start_pending(link, run_id):
+                await self._fail_lost_run(run_id)
+                continue
+            deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
+            while True:
+                if run_id in self.owned:
+                    break
+                async with self.sessions.begin() as session:
+                    epoch = await leases.adopt(
+                        session, run_id, instance=self.instance, ttl=self.ttl
+                    )
+                if epoch is not None:
+                    self.owned[run_id] = epoch
+                    log.info("adopted run %s at epoch %s", run_id, epoch)
+                    break
+                if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
+                    log.warning("could not adopt run %s in time", run_id)
+                    break
+                await asyncio.sleep(min(0.5, self.ttl / 4))
+            if run_id in self.owned:
+                await self._settle_journal(link, run_id)
+
+    async def _start_pending(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
+        """Is the run's start_turn still waiting in the outbox (the runner will get it)?"""
+        async with self.sessions() as session:
+            return bool(
+                (
+                    await session.execute(
+                        select(
+                            exists().where(
+                                RunnerMessage.runner_id == link.runner_id,
+                                RunnerMessage.run_id == run_id,
+                                RunnerMessage.type == protocol.START_TURN,
+                            )
+                        )
+                    )
+                ).scalar()
+            )
+
+    async def _fail_lost_run(self, run_id: uuid.UUID) -> None:
+        async with self.sessions.begin() as session:
+            run = await session.get(Run, run_id, with_for_update=True)
+            if run is not None:
+                await finish_run(
+                    session,
+                    run,
+                    RunStatus.FAILED,
+                    error_code="runner_lost_run",
+                    error_message="the runner that hosted this run no longer has it",
+                )
+        self.nudge()
+
+    async def _settle_journal(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        """After adoption: every journaled input without a result gets one (receipt-backed replay)."""
+        async with self.sessions() as session:
+            pending = list(
+                (
+                    await session.execute(
+                        select(ToolCall.id).where(
+                            ToolCall.run_id == run_id, ToolCall.status == ToolCallStatus.PENDING
+                        )
+                    )
+                ).scalars()
+            )
+        for call_db_id in pending:
+            await self._dispatch(link, run_id, call_db_id)
+
+    # Messages from the runner
+
+    async def _receive_loop(self, link: RunnerLink) -> None:
+        while True:
+            raw = await link.socket.receive_text()
+            try:
+                message = protocol.decode(raw)
+            except protocol.ProtocolError as exc:
+                await link.send({"type": protocol.ERROR, "message": str(exc)})
+                continue
+            kind = message["type"]
+            if kind == protocol.ACK:
+                async with self.sessions.begin() as session:
+                    await outbox.acknowledge(session, link.runner_id, int(message["upto"]))
+                continue
+            if kind in protocol.UNSEQUENCED:
+                continue
+            seq = message["seq"]
+            if seq <= link.last_in:
+                await link.ack(link.last_in)  # a replay of something already durable
+                continue
+            handler = self._handlers.get(kind)
+            if handler is None:
+                await link.send(
+                    {"type": protocol.ERROR, "message": f"unknown type {kind!r}", "seq": seq}
+                )
+            else:
+                await handler(self, link, message)
+            link.last_in = seq
+            await link.ack(seq)
+
+    async def _processed(self, session: AsyncSession, link: RunnerLink, seq: int) -> None:
+        """Record, in the same transaction as its effect, that message ``seq`` was processed."""
+        await session.execute(
+            update(Runner)
+            .where(
+                Runner.id == link.runner_id, Runner.instance == link.instance, Runner.in_seq < seq
+            )
+            .values(in_seq=seq, last_seen_at=datetime.now(UTC))
+        )
+
+    def _epoch(self, run_id: uuid.UUID) -> int:
+        epoch = self.owned.get(run_id)
+        if epoch is None:
+            raise StaleEpochError(f"this replica does not control run {run_id}")
+        return epoch
+
+    async def _on_event(self, link: RunnerLink, message: dict[str, Any]) -> None:
+        run_id = uuid.UUID(message["run_id"])
+        try:
+            async with self.sessions.begin() as session:
+                run = await lock_run(
+                    session, run_id, instance=self.instance, epoch=self._epoch(run_id)
+                )
+                await append_events(
+                    session,
+                    run,
+                    link.instance,
+                    [
+                        NewEvent(
+                            message["seq"],
+                            str(message.get("event_type")),
+                            message.get("payload") or {},
+                        )
+                    ],
+                )
+                await self._processed(session, link, message["seq"])
+        except NotFoundError:
+            log.warning("event for unknown run %s dropped", run_id)
+
+    async def _on_tool_call(self, link: RunnerLink, message: dict[str, Any]) -> None:
+        run_id = uuid.UUID(message["run_id"])
+        call_id = str(message["call_id"])
+        async with self.sessions.begin() as session:
+            token = await session.get(RunToken, hash_key(str(message.get("token") or "")))
+            if token is None or token.run_id != run_id or token.revoked_at is not None:
+                # Not this run's token: nothing is journaled for the run it names.
+                await outbox.enqueue(
+                    session,
+                    link.runner_id,
+                    protocol.TOOL_RESULT,
+                    {
+                        "call_id": call_id,
+                        "is_error": True,
+                        "content": {
+                            "error": {
+                                "code": "run_token_refused",
+                                "message": "the token does not act as this run",
+                            }
+                        },
+                    },
+                    run_id=None,
+                )
+                await self._processed(session, link, message["seq"])
+                link.kick()
+                return
+            run = await lock_run(session, run_id, instance=self.instance, epoch=self._epoch(run_id))
+            call, _ = await journal.admit(
+                session,
+                run,
+                call_id=call_id,
+                tool=str(message.get("tool")),
+                arguments=message.get("arguments") or {},
+                instance=self.instance,
+                epoch=self.owned[run_id],
+            )
+            await self._processed(session, link, message["seq"])
+            call_db_id = call.id
+        # Journaled and acknowledged: dispatch without holding up the runner's other messages.
+        self._spawn(self._dispatch(link, run_id, call_db_id), f"tool-{call_id}")
+
+    async def _dispatch(self, link: RunnerLink, run_id: uuid.UUID, call_db_id: int) -> None:
+        """Execute a journaled call and save its result with the reply, in one fenced transaction."""
+        try:
+            async with self.sessions.begin() as session:
+                run = await lock_run(
+                    session, run_id, instance=self.instance, epoch=self._epoch(run_id)
+                )
+                call = (
+                    await session.execute(
+                        select(ToolCall).where(ToolCall.id == call_db_id).with_for_update()
+                    )
+                ).scalar_one()
+                if call.status == ToolCallStatus.PENDING:
+                    outcome = await execute(session, run, call)
+                    journal.settle(
+                        call,
+                        result=outcome.result,
+                        is_error=outcome.is_error,
+                        instance=self.instance,
+                        epoch=self.owned[run_id],
+                    )
+                assert call.result is not None
+                await outbox.enqueue(
+                    session,
+                    link.runner_id,
+                    protocol.TOOL_RESULT,
+                    {"call_id": call.call_id, "content": call.result, "is_error": call.is_error},
+                    run_id=run_id,
+                )
+            link.kick()
+        except StaleEpochError as exc:
+            log.warning("tool call %s not dispatched: %s", call_db_id, exc)
+        except Exception:
+            log.exception("tool call %s of run %s failed to dispatch", call_db_id, run_id)
+
+    async def _on_turn_finished(self, link: RunnerLink, message: dict[str, Any]) -> None:
+        run_id = uuid.UUID(message["run_id"])
+        async with self.sessions.begin() as session:
+            run = await lock_run(session, run_id, instance=self.instance, epoch=self._epoch(run_id))
+            status, code, text = decide(run, message)
+            if await finish_run(
+                session,
+                run,
+                status,
+                error_code=code,
+                error_message=text,
+                session_ref=message.get("session_ref"),
+            ):
+                await append_events(
+                    session,
+                    run,
+                    link.instance,
+                    [
+                        NewEvent(
+                            message["seq"],
+                            "run.finished",
+                            {"status": status.value, "error_code": code},
+                        )
+                    ],
+                )
+            await outbox.enqueue(session, link.runner_id, protocol.CLOSE, {}, run_id=run_id)
+            await self._processed(session, link, message["seq"])
+        self.owned.pop(run_id, None)
+        link.kick()
+        self.nudge()
+
+    async def _on_steer_result(self, link: RunnerLink, message: dict[str, Any]) -> None:
+        await self._on_event(
+            link,
+            {
+                **message,
+                "event_type": "steering_acknowledgement"
+                if message.get("acknowledged")
+                else "steer_refused",
+                "payload": {"message_id": message.get("message_id")},
+            },
+        )
+
+    _handlers: dict[str, Callable[..., Awaitable[None]]] = {
+        protocol.EVENT: _on_event,
+        protocol.TOOL_CALL: _on_tool_call,
+        protocol.TURN_FINISHED: _on_turn_finished,
+        protocol.STEER_RESULT: _on_steer_result,
+    }
+
+    # Wakes to runs
+
+    async def _schedule_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._nudge.wait(), 1.0)
+            self._nudge.clear()
+            if not self.links:
+                continue
+            try:
+                started = await self.claim_wakes()
+                if started:
+                    self.nudge()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("claiming wakes failed")
+
+    async def claim_wakes(self) -> int:
+        """Turn queued wakes into runs for the runners connected here; how many runs started."""
+        started: list[tuple[uuid.UUID, uuid.UUID]] = []
+        async with self.sessions.begin() as session:
+            wakes = (
+                (
+                    await session.execute(
+                        select(WakeRequest)
+                        .join(Agent, Agent.id == WakeRequest.agent_id)
+                        .where(
+                            WakeRequest.status == WakeStatus.QUEUED,
+                            Agent.status == AgentStatus.ACTIVE,
+                        )
+                        .where(
+                            ~exists().where(
+                                and_(
+                                    Run.issue_id == WakeRequest.issue_id,
+                                    Run.status.in_(leases.ACTIVE),
+                                )
+                            )
+                        )
+                        .order_by(WakeRequest.created_at)
+                        .limit(CLAIM_BATCH)
+                        .with_for_update(of=WakeRequest, skip_locked=True)
+                    )
+                )
+                .scalars()
+                .all()
+            )
+            for wake in wakes:
+                agent = await session.get(Agent, wake.agent_id)
+                assert agent is not None
+                if not self.provider_known(agent.provider):
+                    await self._refuse(session, wake, agent)
+                    continue
+                link = next(
+                    (
+                        candidate
+                        for candidate in self.links.values()
+                        if agent.provider in candidate.providers and not candidate.closed.is_set()
+                    ),
+                    None,
+                )
+                if link is None:
+                    continue  # another replica's runner, or a runner still to come, may take it
+                try:
+                    async with session.begin_nested():
+                        run_id = await self._create_run(session, wake, agent, link)
+                except IntegrityError:
+                    continue  # another replica started a run for this issue first
+                started.append((run_id, link.runner_id))
+        for run_id, runner_id in started:
+            self.owned[run_id] = 1
+            if (link := self.links.get(runner_id)) is not None:
+                link.kick()
+        return len(started)
+
+    async def _refuse(self, session: AsyncSession, wake: WakeRequest, agent: Agent) -> None:
+        """The core has no plugin for this provider: fail the run at once and say which."""
+        run = Run(
+            id=uuid.uuid4(),
+            company_id=wake.company_id,
+            agent_id=agent.id,
+            issue_id=wake.issue_id,
+            status=RunStatus.FAILED,
+            phase="finished",
+            provider=agent.provider,
+            wake_request_id=wake.id,
+            error_code="provider_not_installed",
+            error_message=f"no installed plugin provides the provider {agent.provider!r}; "
+            "install its distribution (e.g. paperclip-" + agent.provider + ") and restart",
+            finished_at=datetime.now(UTC),
+        )
+        session.add(run)
+        await session.flush()
+        wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, datetime.now(UTC), run.id
+        record_activity(
+            session,
+            SYSTEM,
+            "run.failed",
+            entity_type="run",
+            entity_id=run.id,
+            company_id=run.company_id,
+            details={"error_code": "provider_not_installed"},
+        )
+
+    async def _create_run(
+        self, session: AsyncSession, wake: WakeRequest, agent: Agent, link: RunnerLink
+    ) -> uuid.UUID:
+        issue = (
+            await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
+        )
+        comments: list[Comment] = []
+        if issue is not None:
+            comments = list(
+                (
+                    await session.execute(
+                        select(Comment)
+                        .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
+                        .order_by(Comment.created_at, Comment.id)
+                    )
+                ).scalars()
+            )
+        prompt, envelope, schema = build_execution_input(agent, issue, comments, wake)
+        now = datetime.now(UTC)
+        run = Run(
+            id=uuid.uuid4(),
+            company_id=wake.company_id,
+            agent_id=agent.id,
+            issue_id=wake.issue_id,
+            status=RunStatus.RUNNING,
+            phase="turn",
+            provider=agent.provider,
+            execution_input=envelope,
+            execution_input_schema=schema,
+            controller_instance=self.instance,
+            controller_epoch=1,
+            lease_expires_at=now + timedelta(seconds=self.ttl),
+            runner_id=link.runner_id,
+            wake_request_id=wake.id,
+            started_at=now,
+        )
+        session.add(run)
+        await session.flush()  # the one-active-run-per-issue index decides here
+        token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
+        session.add(
+            RunToken(
+                token_hash=hash_key(token),
+                run_id=run.id,
+                company_id=run.company_id,
+                agent_id=agent.id,
+            )
+        )
+        wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, now, run.id
+        if issue is not None and issue.status in (
+            IssueStatus.TODO,
+            IssueStatus.BACKLOG,
+            IssueStatus.BLOCKED,
+        ):
+            issue.status = IssueStatus.IN_PROGRESS
+        await outbox.enqueue(
+            session,
+            link.runner_id,
+            protocol.START_TURN,
+            {
+                "provider": agent.provider,
+                "config": agent.provider_config,
+                "prompt": prompt,
+                "session_ref": None,
+                "token": token,
+            },
+            run_id=run.id,
+        )
+        record_activity(
+            session,
+            SYSTEM,
+            "run.started",
+            entity_type="run",
+            entity_id=run.id,
+            company_id=run.company_id,
+            details={"wake_request_id": str(wake.id)},
+        )
+        return run.id
+
+    # Leases
+
+    async def _renew_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            if not self.owned:
+                continue
+            try:
+                owned = dict(self.owned)
+                async with self.sessions.begin() as session:
+                    held = await leases.renew(session, owned, instance=self.instance, ttl=self.ttl)
+                for run_id in set(owned) - held:
+                    if self.owned.get(run_id) == owned[run_id]:
+                        log.warning("lost the lease of run %s", run_id)
+                        del self.owned[run_id]
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("renewing leases failed")

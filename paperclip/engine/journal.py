@@ -1,0 +1,75 @@
+"""The tool journal: admit a semantic input before dispatch, settle it with its result before returning."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.models import Run, ToolCall, ToolCallStatus
+
+
+async def admit(
+    session: AsyncSession,
+    run: Run,
+    *,
+    call_id: str,
+    tool: str,
+    arguments: dict[str, Any],
+    instance: str,
+    epoch: int,
+) -> tuple[ToolCall, bool]:
+    """Journal the call (or find it, when a replay brings it again); True when it is new.
+
+    The row records its admission: the controller instance and epoch that
+    accepted it. The unique (run, call_id) makes a replayed call the same input.
+    """
+    inserted = (
+        await session.execute(
+            insert(ToolCall)
+            .values(
+                company_id=run.company_id,
+                run_id=run.id,
+                call_id=call_id,
+                tool=tool,
+                arguments=arguments,
+                status=ToolCallStatus.PENDING,
+                admitted_by=instance,
+                admitted_epoch=epoch,
+            )
+            .on_conflict_do_nothing(index_elements=[ToolCall.run_id, ToolCall.call_id])
+            .returning(ToolCall.id)
+        )
+    ).scalar_one_or_none()
+    call = (
+        await session.execute(
+            select(ToolCall)
+            .where(ToolCall.run_id == run.id, ToolCall.call_id == call_id)
+            .execution_options(populate_existing=True)
+        )
+    ).scalar_one()
+    return call, inserted is not None
+
+
+def settle(
+    call: ToolCall, *, result: dict[str, Any], is_error: bool, instance: str, epoch: int
+) -> None:
+    """Save the result; it is what the model gets for this call from now on."""
+    call.status = ToolCallStatus.SETTLED
+    call.result = result
+    call.is_error = is_error
+    call.settled_by = instance
+    call.settled_epoch = epoch
+    call.settled_at = datetime.now(UTC)
+
+
+async def pending_calls(session: AsyncSession, run: Run) -> list[ToolCall]:
+    rows = await session.execute(
+        select(ToolCall)
+        .where(ToolCall.run_id == run.id, ToolCall.status == ToolCallStatus.PENDING)
+        .order_by(ToolCall.id)
+    )
+    return list(rows.scalars())

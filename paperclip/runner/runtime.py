@@ -1,0 +1,343 @@
+"""The runner process: hosts provider drivers, keeps them running across control-plane restarts.
+
+It connects to whichever control-plane replica answers, speaks the runner
+protocol (an outbox of unacknowledged messages replayed after every
+reconnect, cumulative acks, duplicates dropped by seq), serves the run's
+server-owned tools over MCP on loopback, and forwards each tool call to the
+control plane as a durable input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import websockets
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    McpEndpoint,
+    ProviderDriver,
+    ProviderEvent,
+    TurnInput,
+    TurnResult,
+)
+from websockets.asyncio.client import ClientConnection, connect
+
+from paperclip.runner import protocol
+from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
+from paperclip.tools.catalog import TOOLS
+
+log = logging.getLogger(__name__)
+
+OUTBOX_LIMIT = 50_000
+"""Messages kept while no control plane answers; past it, provider events wait (back-pressure)."""
+BACKOFF_MAX = 2.0
+
+
+@dataclass
+class HostedRun:
+    run_id: str
+    token: str
+    driver: ProviderDriver | None = None
+    task: asyncio.Task[None] | None = None
+    pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
+
+
+class Runner:
+    def __init__(
+        self,
+        servers: list[str],
+        credential: str,
+        *,
+        work_dir: Path,
+        providers: dict[str, Any],
+    ) -> None:
+        if not servers:
+            raise ValueError("a runner needs at least one control-plane URL")
+        self.servers = servers
+        self.credential = credential
+        self.work_dir = work_dir
+        self.providers = providers
+        """Provider kinds by name (from the runner's plugin host)."""
+        self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.runs: dict[str, HostedRun] = {}
+        self.bridge = McpBridge(TOOLS, self._dispatch_tool)
+        self._out_seq = 0
+        self._outbox: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._outbox_room = asyncio.Event()
+        self._outbox_room.set()
+        self._received_seq = 0
+        self._ws: ClientConnection | None = None
+        self._send_lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self.connected = asyncio.Event()
+
+    # Lifecycle
+
+    async def run(self) -> None:
+        """Serve until ``stop()``: connect, reconnect, forever."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        await self.bridge.start()
+        attempt = 0
+        try:
+            while not self._stopping.is_set():
+                url = self.servers[attempt % len(self.servers)]
+                attempt += 1
+                try:
+                    await self._session(url)
+                    attempt = 0
+                except (OSError, websockets.WebSocketException, TimeoutError) as exc:
+                    log.info("control plane %s: %s; retrying", url, exc)
+                except protocol.ProtocolError as exc:
+                    log.error("control plane %s broke the protocol: %s", url, exc)
+                self.connected.clear()
+                self._ws = None
+                if not self._stopping.is_set():
+                    await asyncio.sleep(min(BACKOFF_MAX, 0.1 * 2 ** min(attempt, 5)))
+        finally:
+            await self._shutdown()
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._ws is not None:
+            await self._ws.close()
+
+    async def _shutdown(self) -> None:
+        for hosted in list(self.runs.values()):
+            await self._close_run(hosted)
+        await self.bridge.stop()
+
+    # The connection
+
+    def _ws_url(self, base: str) -> str:
+        base = base.rstrip("/")
+        if base.startswith("http"):
+            base = "ws" + base[4:]
+        return base + protocol.PATH
+
+    async def _session(self, url: str) -> None:
+        async with connect(
+            self._ws_url(url),
+            additional_headers={"Authorization": f"Bearer {self.credential}"},
+            max_size=protocol.MAX_MESSAGE_BYTES,
+            open_timeout=10,
+            ping_interval=10,
+            ping_timeout=20,
+        ) as ws:
+            await ws.send(
+                protocol.encode(
+                    {
+                        "type": protocol.HELLO,
+                        "protocol": protocol.PROTOCOL,
+                        "runner_instance": self.instance,
+                        "providers": sorted(self.providers),
+                        "received_seq": self._received_seq,
+                        "runs": [
+                            {"run_id": r.run_id, "pending_calls": sorted(r.pending_calls)}
+                            for r in self.runs.values()
+                        ],
+                    }
+                )
+            )
+            welcome = protocol.decode(await asyncio.wait_for(ws.recv(), 60))
+            if welcome["type"] != protocol.WELCOME:
+                raise protocol.ProtocolError(f"expected welcome, got {welcome['type']!r}")
+            self._acknowledged(int(welcome.get("acked_seq") or 0))
+            log.info("connected to %s (replica %s)", url, welcome.get("replica"))
+            self._ws = ws
+            self.connected.set()
+            # Replay what the control plane has not acknowledged, in order.
+            for message in list(self._outbox.values()):
+                await self._send(message)
+            async for raw in ws:
+                await self._receive(protocol.decode(raw))
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        ws = self._ws
+        if ws is None:
+            return  # kept in the outbox; replayed after the next connect
+        with contextlib.suppress(websockets.WebSocketException):
+            async with self._send_lock:
+                await ws.send(protocol.encode(message))
+
+    async def _send_data(self, type_: str, **fields: Any) -> None:
+        """Number the message, keep it until acknowledged, send it if connected."""
+        while len(self._outbox) >= OUTBOX_LIMIT:
+            self._outbox_room.clear()
+            await self._outbox_room.wait()
+        self._out_seq += 1
+        message = {"type": type_, "seq": self._out_seq, **fields}
+        self._outbox[self._out_seq] = message
+        await self._send(message)
+
+    def _acknowledged(self, upto: int) -> None:
+        while self._outbox and next(iter(self._outbox)) <= upto:
+            self._outbox.popitem(last=False)
+        if len(self._outbox) < OUTBOX_LIMIT:
+            self._outbox_room.set()
+
+    async def _receive(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == protocol.ACK:
+            self._acknowledged(int(message["upto"]))
+            return
+        if kind == protocol.ERROR:
+            log.warning("control plane says: %s", message.get("message"))
+            return
+        if kind in protocol.UNSEQUENCED:
+            return
+        seq = message["seq"]
+        if seq > self._received_seq:
+            handler = self._handlers.get(kind)
+            if handler is None:
+                log.warning("unknown message type %r ignored", kind)
+            else:
+                await handler(self, message)
+            self._received_seq = seq
+        await self._send({"type": protocol.ACK, "upto": self._received_seq})
+
+    # Control-plane messages
+
+    async def _on_start_turn(self, message: dict[str, Any]) -> None:
+        run_id = message["run_id"]
+        if run_id in self.runs:
+            return  # a replay of a turn already started
+        hosted = HostedRun(run_id=run_id, token=message["token"])
+        self.runs[run_id] = hosted
+        kind = self.providers.get(message.get("provider", ""))
+        if kind is None:
+            await self._send_data(
+                protocol.TURN_FINISHED,
+                run_id=run_id,
+                status="failed",
+                session_ref=None,
+                error=f"provider {message.get('provider')!r} is not installed on this runner",
+            )
+            return
+        state_dir = self.work_dir / "runs" / run_id
+        state_dir.mkdir(parents=True, exist_ok=True)
+        hosted.driver = kind.create_driver(DriverContext(state_dir=str(state_dir)))
+        self.bridge.open_run(run_id, hosted.token)
+        turn = TurnInput(
+            run_id=run_id,
+            prompt=message.get("prompt", ""),
+            cwd=str(state_dir),
+            session_ref=message.get("session_ref"),
+            mcp=McpEndpoint(name="paperclip", url=self.bridge.url, bearer_token=hosted.token),
+            config=message.get("config") or {},
+        )
+        hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
+
+    async def _run_turn(self, hosted: HostedRun, turn: TurnInput) -> None:
+        assert hosted.driver is not None
+
+        async def emit(event: ProviderEvent) -> None:
+            await self._send_data(
+                protocol.EVENT,
+                run_id=hosted.run_id,
+                event_type=event.type,
+                payload=dict(event.payload),
+            )
+
+        try:
+            result = await hosted.driver.run_turn(turn, emit)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("turn of run %s failed", hosted.run_id)
+            result = TurnResult(status="failed", error=f"{type(exc).__name__}: {exc}")
+        await self._send_data(
+            protocol.TURN_FINISHED,
+            run_id=hosted.run_id,
+            status=result.status,
+            session_ref=result.session_ref,
+            error=result.error,
+        )
+
+    async def _on_tool_result(self, message: dict[str, Any]) -> None:
+        hosted = self.runs.get(str(message.get("run_id")))
+        future = hosted.pending_calls.get(message["call_id"]) if hosted else None
+        if future is not None and not future.done():
+            future.set_result(
+                ToolCallResult(
+                    content=message.get("content"), is_error=bool(message.get("is_error"))
+                )
+            )
+
+    async def _on_steer(self, message: dict[str, Any]) -> None:
+        hosted = self.runs.get(message["run_id"])
+        acknowledged = False
+        if hosted is not None and hosted.driver is not None:
+            try:
+                acknowledged = await hosted.driver.steer(message["message_id"], message["text"])
+            except Exception:
+                log.exception("steer of run %s failed", message["run_id"])
+        await self._send_data(
+            protocol.STEER_RESULT,
+            run_id=message["run_id"],
+            message_id=message["message_id"],
+            acknowledged=acknowledged,
+        )
+
+    async def _on_interrupt(self, message: dict[str, Any]) -> None:
+        hosted = self.runs.get(message["run_id"])
+        if hosted is not None and hosted.driver is not None:
+            await hosted.driver.interrupt()
+
+    async def _on_close(self, message: dict[str, Any]) -> None:
+        hosted = self.runs.get(message["run_id"])
+        if hosted is not None:
+            await self._close_run(hosted)
+
+    async def _close_run(self, hosted: HostedRun) -> None:
+        self.runs.pop(hosted.run_id, None)
+        self.bridge.close_run(hosted.run_id)
+        if hosted.task is not None and not hosted.task.done():
+            hosted.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await hosted.task
+        if hosted.driver is not None:
+            with contextlib.suppress(Exception):
+                await hosted.driver.close()
+
+    _handlers = {
+        protocol.START_TURN: _on_start_turn,
+        protocol.TOOL_RESULT: _on_tool_result,
+        protocol.STEER: _on_steer,
+        protocol.INTERRUPT: _on_interrupt,
+        protocol.CLOSE: _on_close,
+    }
+
+    # Tool calls from the model (through the MCP bridge)
+
+    async def _dispatch_tool(
+        self, run_id: str, call_id: str, name: str, arguments: dict[str, Any]
+    ) -> ToolCallResult:
+        hosted = self.runs.get(run_id)
+        if hosted is None:
+            return ToolCallResult(
+                {"error": {"code": "run_closed", "message": "the run has ended"}}, True
+            )
+        future: asyncio.Future[ToolCallResult] = asyncio.get_running_loop().create_future()
+        hosted.pending_calls[call_id] = future
+        try:
+            await self._send_data(
+                protocol.TOOL_CALL,
+                run_id=run_id,
+                call_id=call_id,
+                tool=name,
+                arguments=arguments,
+                token=hosted.token,
+            )
+            # No timeout: the control plane may be restarting; the call is durable there.
+            return await future
+        finally:
+            hosted.pending_calls.pop(call_id, None)

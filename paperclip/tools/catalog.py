@@ -1,0 +1,83 @@
+"""The catalog of server-owned tools: names, descriptions and argument schemas.
+
+Shared by the runner (which lists them to the model over MCP) and the control
+plane (which validates and executes them). Names are wire identifiers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    writes: bool
+    """A write tool records an idempotent receipt keyed by its command id."""
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="get_task_context",
+        description=(
+            "Read the task you are working on: its title, description, status, and the "
+            "comments that woke you, in order. Call it before you act on the task."
+        ),
+        input_schema=_object({}, []),
+        writes=False,
+    ),
+    ToolSpec(
+        name="post_comment",
+        description="Post a comment on your task, visible to the people working with you.",
+        input_schema=_object(
+            {"body": {"type": "string", "minLength": 1, "maxLength": 100_000}}, ["body"]
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        name="report_progress",
+        description="Record a short progress note on the run (not a comment).",
+        input_schema=_object(
+            {"summary": {"type": "string", "minLength": 1, "maxLength": 2_000}}, ["summary"]
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        name="finish",
+        description=(
+            "Report that your work on the task is complete. outcome 'done' closes the task; "
+            "'needs_review' asks a person to review it. Give a summary of what you did."
+        ),
+        input_schema=_object(
+            {
+                "outcome": {"type": "string", "enum": ["done", "needs_review"]},
+                "summary": {"type": "string", "minLength": 1, "maxLength": 20_000},
+                "details": {"type": "object"},
+            },
+            ["outcome", "summary"],
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        name="block",
+        description="Report that you cannot go on without help, and why.",
+        input_schema=_object(
+            {"reason": {"type": "string", "minLength": 1, "maxLength": 20_000}}, ["reason"]
+        ),
+        writes=True,
+    ),
+)
+
+BY_NAME = {tool.name: tool for tool in TOOLS}

@@ -1,0 +1,195 @@
+"""Executing server-owned tools inside the controller's fenced transaction.
+
+A write tool's effect, its receipt and the journal's result commit together,
+so a pending journal entry always means "no effect", and a replay of a command
+finds its receipt and gets the saved result as ``duplicate``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.engine.events import NewEvent, append_events
+from paperclip.models import Comment, Issue, Run, ToolCall, ToolReceipt
+from paperclip.services.actor import Actor
+from paperclip.services.comments import add_comment
+from paperclip.tools.catalog import BY_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    result: dict[str, Any]
+    is_error: bool = False
+
+
+def error(code: str, message: str, **details: Any) -> ToolOutcome:
+    return ToolOutcome({"error": {"code": code, "message": message, **details}}, is_error=True)
+
+
+def command_id_of(call: ToolCall) -> str:
+    """The command id of a call: stable across replays of the same call."""
+    return f"{call.run_id}:{call.call_id}"
+
+
+def revision(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcome:
+    """Run ``call`` for ``run`` (whose row the caller locked) and return what the model gets."""
+    spec = BY_NAME.get(call.tool)
+    if spec is None:
+        return error("unknown_tool", f"there is no tool named {call.tool!r}")
+    problems = sorted(
+        Draft202012Validator(spec.input_schema).iter_errors(call.arguments), key=lambda e: e.path
+    )
+    if problems:
+        return error(
+            "invalid_arguments",
+            f"the arguments of {call.tool} are not valid: {problems[0].message}",
+        )
+    actor = Actor(type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id)
+    if not spec.writes:
+        return await READS[call.tool](session, run, call.arguments)
+
+    command_id = command_id_of(call)
+    receipt = await session.get(ToolReceipt, command_id)
+    if receipt is not None:
+        if receipt.run_id != run.id or receipt.company_id != run.company_id:
+            return error("foreign_receipt", "this command belongs to another run")
+        return ToolOutcome({**receipt.result, "receipt": receipt_body(receipt, "duplicate")})
+    outcome = await WRITES[call.tool](session, run, call, actor)
+    if outcome.is_error:
+        return outcome
+    receipt = ToolReceipt(
+        command_id=command_id,
+        company_id=run.company_id,
+        run_id=run.id,
+        tool=call.tool,
+        state_revision=outcome.result.pop("_state_revision", revision(outcome.result)),
+        result=outcome.result,
+    )
+    session.add(receipt)
+    await session.flush()
+    return ToolOutcome({**outcome.result, "receipt": receipt_body(receipt, "applied")})
+
+
+def receipt_body(receipt: ToolReceipt, outcome: str) -> dict[str, Any]:
+    return {
+        "command_id": receipt.command_id,
+        "outcome": outcome,
+        "state_revision": receipt.state_revision,
+    }
+
+
+# Read tools
+
+
+async def get_task_context(session: AsyncSession, run: Run, _: dict[str, Any]) -> ToolOutcome:
+    if run.issue_id is None:
+        return ToolOutcome({"issue": None, "comments": []})
+    issue = await session.get(Issue, run.issue_id)
+    if issue is None:
+        return error("issue_not_found", "the task of this run no longer exists")
+    comments = (
+        await session.execute(
+            select(Comment)
+            .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
+            .order_by(Comment.created_at, Comment.id)
+        )
+    ).scalars()
+    return ToolOutcome(
+        {
+            "issue": {
+                "id": str(issue.id),
+                "identifier": issue.identifier,
+                "title": issue.title,
+                "description": issue.description,
+                "status": issue.status,
+                "priority": issue.priority,
+                "parent_id": str(issue.parent_id) if issue.parent_id else None,
+            },
+            "comments": [
+                {
+                    "id": str(c.id),
+                    "author": (
+                        {"agent_id": str(c.author_agent_id)}
+                        if c.author_agent_id
+                        else {"user_id": c.author_user_id}
+                    ),
+                    "body": c.body,
+                    "revision": c.revision,
+                    "created_at": c.created_at.isoformat(),
+                    "edited": c.edited_at is not None,
+                }
+                for c in comments
+            ],
+        }
+    )
+
+
+# Write tools: return the result without the receipt; "_state_revision" names the state made.
+
+
+async def post_comment(
+    session: AsyncSession, run: Run, call: ToolCall, actor: Actor
+) -> ToolOutcome:
+    if run.issue_id is None:
+        return error("no_task", "this run has no task to comment on")
+    comment = await add_comment(
+        session, actor, run.company_id, run.issue_id, body=call.arguments["body"]
+    )
+    return ToolOutcome({"comment_id": str(comment.id), "_state_revision": comment.revision})
+
+
+async def report_progress(
+    session: AsyncSession, run: Run, call: ToolCall, actor: Actor
+) -> ToolOutcome:
+    summary = call.arguments["summary"]
+    # The journal row's id is unique, so it is the event's replay key.
+    await append_events(session, run, "tool", [NewEvent(call.id, "progress", {"summary": summary})])
+    return ToolOutcome({"recorded": True})
+
+
+async def finish(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) -> ToolOutcome:
+    if run.result is not None:
+        return error(
+            "already_finished",
+            "this run already reported its result",
+            result=run.result,
+        )
+    run.result = {
+        "outcome": call.arguments["outcome"],
+        "summary": call.arguments["summary"],
+        "details": call.arguments.get("details") or {},
+        "command_id": command_id_of(call),
+    }
+    return ToolOutcome({"accepted": True, "outcome": call.arguments["outcome"]})
+
+
+async def block(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) -> ToolOutcome:
+    if run.result is not None:
+        return error("already_finished", "this run already reported its result", result=run.result)
+    run.result = {
+        "outcome": "blocked",
+        "summary": call.arguments["reason"],
+        "details": {},
+        "command_id": command_id_of(call),
+    }
+    return ToolOutcome({"accepted": True, "outcome": "blocked"})
+
+
+READS = {"get_task_context": get_task_context}
+WRITES = {
+    "post_comment": post_comment,
+    "report_progress": report_progress,
+    "finish": finish,
+    "block": block,
+}

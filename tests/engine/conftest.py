@@ -1,0 +1,152 @@
+"""Separate OS processes for the run engine: control plane(s), a runner, the fake Codex app-server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.processes import RunnerProcess, ServerProcess, free_port, wait_until
+
+FAKE_CODEX = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+
+
+@dataclass
+class Stack:
+    """A control plane (one or more replicas), a runner, and helpers to drive a run over HTTP."""
+
+    database_url: str
+    tmp: Path
+    lease_seconds: float = 2.0
+    servers: list[ServerProcess] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
+    runner: RunnerProcess | None = None
+
+    def server_env(self, index: int) -> dict[str, str]:
+        return {
+            "PAPERCLIP_DATABASE_URL": self.database_url,
+            "PAPERCLIP_DATA_DIR": str(self.tmp / f"cp{index}"),
+            "PAPERCLIP_PORT": str(self.ports[index]),
+            "PAPERCLIP_LEASE_SECONDS": str(self.lease_seconds),
+            "PAPERCLIP_LOG_FORMAT": "json",
+            "PAPERCLIP_INSTANCE_ID": f"replica-{index}",
+        }
+
+    def start_server(self, index: int = 0) -> ServerProcess:
+        while len(self.ports) <= index:
+            self.ports.append(free_port())
+        server = ServerProcess(self.server_env(index), self.tmp / f"cp{index}.log", "--no-runner").start()
+        if index < len(self.servers):
+            self.servers[index] = server
+        else:
+            self.servers.append(server)
+        return server
+
+    def url(self, index: int = 0) -> str:
+        return f"http://127.0.0.1:{self.ports[index]}"
+
+    def start_runner(self) -> RunnerProcess:
+        self.runner = RunnerProcess(
+            [self.url(i) for i in range(len(self.ports))], self._credential(), self.tmp / "runner",
+            self.tmp / "runner.log",
+        ).start()
+        return self.runner
+
+    def _credential(self) -> str:
+        import os
+
+        out = subprocess.run(
+            [sys.executable, "-m", "paperclip", "runners", "create", f"runner-{free_port()}", "--json"],
+            env={**os.environ, **self.server_env(0)}, capture_output=True, text=True, check=True,
+        )
+        return json.loads(out.stdout)["credential"]
+
+    def stop(self) -> None:
+        if self.runner is not None:
+            self.runner.stop()
+        for server in self.servers:
+            server.stop()
+
+    # HTTP helpers
+
+    def api(self, index: int = 0) -> httpx.Client:
+        return httpx.Client(base_url=f"{self.url(index)}/api", timeout=30)
+
+    def setup_issue(self, script: dict, *, title: str = "Fix the build") -> dict:
+        script_path = self.tmp / f"script-{free_port()}.json"
+        script_path.write_text(json.dumps(script))
+        log_path = self.tmp / f"fake-{script_path.stem}.log"
+        with self.api() as api:
+            company = api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}).json()
+            agent = api.post(
+                f"/companies/{company['id']}/agents",
+                json={
+                    "name": f"coder-{script_path.stem}",
+                    "provider": "codex",
+                    "provider_config": {
+                        "command": [*FAKE_CODEX, "--script", str(script_path), "--log", str(log_path)],
+                    },
+                },
+            ).json()
+            issue = api.post(
+                f"/companies/{company['id']}/issues",
+                json={"title": title, "description": "The build is red."},
+            ).json()
+        return {"company": company, "agent": agent, "issue": issue, "fake_log": log_path}
+
+    def assign(self, ctx: dict) -> None:
+        with self.api() as api:
+            r = api.patch(
+                f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}",
+                json={"assignee_agent_id": ctx["agent"]["id"]},
+            )
+            assert r.status_code == 200, r.text
+
+    def runs(self, ctx: dict, index: int = 0) -> list[dict]:
+        with self.api(index) as api:
+            return api.get(
+                f"/companies/{ctx['company']['id']}/runs", params={"issue_id": ctx["issue"]["id"]}
+            ).json()["items"]
+
+    def wait_for_terminal_run(self, ctx: dict, timeout: float = 90, index: int = 0) -> dict:
+        def done():
+            try:
+                runs = self.runs(ctx, index)
+            except httpx.HTTPError:
+                return None
+            finished = [r for r in runs if r["status"] in ("succeeded", "failed", "cancelled")]
+            return finished[0] if finished else None
+
+        return wait_until(done, timeout, 0.2, "a terminal run")
+
+    def events(self, ctx: dict, run_id: str, index: int = 0) -> list[dict]:
+        items: list[dict] = []
+        after = 0
+        with self.api(index) as api:
+            while True:
+                page = api.get(
+                    f"/companies/{ctx['company']['id']}/runs/{run_id}/events",
+                    params={"after_seq": after, "limit": 500},
+                ).json()
+                items += page["items"]
+                if page["next_after_seq"] is None:
+                    return items
+                after = page["next_after_seq"]
+
+    def comments(self, ctx: dict, index: int = 0) -> list[dict]:
+        with self.api(index) as api:
+            return api.get(
+                f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/comments"
+            ).json()["items"]
+
+
+@pytest.fixture
+def stack(database_url, tmp_path):
+    s = Stack(database_url=database_url, tmp=tmp_path)
+    yield s
+    s.stop()

@@ -1,0 +1,54 @@
+"""A run end to end over HTTP, with the control plane, the runner and the fake Codex as separate processes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.process
+
+SCRIPT = {
+    "turns": [
+        [
+            {"call_tool": {"name": "get_task_context", "arguments": {}}},
+            {"call_tool": {"name": "post_comment", "arguments": {"body": "On it: the build is red."}}},
+            {"message": "I fixed the build."},
+            {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "Fixed the build"}}},
+        ]
+    ]
+}
+
+
+def test_assignment_runs_the_agent_to_success(stack):
+    stack.start_server()
+    stack.start_runner()
+    ctx = stack.setup_issue(SCRIPT)
+    stack.assign(ctx)
+
+    run = stack.wait_for_terminal_run(ctx)
+    assert run["status"] == "succeeded", (run, stack.runner.tail())
+    assert run["result"]["outcome"] == "done" and run["result"]["summary"] == "Fixed the build"
+    assert run["execution_input_schema"] == "paperclip.native-execution-input.v5"
+
+    comments = stack.comments(ctx)
+    agent_comments = [c for c in comments if c["author_agent_id"] == ctx["agent"]["id"]]
+    assert [c["body"] for c in agent_comments] == ["On it: the build is red."]
+    assert agent_comments[0]["created_by_run_id"] == run["id"]
+
+    with stack.api() as api:
+        issue = api.get(f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}").json()
+    assert issue["status"] == "done"
+
+    events = stack.events(ctx, run["id"])
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    types = [e["type"] for e in events]
+    assert types[0] == "thread/started" or "turn/started" in types
+    assert types[-1] == "run.finished"
+    assert types[-2] == "turn/completed"
+    tool_items = [
+        e["payload"]["item"]
+        for e in events
+        if e["type"] == "item/completed" and e["payload"].get("item", {}).get("type") == "mcpToolCall"
+    ]
+    assert [i["tool"] for i in tool_items] == ["get_task_context", "post_comment", "finish"]
+    context = tool_items[0]
+    assert "Fix the build" in str(context)
