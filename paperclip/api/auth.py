@@ -7,8 +7,9 @@ from typing import Any
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from paperclip.errors import UnauthorizedError
+from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
+from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
 
 ACTOR_KEY = "paperclip_actor"
@@ -29,16 +30,49 @@ async def authenticate(
     if handler.opt.get("public"):
         return
     app_state = connection.app.state
+    token = bearer_token(connection)
+    # A run token is checked in every mode: an agent never becomes the operator.
+    if token is not None and token.startswith(RUN_TOKEN_PREFIX):
+        actor = await app_state.run_tokens.authenticate(token)
+        if actor is None:
+            raise UnauthorizedError(
+                "the run token is not valid or its run ended", code="invalid_run_token"
+            )
+        check_run_scope(connection, actor)
+        connection.state[ACTOR_KEY] = actor
+        return
     if app_state.settings.deployment_mode is DeploymentMode.LOCAL_TRUSTED:
         connection.state[ACTOR_KEY] = LOCAL_OPERATOR
         return
-    token = bearer_token(connection)
     if token is None:
         raise UnauthorizedError("an API key is required: Authorization: Bearer <key>")
     key = await app_state.api_keys.authenticate(token)
     if key is None:
         raise UnauthorizedError("the API key is not valid or was revoked", code="invalid_api_key")
     connection.state[ACTOR_KEY] = Actor(type="api_key", id=str(key.id))
+
+
+def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor) -> None:
+    """A run token acts only as its own run, agent and company.
+
+    Another company's, agent's or run's id in the path is answered like a
+    missing one; what a run may do at all is reading, and commenting.
+    """
+    params = connection.path_params
+    if "company_id" not in params:
+        raise ForbiddenError(
+            "a run token acts only inside its own company", code="run_token_forbidden"
+        )
+    if params["company_id"] != actor.company_id:
+        raise NotFoundError.of("company", params["company_id"])
+    if "agent_id" in params and str(params["agent_id"]) != actor.id:
+        raise NotFoundError.of("agent", params["agent_id"])
+    if "run_id" in params and params["run_id"] != actor.run_id:
+        raise NotFoundError.of("run", params["run_id"])
+    method = connection.scope.get("method", "GET")
+    commenting = "issue_id" in params and connection.url.path.rstrip("/").endswith("/comments")
+    if method != "GET" and not (method == "POST" and commenting):
+        raise ForbiddenError("a run token may read, and post comments", code="run_token_forbidden")
 
 
 def current_actor(request: ASGIConnection[Any, Any, Any, Any]) -> Actor:

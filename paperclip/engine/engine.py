@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -42,7 +41,6 @@ from paperclip.models import (
     Runner,
     RunnerMessage,
     RunStatus,
-    RunToken,
     ToolCall,
     ToolCallStatus,
     WakeRequest,
@@ -51,13 +49,12 @@ from paperclip.models import (
 from paperclip.runner import protocol
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
-from paperclip.services.api_keys import hash_key
+from paperclip.services.run_tokens import new_run_token, token_run
 from paperclip.services.runners import RunnerService
 from paperclip.tools.executor import execute
 
 log = logging.getLogger(__name__)
 
-RUN_TOKEN_PREFIX = "pcr_"
 CLAIM_BATCH = 20
 HELLO_TIMEOUT = 10.0
 
@@ -374,8 +371,7 @@ class RunEngine:
         run_id = uuid.UUID(message["run_id"])
         call_id = str(message["call_id"])
         async with self.sessions.begin() as session:
-            token = await session.get(RunToken, hash_key(str(message.get("token") or "")))
-            if token is None or token.run_id != run_id or token.revoked_at is not None:
+            if await token_run(session, str(message.get("token") or "")) != run_id:
                 # Not this run's token: nothing is journaled for the run it names.
                 await outbox.enqueue(
                     session,
@@ -638,15 +634,7 @@ class RunEngine:
         )
         session.add(run)
         await session.flush()  # the one-active-run-per-issue index decides here
-        token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
-        session.add(
-            RunToken(
-                token_hash=hash_key(token),
-                run_id=run.id,
-                company_id=run.company_id,
-                agent_id=agent.id,
-            )
-        )
+        token = new_run_token(session, run)
         wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, now, run.id
         if issue is not None and issue.status in (
             IssueStatus.TODO,

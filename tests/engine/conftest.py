@@ -40,7 +40,9 @@ class Stack:
     def start_server(self, index: int = 0) -> ServerProcess:
         while len(self.ports) <= index:
             self.ports.append(free_port())
-        server = ServerProcess(self.server_env(index), self.tmp / f"cp{index}.log", "--no-runner").start()
+        server = ServerProcess(
+            self.server_env(index), self.tmp / f"cp{index}.log", "--no-runner"
+        ).start()
         if index < len(self.servers):
             self.servers[index] = server
         else:
@@ -52,7 +54,9 @@ class Stack:
 
     def start_runner(self) -> RunnerProcess:
         self.runner = RunnerProcess(
-            [self.url(i) for i in range(len(self.ports))], self._credential(), self.tmp / "runner",
+            [self.url(i) for i in range(len(self.ports))],
+            self._credential(),
+            self.tmp / "runner",
             self.tmp / "runner.log",
         ).start()
         return self.runner
@@ -61,8 +65,19 @@ class Stack:
         import os
 
         out = subprocess.run(
-            [sys.executable, "-m", "paperclip", "runners", "create", f"runner-{free_port()}", "--json"],
-            env={**os.environ, **self.server_env(0)}, capture_output=True, text=True, check=True,
+            [
+                sys.executable,
+                "-m",
+                "paperclip",
+                "runners",
+                "create",
+                f"runner-{free_port()}",
+                "--json",
+            ],
+            env={**os.environ, **self.server_env(0)},
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return json.loads(out.stdout)["credential"]
 
@@ -89,7 +104,13 @@ class Stack:
                     "name": f"coder-{script_path.stem}",
                     "provider": "codex",
                     "provider_config": {
-                        "command": [*FAKE_CODEX, "--script", str(script_path), "--log", str(log_path)],
+                        "command": [
+                            *FAKE_CODEX,
+                            "--script",
+                            str(script_path),
+                            "--log",
+                            str(log_path),
+                        ],
                     },
                 },
             ).json()

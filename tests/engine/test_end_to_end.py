@@ -10,9 +10,19 @@ SCRIPT = {
     "turns": [
         [
             {"call_tool": {"name": "get_task_context", "arguments": {}}},
-            {"call_tool": {"name": "post_comment", "arguments": {"body": "On it: the build is red."}}},
+            {
+                "call_tool": {
+                    "name": "post_comment",
+                    "arguments": {"body": "On it: the build is red."},
+                }
+            },
             {"message": "I fixed the build."},
-            {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "Fixed the build"}}},
+            {
+                "call_tool": {
+                    "name": "finish",
+                    "arguments": {"outcome": "done", "summary": "Fixed the build"},
+                }
+            },
         ]
     ]
 }
@@ -47,7 +57,8 @@ def test_assignment_runs_the_agent_to_success(stack):
     tool_items = [
         e["payload"]["item"]
         for e in events
-        if e["type"] == "item/completed" and e["payload"].get("item", {}).get("type") == "mcpToolCall"
+        if e["type"] == "item/completed"
+        and e["payload"].get("item", {}).get("type") == "mcpToolCall"
     ]
     assert [i["tool"] for i in tool_items] == ["get_task_context", "post_comment", "finish"]
     context = tool_items[0]

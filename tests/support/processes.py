@@ -78,7 +78,14 @@ class ServerProcess:
 class RunnerProcess:
     """``paperclip runner`` as a child process, with a credential made for it."""
 
-    def __init__(self, servers: list[str], credential: str, work_dir: Path, log_path: Path, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        servers: list[str],
+        credential: str,
+        work_dir: Path,
+        log_path: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.env = {
             **os.environ,
             **(env or {}),

@@ -1,0 +1,62 @@
+"""Run tokens: bearer tokens that act as one run, its agent and company, and die with the run."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.models import Run, RunStatus, RunToken
+from paperclip.services.actor import Actor
+from paperclip.services.api_keys import hash_key
+
+RUN_TOKEN_PREFIX = "pcr_"
+
+
+def new_run_token(session: AsyncSession, run: Run) -> str:
+    """Mint a token for ``run`` in the caller's transaction; only its hash is stored."""
+    token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(
+        RunToken(
+            token_hash=hash_key(token),
+            run_id=run.id,
+            company_id=run.company_id,
+            agent_id=run.agent_id,
+        )
+    )
+    return token
+
+
+async def token_run(session: AsyncSession, token: str) -> uuid.UUID | None:
+    """The run a live token acts as, or None."""
+    row = await session.get(RunToken, hash_key(token))
+    if row is None or row.revoked_at is not None:
+        return None
+    return row.run_id
+
+
+class RunTokenService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def authenticate(self, token: str) -> Actor | None:
+        """The agent actor of a live token whose run is still active, or None."""
+        async with self.sessions() as session:
+            row = (
+                await session.execute(
+                    select(RunToken)
+                    .join(Run, Run.id == RunToken.run_id)
+                    .where(
+                        RunToken.token_hash == hash_key(token),
+                        RunToken.revoked_at.is_(None),
+                        Run.status.in_((RunStatus.QUEUED, RunStatus.RUNNING)),
+                    )
+                )
+            ).scalar_one_or_none()
+        if row is None:
+            return None
+        return Actor(
+            type="agent", id=str(row.agent_id), company_id=row.company_id, run_id=row.run_id
+        )

@@ -1,0 +1,87 @@
+"""Two control-plane replicas on one PostgreSQL: the survivor adopts the dead owner's run."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from paperclip.db.engine import create_engine, create_session_factory
+from paperclip.engine.fence import StaleEpochError, lock_run
+from tests.support.db import query
+from tests.support.processes import wait_until
+
+pytestmark = pytest.mark.process
+
+
+def test_the_other_replica_adopts_after_the_lease_and_the_stale_epoch_is_refused(stack):
+    reached, gate = stack.tmp / "reached", stack.tmp / "go"
+    script = {
+        "turns": [
+            [
+                {"call_tool": {"name": "post_comment", "arguments": {"body": "before"}}},
+                {"touch_file": str(reached)},
+                {"wait_for_file": str(gate), "timeout": 120},
+                {"call_tool": {"name": "post_comment", "arguments": {"body": "after"}}},
+                {
+                    "call_tool": {
+                        "name": "finish",
+                        "arguments": {"outcome": "done", "summary": "ok"},
+                    }
+                },
+            ]
+        ]
+    }
+    stack.lease_seconds = 3.0
+    stack.start_server(0)
+    stack.start_server(1)
+    stack.start_runner()  # knows both replicas; connects to the first that answers
+    ctx = stack.setup_issue(script)
+    stack.assign(ctx)
+    wait_until(reached.exists, 60, message="the fake reached the gate")
+
+    [before] = query(
+        stack.database_url,
+        "SELECT controller_instance, controller_epoch FROM runs WHERE issue_id = $1",
+        uuid.UUID(ctx["issue"]["id"]),
+    )
+    owner = int(before["controller_instance"].rsplit("-", 1)[1])
+    survivor = 1 - owner
+    stack.servers[owner].kill()
+
+    def adopted():
+        [row] = query(
+            stack.database_url,
+            "SELECT controller_instance, controller_epoch FROM runs WHERE issue_id = $1",
+            uuid.UUID(ctx["issue"]["id"]),
+        )
+        return row if row["controller_instance"] == f"replica-{survivor}" else None
+
+    after = wait_until(adopted, 60, message="adoption by the surviving replica")
+    assert after["controller_epoch"] == before["controller_epoch"] + 1
+
+    # The dead owner's epoch is fenced out: a write naming it is refused.
+    async def stale_write():
+        engine = create_engine(stack.database_url, pool_size=1)
+        try:
+            async with create_session_factory(engine).begin() as session:
+                await lock_run(
+                    session,
+                    uuid.UUID(run_id),
+                    instance=before["controller_instance"],
+                    epoch=before["controller_epoch"],
+                )
+        finally:
+            await engine.dispose()
+
+    run_id = stack.runs(ctx, survivor)[0]["id"]
+    with pytest.raises(StaleEpochError):
+        asyncio.run(stale_write())
+
+    gate.touch()
+    run = stack.wait_for_terminal_run(ctx, index=survivor)
+    assert run["status"] == "succeeded"
+    assert run["controller_instance"] == f"replica-{survivor}"
+    bodies = [c["body"] for c in stack.comments(ctx, survivor) if c["author_agent_id"]]
+    assert bodies == ["before", "after"]

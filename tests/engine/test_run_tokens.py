@@ -1,0 +1,131 @@
+"""A run token acts only as its own run, agent and company."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from paperclip.engine.finalize import finish_run
+from paperclip.models import Run, RunStatus
+from paperclip.services.run_tokens import new_run_token, token_run
+
+
+async def make_run(client, container, name):
+    company = (await client.post("/api/companies", json={"name": name})).json()
+    cid = company["id"]
+    agent = (
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "codex"})
+    ).json()
+    other_agent = (
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "b", "provider": "codex"})
+    ).json()
+    issue = (
+        await client.post(f"/api/companies/{cid}/issues", json={"title": f"{name} task"})
+    ).json()
+    async with container.sessions().begin() as session:
+        run = Run(
+            id=uuid.uuid4(),
+            company_id=uuid.UUID(cid),
+            agent_id=uuid.UUID(agent["id"]),
+            issue_id=uuid.UUID(issue["id"]),
+            provider="codex",
+            status=RunStatus.RUNNING,
+        )
+        session.add(run)
+        await session.flush()
+        token = new_run_token(session, run)
+        sibling = Run(
+            id=uuid.uuid4(),
+            company_id=uuid.UUID(cid),
+            agent_id=uuid.UUID(other_agent["id"]),
+            provider="codex",
+            status=RunStatus.RUNNING,
+        )
+        session.add(sibling)
+    return {
+        "company_id": cid,
+        "agent_id": agent["id"],
+        "other_agent_id": other_agent["id"],
+        "issue_id": issue["id"],
+        "run_id": str(run.id),
+        "sibling_run_id": str(sibling.id),
+        "token": token,
+    }
+
+
+@pytest.fixture
+async def two_runs(client, container):
+    return await make_run(client, container, "Alpha"), await make_run(client, container, "Bravo")
+
+
+async def test_run_token_reads_and_comments_in_its_own_company(client, two_runs):
+    a, _ = two_runs
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    base = f"/api/companies/{a['company_id']}"
+    assert (await client.get(f"{base}/issues/{a['issue_id']}", headers=auth)).status_code == 200
+    assert (await client.get(f"{base}/runs/{a['run_id']}", headers=auth)).status_code == 200
+    r = await client.post(
+        f"{base}/issues/{a['issue_id']}/comments", json={"body": "from the agent"}, headers=auth
+    )
+    assert r.status_code == 201
+    comment = r.json()
+    assert (
+        comment["author_agent_id"] == a["agent_id"] and comment["created_by_run_id"] == a["run_id"]
+    )
+
+
+async def test_run_token_cannot_reach_another_company(client, two_runs):
+    a, b = two_runs
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    for url in (
+        f"/api/companies/{b['company_id']}/issues/{b['issue_id']}",
+        f"/api/companies/{b['company_id']}/runs/{b['run_id']}",
+        f"/api/companies/{b['company_id']}/issues",
+    ):
+        r = await client.get(url, headers=auth)
+        assert r.status_code == 404, url
+        assert "Bravo" not in r.text
+    r = await client.post(
+        f"/api/companies/{b['company_id']}/issues/{b['issue_id']}/comments",
+        json={"body": "x"},
+        headers=auth,
+    )
+    assert r.status_code == 404
+
+
+async def test_run_token_cannot_act_as_another_run_or_agent(client, two_runs):
+    a, _ = two_runs
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    base = f"/api/companies/{a['company_id']}"
+    r = await client.get(f"{base}/runs/{a['sibling_run_id']}", headers=auth)
+    assert r.status_code == 404 and r.json()["code"] == "run_not_found"
+    r = await client.get(f"{base}/runs/{a['sibling_run_id']}/events", headers=auth)
+    assert r.status_code == 404
+    r = await client.get(f"{base}/agents/{a['other_agent_id']}", headers=auth)
+    assert r.status_code == 404 and r.json()["code"] == "agent_not_found"
+    r = await client.post(f"{base}/agents/{a['agent_id']}/wakeup", json={}, headers=auth)
+    assert r.status_code == 403 and r.json()["code"] == "run_token_forbidden"
+    r = await client.patch(f"{base}/issues/{a['issue_id']}", json={"title": "x"}, headers=auth)
+    assert r.status_code == 403
+    r = await client.get("/api/companies", headers=auth)
+    assert r.status_code == 403
+
+
+async def test_run_token_dies_with_its_run(client, container, two_runs):
+    a, _ = two_runs
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    async with container.sessions().begin() as session:
+        run = await session.get(Run, uuid.UUID(a["run_id"]), with_for_update=True)
+        assert await finish_run(session, run, RunStatus.SUCCEEDED)
+        assert await token_run(session, a["token"]) is None
+    r = await client.get(f"/api/companies/{a['company_id']}/issues/{a['issue_id']}", headers=auth)
+    assert r.status_code == 401 and r.json()["code"] == "invalid_run_token"
+
+
+async def test_a_run_token_is_bound_to_one_run_in_the_journal(client, container, two_runs):
+    a, b = two_runs
+    async with container.sessions()() as session:
+        assert str(await token_run(session, a["token"])) == a["run_id"]
+        assert str(await token_run(session, b["token"])) == b["run_id"]
+        assert await token_run(session, "pcr_forged") is None
