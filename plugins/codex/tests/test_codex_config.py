@@ -1,0 +1,150 @@
+"""Settings validation and the Codex configuration derived from them."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from paperclip_codex.config import (
+    CONFIG_MARKER,
+    DEFAULT_COMMAND,
+    DISABLED_FEATURES,
+    MCP_TOKEN_ENV_VAR,
+    CodexSettings,
+    ConfigError,
+    flatten,
+    mcp_overrides,
+    override_args,
+    render_toml,
+    toml_value,
+    write_config,
+)
+from paperclip_codex.fake_app_server import load_config
+from paperclip_hookspecs.providers import McpEndpoint
+
+
+def test_defaults() -> None:
+    settings = CodexSettings.from_config({})
+    assert settings.command == DEFAULT_COMMAND == ("codex", "app-server")
+    assert settings.approval_policy == "never"
+    assert settings.sandbox == "workspace-write"
+    assert settings.approvals == "decline"
+    assert settings.resume_fallback == "fail"
+    assert settings.turn_timeout_seconds is None
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"command": "codex app-server"}, "command must be a non-empty list"),
+        ({"command": []}, "command must be a non-empty list"),
+        ({"sandbox": "none"}, "sandbox must be one of"),
+        ({"approval_policy": "always"}, "approval_policy must be one of"),
+        ({"approvals": "yes"}, "approvals must be one of"),
+        ({"request_timeout_seconds": 0}, "positive number"),
+        ({"request_timeout_seconds": True}, "positive number"),
+        ({"env_key": "not a name"}, "environment variable name"),
+        ({"config_overrides": {"a b": 1}}, "dotted path of bare keys"),
+        ({"config_overrides": {"a": None}}, "config_overrides['a']"),
+        ({"modle": "gpt"}, "unknown codex config key(s): modle"),
+    ],
+)
+def test_bad_config_is_refused_with_the_key_named(config: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=None) as caught:
+        CodexSettings.from_config(config)
+    assert message in str(caught.value)
+
+
+def test_config_document_round_trips_through_toml() -> None:
+    settings = CodexSettings.from_config(
+        {"base_url": "http://127.0.0.1:8000/v1", "model": "m-1", "sandbox": "read-only"}
+    )
+    doc = tomllib.loads(render_toml(settings.config_document()))
+    assert doc == {
+        "approval_policy": "never",
+        "sandbox_mode": "read-only",
+        "check_for_update_on_startup": False,
+        "model": "m-1",
+        "model_provider": "paperclip",
+        "analytics": {"enabled": False},
+        "features": dict.fromkeys(DISABLED_FEATURES, False),
+        "model_providers": {
+            "paperclip": {
+                "name": "Paperclip model endpoint",
+                "base_url": "http://127.0.0.1:8000/v1",
+                "env_key": "OPENAI_API_KEY",
+                "wire_api": "responses",
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "plain",
+        'quote " and \\ backslash',
+        "line\nbreak\ttab\x7fdel",
+        "ünïcödé",
+        3,
+        2.5,
+        True,
+        [1, "a"],
+    ],
+)
+def test_toml_values_parse_back(value: object) -> None:
+    assert tomllib.loads(f"x = {toml_value(value)}")["x"] == value
+
+
+def test_mcp_overrides_reach_the_fake_like_they_reach_codex(tmp_path: Path) -> None:
+    endpoint = McpEndpoint(
+        name="paperclip", url="http://127.0.0.1:5/mcp?run=a&b=c", bearer_token="t"
+    )
+    args = override_args(mcp_overrides(endpoint, 120.0))
+    assert args[0] == "-c"
+    assert MCP_TOKEN_ENV_VAR in " ".join(args)
+    assert "t" not in [a.split("=", 1)[-1] for a in args]  # the token itself is never an argument
+    config = load_config(tmp_path, args[1::2])
+    assert config["mcp_servers"]["paperclip"] == {
+        "url": "http://127.0.0.1:5/mcp?run=a&b=c",
+        "bearer_token_env_var": MCP_TOKEN_ENV_VAR,
+        "tool_timeout_sec": 120.0,
+    }
+
+
+def test_mcp_server_name_must_be_a_bare_key() -> None:
+    with pytest.raises(ConfigError):
+        mcp_overrides(McpEndpoint(name="my.tools", url="http://x", bearer_token="t"), None)
+
+
+def test_flatten_gives_dotted_keys() -> None:
+    assert flatten({"a": 1, "b": {"c": {"d": [1]}, "e": "x"}}) == [
+        ("a", 1),
+        ("b.c.d", [1]),
+        ("b.e", "x"),
+    ]
+
+
+def test_write_config_owns_only_its_own_file(tmp_path: Path) -> None:
+    doc = CodexSettings().config_document()
+    assert write_config(tmp_path, doc) is True
+    text = (tmp_path / "config.toml").read_text()
+    assert text.startswith(CONFIG_MARKER + "\n")
+    assert write_config(tmp_path, doc) is True  # ours: rewritten
+
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "config.toml").write_text('model = "theirs"\n')
+    assert write_config(foreign, doc) is False
+    assert (foreign / "config.toml").read_text() == 'model = "theirs"\n'
+
+
+def test_fake_reads_config_toml_then_overrides(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('model = "from-file"\n[features]\napps = false\n')
+    config = load_config(tmp_path, ["model=o3", "features.goals=false", 'sandbox_mode="read-only"'])
+    assert config == {
+        "model": "o3",  # a bare word: Codex keeps it as a string
+        "features": {"apps": False, "goals": False},
+        "sandbox_mode": "read-only",
+    }

@@ -1,0 +1,540 @@
+"""The Codex driver against the fake app-server: real processes, real JSON-RPC, real MCP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from codex_testing import Events, FakeCodex, ToolServer, bounded, driver_context, reach
+from paperclip_codex.config import MCP_TOKEN_ENV_VAR
+from paperclip_codex.driver import CodexDriver
+from paperclip_hookspecs.providers import TurnInput
+
+pytestmark = pytest.mark.process
+
+
+def turn_input(
+    fake: FakeCodex,
+    cwd: Path,
+    *,
+    prompt: str = "Fix the failing test.",
+    session_ref: str | None = None,
+    tools: ToolServer | None = None,
+    token: str | None = None,
+    **config: object,
+) -> TurnInput:
+    return TurnInput(
+        run_id="run-1",
+        prompt=prompt,
+        cwd=str(cwd),
+        session_ref=session_ref,
+        mcp=tools.endpoint(token) if tools is not None else None,
+        config=fake.config(**config),
+    )
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_turn_calls_two_tools_and_sends_a_message(
+    driver: CodexDriver, fake: FakeCodex, tool_server: ToolServer, events: Events, tmp_path: Path
+) -> None:
+    fake.script(
+        [
+            {"call_tool": {"name": "echo", "arguments": {"text": "hello"}}},
+            {"call_tool": {"name": "add", "arguments": {"a": 2, "b": 3}}},
+            {"message": "Both tools worked."},
+        ]
+    )
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, tools=tool_server), events))
+
+    assert result.status == "completed", result.error
+    assert result.error is None
+    (started,) = fake.received("thread/start")
+    assert result.session_ref is not None
+    # Every notification, in wire order, up to and including turn/completed.
+    assert events.types() == [
+        "thread/started",
+        "turn/started",
+        "item/started",  # the prompt, as a userMessage item
+        "item/completed",
+        "item/started",  # echo
+        "item/completed",
+        "item/started",  # add
+        "item/completed",
+        "item/started",  # the agent's message, streamed
+        "item/agentMessage/delta",
+        "item/agentMessage/delta",
+        "item/agentMessage/delta",
+        "item/completed",
+        "turn/completed",
+    ]
+    assert events.items[0].payload["thread"]["id"] == result.session_ref
+    assert events.items[-1].payload["turn"]["status"] == "completed"
+
+    # The tools ran on the server, with the model's arguments, and their results
+    # came back to the provider (its log) and into the events.
+    assert tool_server.calls == [
+        {"name": "echo", "arguments": {"text": "hello"}},
+        {"name": "add", "arguments": {"a": 2, "b": 3}},
+    ]
+    assert tool_server.rejected == []
+    results = fake.entries("tool_result")
+    assert [r["ok"] for r in results] == [True, True]
+    assert results[0]["result"]["content"][0]["text"] == "echo: hello"
+    assert results[1]["result"]["content"][0]["text"] == "5"
+    calls = events.items_of("mcpToolCall")
+    assert [(c["server"], c["tool"], c["status"]) for c in calls] == [
+        ("paperclip", "echo", "completed"),
+        ("paperclip", "add", "completed"),
+    ]
+    assert calls[0]["arguments"] == {"text": "hello"}
+    assert calls[0]["result"]["content"][0]["text"] == "echo: hello"
+    (message,) = events.items_of("agentMessage")
+    assert message["text"] == "Both tools worked."
+    deltas = [e.payload["delta"] for e in events.items if e.type == "item/agentMessage/delta"]
+    assert "".join(deltas) == "Both tools worked."
+
+    # The protocol as sent: the handshake, the thread, the prompt; JSON lines
+    # without a "jsonrpc" member.
+    received = [e["message"] for e in fake.entries("received")]
+    assert [m.get("method") for m in received] == [
+        "initialize",
+        "initialized",
+        "thread/start",
+        "turn/start",
+    ]
+    assert all("jsonrpc" not in m for m in received)
+    assert received[0]["params"]["clientInfo"]["name"] == "paperclip"
+    assert started["params"]["approvalPolicy"] == "never"
+    assert started["params"]["sandbox"] == "workspace-write"
+    assert started["params"]["cwd"] == str(tmp_path)
+    (turn_start,) = fake.received("turn/start")
+    assert turn_start["params"]["threadId"] == result.session_ref
+    assert turn_start["params"]["input"] == [{"type": "text", "text": "Fix the failing test."}]
+
+    # The MCP server came from -c overrides, the token through the environment.
+    (boot,) = fake.entries("started")
+    assert boot["mcp_servers"] == {
+        "paperclip": {
+            "url": tool_server.url,
+            "bearer_token_env_var": MCP_TOKEN_ENV_VAR,
+            "bearer_token_set": True,
+        }
+    }
+    # ... and the static settings from config.toml in CODEX_HOME, inside state_dir.
+    assert boot["codex_home"].startswith(str(tmp_path / "state"))
+    assert boot["config"]["approval_policy"] == "never"
+    assert boot["config"]["check_for_update_on_startup"] is False
+    assert boot["config"]["analytics"] == {"enabled": False}
+    assert boot["config"]["features"]["plugins"] is False
+
+
+async def test_model_endpoint_settings_reach_codex(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"message": "ok"}])
+    turn = turn_input(
+        fake,
+        tmp_path,
+        base_url="http://127.0.0.1:9/v1",
+        model="gpt-test",
+        env_key="TEST_MODEL_KEY",
+        config_overrides={"model_providers.paperclip.request_max_retries": 0},
+    )
+    result = await bounded(driver.run_turn(turn, events))
+    assert result.status == "completed", result.error
+    (boot,) = fake.entries("started")
+    config = boot["config"]
+    assert config["model"] == "gpt-test"
+    assert config["model_provider"] == "paperclip"
+    assert config["model_providers"]["paperclip"] == {
+        "name": "Paperclip model endpoint",
+        "base_url": "http://127.0.0.1:9/v1",
+        "env_key": "TEST_MODEL_KEY",
+        "wire_api": "responses",
+        "request_max_retries": 0,
+    }
+    (started,) = fake.received("thread/start")
+    assert started["params"]["model"] == "gpt-test"
+    with (Path(boot["codex_home"]) / "config.toml").open("rb") as handle:
+        written = tomllib.load(handle)
+    assert written["model_providers"]["paperclip"]["base_url"] == "http://127.0.0.1:9/v1"
+    assert "request_max_retries" not in written["model_providers"]["paperclip"]  # per run: -c
+
+
+async def test_resume_continues_the_thread_in_a_new_process(
+    fake: FakeCodex, state_dir: Path, tmp_path: Path
+) -> None:
+    fake.script({"turns": [[{"message": "first"}], [{"message": "second"}]]})
+    first = CodexDriver(driver_context(state_dir))
+    try:
+        one = await bounded(first.run_turn(turn_input(fake, tmp_path), Events()))
+    finally:
+        await first.close()
+    assert one.status == "completed", one.error
+
+    second = CodexDriver(driver_context(state_dir))
+    events = Events()
+    try:
+        two = await bounded(
+            second.run_turn(turn_input(fake, tmp_path, session_ref=one.session_ref), events)
+        )
+    finally:
+        await second.close()
+    assert two.status == "completed", two.error
+    assert two.session_ref == one.session_ref
+    (resume,) = fake.received("thread/resume")
+    assert resume["params"]["threadId"] == one.session_ref
+    assert len(fake.received("thread/start")) == 1  # only the first driver started one
+    assert "thread/started" not in events.types()
+    assert [m["text"] for m in events.items_of("agentMessage")] == ["second"]
+
+
+async def test_later_turn_on_the_same_driver_reuses_the_loaded_thread(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    fake.script({"turns": [[{"message": "first"}], [{"message": "second"}]]})
+    one = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    events = Events()
+    two = await bounded(
+        driver.run_turn(turn_input(fake, tmp_path, session_ref=one.session_ref), events)
+    )
+    assert two.status == "completed", two.error
+    assert two.session_ref == one.session_ref
+    assert len(fake.entries("started")) == 1  # one process for both turns
+    assert fake.received("thread/resume") == []
+    assert [m["text"] for m in events.items_of("agentMessage")] == ["second"]
+
+
+async def test_a_thread_that_cannot_be_resumed_fails_with_a_clear_code(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"message": "never"}])
+    result = await bounded(
+        driver.run_turn(turn_input(fake, tmp_path, session_ref="no-such-thread"), events)
+    )
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("resume_failed: ")
+    assert "no-such-thread" in result.error
+    assert result.session_ref == "no-such-thread"
+    assert fake.received("thread/start") == []
+    assert fake.received("turn/start") == []
+
+
+async def test_resume_falls_back_to_a_fresh_thread_when_asked(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"message": "fresh start"}])
+    turn = turn_input(fake, tmp_path, session_ref="no-such-thread", resume_fallback="fresh")
+    result = await bounded(driver.run_turn(turn, events))
+    assert result.status == "completed", result.error
+    assert result.session_ref not in (None, "no-such-thread")
+    assert len(fake.received("thread/resume")) == 1
+    assert len(fake.received("thread/start")) == 1
+    assert events.types()[0] == "thread/started"
+
+
+async def test_steer_is_acknowledged_and_consumed_at_the_next_step(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    go = fake.point("go")
+    fake.script(
+        {
+            "consume_steer": True,
+            "steps": [
+                reach("ready"),
+                {"wait_for_file": str(go)},
+                {"message": "Handled the steer."},
+            ],
+        }
+    )
+    assert await driver.steer("m-0", "too early") is False  # no turn is running
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+
+    assert await bounded(driver.steer("m-1", "Also update the changelog.")) is True
+    go.touch()
+    result = await bounded(running)
+
+    assert result.status == "completed", result.error
+    (steer,) = fake.received("turn/steer")
+    (turn_started,) = [e for e in events.items if e.type == "turn/started"]
+    assert steer["params"] == {
+        "threadId": result.session_ref,
+        "expectedTurnId": turn_started.payload["turn"]["id"],
+        "input": [{"type": "text", "text": "Also update the changelog."}],
+    }
+    texts = [m["content"][0]["text"] for m in events.items_of("userMessage")]
+    assert texts == ["Fix the failing test.", "Also update the changelog."]
+    # The steer entered the turn before the model's next output, like Codex.
+    kinds = [e.payload["item"]["type"] for e in events.items if e.type == "item/completed"]
+    assert kinds == ["userMessage", "userMessage", "agentMessage"]
+    assert await driver.steer("m-2", "too late") is False
+
+
+async def test_steer_acknowledged_but_not_yet_read_leaves_no_user_message(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    go = fake.point("go")
+    fake.script([reach("ready"), {"wait_for_file": str(go)}])
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+    assert await bounded(driver.steer("m-1", "Read me later.")) is True
+    go.touch()
+    result = await bounded(running)
+    assert result.status == "completed", result.error
+    texts = [m["content"][0]["text"] for m in events.items_of("userMessage")]
+    assert texts == ["Fix the failing test."]
+
+
+async def test_interrupt_ends_the_turn_as_interrupted(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script(
+        [
+            reach("ready"),
+            {"wait_for_file": str(fake.point("never"))},
+            {"message": "unreachable"},
+        ]
+    )
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+    await bounded(driver.interrupt())
+    result = await bounded(running)
+
+    assert result.status == "interrupted"
+    assert result.error is None
+    assert result.session_ref is not None
+    (interrupt,) = fake.received("turn/interrupt")
+    assert interrupt["params"]["threadId"] == result.session_ref
+    assert events.items[-1].type == "turn/completed"
+    assert events.items[-1].payload["turn"]["status"] == "interrupted"
+    assert events.items_of("agentMessage") == []
+
+
+async def test_provider_killed_mid_turn_fails_the_turn_and_the_next_turn_recovers(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    fake.script(
+        {
+            "turns": [
+                [reach("ready"), {"wait_for_file": str(fake.point("never"))}],
+                [{"message": "back again"}],
+            ]
+        }
+    )
+    events = Events()
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+    pid = fake.pid()
+    os.kill(pid, signal.SIGKILL)
+    result = await bounded(running)
+
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("provider_exited: ")
+    assert "signal 9" in result.error
+    assert result.session_ref is not None
+    assert events.types()[:2] == ["thread/started", "turn/started"]
+    assert "turn/completed" not in events.types()
+
+    # The next turn starts a new process and resumes the same thread.
+    again = Events()
+    next_result = await bounded(
+        driver.run_turn(turn_input(fake, tmp_path, session_ref=result.session_ref), again)
+    )
+    assert next_result.status == "completed", next_result.error
+    assert next_result.session_ref == result.session_ref
+    assert len(fake.entries("started")) == 2
+    assert [m["text"] for m in again.items_of("agentMessage")] == ["back again"]
+
+
+async def test_provider_exiting_mid_turn_reports_its_status(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"message": "about to go"}, {"exit": 3}])
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path), events))
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("provider_exited: the provider process exited with status 3")
+    # What arrived before the exit was still emitted, in order.
+    assert events.items_of("agentMessage")[0]["text"] == "about to go"
+
+
+@pytest.mark.parametrize(("token", "header"), [("wrong-token", "Bearer wrong-token"), ("", None)])
+async def test_bad_or_missing_bearer_token_is_refused_and_surfaces_as_a_failed_tool_call(
+    driver: CodexDriver,
+    fake: FakeCodex,
+    tool_server: ToolServer,
+    events: Events,
+    tmp_path: Path,
+    token: str,
+    header: str | None,
+) -> None:
+    fake.script(
+        [
+            {"call_tool": {"name": "echo", "arguments": {"text": "secret"}}},
+            {"message": "The tool call failed."},
+        ]
+    )
+    turn = turn_input(fake, tmp_path, tools=tool_server, token=token)
+    result = await bounded(driver.run_turn(turn, events))
+
+    assert result.status == "completed", result.error  # the model goes on after a failed call
+    assert tool_server.calls == []
+    assert tool_server.rejected and set(tool_server.rejected) == {header}
+    (call,) = events.items_of("mcpToolCall")
+    assert call["status"] == "failed"
+    assert call["error"]["message"]
+    (record,) = fake.entries("tool_result")
+    assert record["ok"] is False
+
+
+@pytest.mark.parametrize(("approvals", "decision"), [("decline", "decline"), ("approve", "accept")])
+async def test_approval_requests_are_answered_by_policy(
+    driver: CodexDriver,
+    fake: FakeCodex,
+    events: Events,
+    tmp_path: Path,
+    approvals: str,
+    decision: str,
+) -> None:
+    fake.script([{"request_approval": "commandExecution"}, {"request_approval": "fileChange"}])
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, approvals=approvals), events))
+    assert result.status == "completed", result.error
+    assert [a["decision"] for a in fake.entries("approval")] == [decision, decision]
+    # The requests are part of the run's record too.
+    assert "item/commandExecution/requestApproval" in events.types()
+    assert "item/fileChange/requestApproval" in events.types()
+
+
+async def test_failed_turn_carries_codex_error(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"fail": "model endpoint returned 500"}])
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path), events))
+    assert result.status == "failed"
+    assert result.error is not None
+    assert result.error.startswith("turn_failed: model endpoint returned 500")
+    assert result.session_ref is not None
+    assert events.types()[-2:] == ["error", "turn/completed"]
+
+
+async def test_close_during_a_turn_stops_the_process(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([reach("ready"), {"wait_for_file": str(fake.point("never"))}])
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+    pid = fake.pid()
+    await bounded(driver.close())
+    result = await bounded(running)
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("driver_closed: ")
+    assert not pid_alive(pid)
+    await bounded(driver.close())  # idempotent
+    again = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    assert again.error is not None and again.error.startswith("driver_closed: ")
+
+
+async def test_close_terminates_an_idle_process(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    fake.script([{"touch_file": str(fake.point("ran"))}])
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    assert result.status == "completed", result.error
+    pid = int(fake.point("ran").read_text())
+    assert pid_alive(pid)
+    await bounded(driver.close())
+    assert not pid_alive(pid)
+
+
+async def test_second_concurrent_turn_is_refused(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    go = fake.point("go")
+    fake.script([reach("ready"), {"wait_for_file": str(go)}])
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await events.reached("ready")
+    refused = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    assert refused.error is not None and refused.error.startswith("turn_in_progress: ")
+    go.touch()
+    assert (await bounded(running)).status == "completed"
+
+
+async def test_missing_command_fails_to_spawn(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    turn = turn_input(fake, tmp_path, command=["/nonexistent/codex", "app-server"])
+    result = await bounded(driver.run_turn(turn, Events()))
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("spawn_failed: ")
+
+
+async def test_provider_that_exits_at_startup_fails_with_its_stderr(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    command = [sys.executable, "-c", "import sys; sys.stderr.write('no auth\\n'); sys.exit(4)"]
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, command=command), Events()))
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("startup_failed: ")
+    assert "status 4" in result.error
+    assert "no auth" in result.error
+
+
+async def test_invalid_config_is_refused_before_anything_starts(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, sandbox="yolo"), Events()))
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("invalid_config: sandbox")
+    assert not fake.log_path.exists()
+
+
+async def test_turn_timeout_interrupts_the_turn(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"wait_for_file": str(fake.point("never"))}])
+    turn = turn_input(fake, tmp_path, turn_timeout_seconds=0.5)
+    result = await bounded(driver.run_turn(turn, events))
+    assert result.status == "failed"
+    assert result.error is not None and result.error.startswith("turn_timeout: ")
+    assert len(fake.received("turn/interrupt")) == 1
+    assert events.items[-1].payload["turn"]["status"] == "interrupted"
+
+
+async def test_interrupt_before_the_turn_has_an_id_is_sent_once_it_has_one(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"wait_for_file": str(fake.point("never"))}])
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await asyncio.sleep(0)  # let the turn begin: it is now spawning the provider
+    await bounded(driver.interrupt())
+    result = await bounded(running)
+    assert result.status == "interrupted"
+    assert len(fake.received("turn/interrupt")) == 1
+
+
+async def test_steer_racing_turn_start_waits_for_the_turn(
+    driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
+) -> None:
+    go = fake.point("go")
+    fake.script({"consume_steer": True, "steps": [{"wait_for_file": str(go)}]})
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
+    await asyncio.sleep(0)  # let the turn begin: it is now spawning the provider
+    assert await bounded(driver.steer("m-1", "Early but welcome.")) is True
+    go.touch()
+    result = await bounded(running)
+    assert result.status == "completed", result.error
+    texts = [m["content"][0]["text"] for m in events.items_of("userMessage")]
+    assert texts == ["Fix the failing test.", "Early but welcome."]
