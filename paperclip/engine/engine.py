@@ -29,12 +29,11 @@ from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import StaleEpochError, lock_run
 from paperclip.engine.finalize import decide, finish_run
 from paperclip.engine.links import RunnerLink
-from paperclip.engine.prompt import build_execution_input
+from paperclip.engine.prompt import assemble_for_run
 from paperclip.errors import NotFoundError
 from paperclip.models import (
     Agent,
     AgentStatus,
-    Comment,
     Issue,
     IssueStatus,
     Run,
@@ -79,12 +78,15 @@ class RunEngine:
         instance: str,
         lease_seconds: float,
         provider_known: ProviderCheck = lambda name: True,
+        prompt_hooks: Any = None,
     ) -> None:
         self.sessions = sessions
         self.runners = runners
         self.instance = instance
         self.ttl = lease_seconds
         self.provider_known = provider_known
+        self.prompt_hooks = prompt_hooks
+        """The prompt-rendering hooks (installed plugins first, built-ins as fallback)."""
         self.links: dict[uuid.UUID, RunnerLink] = {}
         self.owned: dict[uuid.UUID, int] = {}
         """Runs this replica controls, with the epoch it holds for each."""
@@ -602,29 +604,26 @@ class RunEngine:
         issue = (
             await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
         )
-        comments: list[Comment] = []
-        if issue is not None:
-            comments = list(
-                (
-                    await session.execute(
-                        select(Comment)
-                        .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
-                        .order_by(Comment.created_at, Comment.id)
-                    )
-                ).scalars()
-            )
-        prompt, envelope, schema = build_execution_input(agent, issue, comments, wake)
+        run_id = uuid.uuid4()
+        assembled = await assemble_for_run(
+            session,
+            agent=agent,
+            issue=issue,
+            wake=wake,
+            run_id=str(run_id),
+            hooks=self.prompt_hooks,
+        )
         now = datetime.now(UTC)
         run = Run(
-            id=uuid.uuid4(),
+            id=run_id,
             company_id=wake.company_id,
             agent_id=agent.id,
             issue_id=wake.issue_id,
             status=RunStatus.RUNNING,
             phase="turn",
             provider=agent.provider,
-            execution_input=envelope,
-            execution_input_schema=schema,
+            execution_input=assembled.envelope,
+            execution_input_schema=assembled.schema,
             controller_instance=self.instance,
             controller_epoch=1,
             lease_expires_at=now + timedelta(seconds=self.ttl),
@@ -649,7 +648,8 @@ class RunEngine:
             {
                 "provider": agent.provider,
                 "config": agent.provider_config,
-                "prompt": prompt,
+                "prompt": assembled.prompt,
+                "system": assembled.system,
                 "session_ref": None,
                 "token": token,
             },

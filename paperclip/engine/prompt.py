@@ -1,24 +1,151 @@
-"""The execution input of a run: the prompt and its versioned envelope."""
+"""The execution input of a run, assembled by the prompt-rendering hooks from the rows it stands on."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from paperclip.models import Agent, Comment, Issue, WakeRequest
+from paperclip_hookspecs.prompts import (
+    AuthorKind,
+    CommentAuthor,
+    CommentSource,
+    CommentTrust,
+    Lane,
+    ParentTask,
+    SessionAttempt,
+    TaskSource,
+    WakeSource,
+)
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.models import Agent, Comment, Issue, Run, WakeRequest
+from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
+from paperclip.prompts.assemble import AssembledInput
+
+
+def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
+    if comment.author_agent_id is not None:
+        author = CommentAuthor(
+            AuthorKind.AGENT, str(comment.author_agent_id), agents.get(comment.author_agent_id, "")
+        )
+        trust = CommentTrust.UNTRUSTED  # another agent's words inform, they do not direct
+    else:
+        author = CommentAuthor(
+            AuthorKind.USER, comment.author_user_id or "", comment.author_user_id or ""
+        )
+        trust = CommentTrust.TRUSTED
+    return CommentSource(
+        id=str(comment.id),
+        issue_id=str(comment.issue_id),
+        body=comment.body,
+        author=author,
+        trust=trust,
+        created_at=comment.created_at.isoformat(),
+        edited=comment.edited_at is not None,
+        deleted=comment.deleted_at is not None,
+    )
 
 
 def build_execution_input(
-    agent: Agent, issue: Issue | None, comments: list[Comment], wake: WakeRequest
-) -> tuple[str, dict[str, Any], str]:
-    """The prompt text, the execution-input envelope and its schema id."""
-    lines = [f"You are {agent.name}" + (f", {agent.role}." if agent.role else ".")]
-    if issue is not None:
-        lines += [f"Your task is {issue.identifier}: {issue.title}", "", issue.description]
-    lines += [
-        "",
-        "Use the paperclip tools: get_task_context to read the task and its comments,",
-        "post_comment to talk to people, and finish (or block) to report the result.",
+    *,
+    agent: Agent,
+    issue: Issue | None,
+    parent: Issue | None,
+    comments: list[Comment],
+    since: datetime | None,
+    wake: WakeRequest,
+    agent_names: dict[Any, str],
+    run_id: str,
+    hooks: Any = None,
+) -> AssembledInput:
+    """Assemble a fresh session's input.
+
+    The current wake comments are the ones written by others since this agent's
+    previous run on the issue started; earlier ones are history.
+    """
+    current = [
+        c
+        for c in comments
+        if c.author_agent_id != agent.id and (since is None or c.created_at > since)
     ]
-    prompt = "\n".join(lines)
-    envelope = {"prompt": prompt, "wake": {"source": wake.source, "reason": wake.reason}}
-    return prompt, envelope, "paperclip.native-execution-input.v5"
+    current_ids = {c.id for c in current}
+    history = [c for c in comments if c.id not in current_ids]
+    task = TaskSource(
+        id=str(issue.id) if issue else str(wake.id),
+        identifier=issue.identifier if issue else "",
+        title=issue.title if issue else (wake.reason or "Wake"),
+        description=issue.description if issue else "",
+        status=issue.status if issue else "",
+        priority=issue.priority if issue else "",
+        parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
+    )
+    request = AssemblyRequest(
+        task=task,
+        wake=WakeSource(
+            reason=wake.source, comments=tuple(comment_source(c, agent_names) for c in current)
+        ),
+        lane=Lane.NATIVE,
+        attempt=SessionAttempt.FRESH,
+        run_id=run_id,
+        provider=agent.provider,
+        agent=AgentBrief(name=agent.name, instructions=agent.role),
+        history=tuple(comment_source(c, agent_names) for c in history),
+    )
+    return assemble_execution_input(request, hooks)
+
+
+async def assemble_for_run(
+    session: AsyncSession,
+    *,
+    agent: Agent,
+    issue: Issue | None,
+    wake: WakeRequest,
+    run_id: str,
+    hooks: Any = None,
+) -> AssembledInput:
+    """Read what the prompt stands on (comments, parent, the agent's previous run) and assemble it."""
+    comments: list[Comment] = []
+    parent = since = None
+    if issue is not None:
+        comments = list(
+            (
+                await session.execute(
+                    select(Comment)
+                    .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
+                    .order_by(Comment.created_at, Comment.id)
+                )
+            ).scalars()
+        )
+        parent = await session.get(Issue, issue.parent_id) if issue.parent_id else None
+        since = (
+            await session.execute(
+                select(Run.started_at)
+                .where(
+                    Run.agent_id == agent.id, Run.issue_id == issue.id, Run.started_at.is_not(None)
+                )
+                .order_by(Run.started_at.desc())
+                .limit(1)
+            )
+        ).scalar_one_or_none()
+    author_ids = {c.author_agent_id for c in comments if c.author_agent_id}
+    names = (
+        dict(
+            (
+                await session.execute(select(Agent.id, Agent.name).where(Agent.id.in_(author_ids)))
+            ).all()
+        )
+        if author_ids
+        else {}
+    )
+    return build_execution_input(
+        agent=agent,
+        issue=issue,
+        parent=parent,
+        comments=comments,
+        since=since,
+        wake=wake,
+        agent_names=names,
+        run_id=run_id,
+        hooks=hooks,
+    )

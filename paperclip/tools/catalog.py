@@ -65,6 +65,22 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "outcome": {"type": "string", "enum": ["done", "needs_review"]},
                 "summary": {"type": "string", "minLength": 1, "maxLength": 20_000},
                 "details": {"type": "object"},
+                "references": {
+                    "type": "array",
+                    "maxItems": 200,
+                    "description": "The sources your report relies on, as shown in your prompt: "
+                    "the task, its description, or a comment, with the revision shown.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "kind": {"type": "string", "enum": ["task", "description", "comment"]},
+                            "id": {"type": "string", "minLength": 1, "maxLength": 100},
+                            "revision": {"type": "string", "maxLength": 64},
+                        },
+                        "required": ["kind", "id"],
+                        "additionalProperties": False,
+                    },
+                },
             },
             ["outcome", "summary"],
         ),

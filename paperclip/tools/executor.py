@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from paperclip_hookspecs.prompts import CompletionReference, SourceKind
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.models import Comment, Issue, Run, ToolCall, ToolReceipt
+from paperclip.prompts import read_execution_input, validate_completion
 from paperclip.services.actor import Actor
 from paperclip.services.comments import add_comment
 from paperclip.tools.catalog import BY_NAME
@@ -165,13 +167,44 @@ async def finish(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) 
             "this run already reported its result",
             result=run.result,
         )
+    refused = refused_references(run, call.arguments.get("references") or [])
+    if refused:
+        # A correction the model can act on in the same turn.
+        return error(
+            "completion_reference_not_rendered",
+            "some references point to sources your prompt did not show; cite only the task, "
+            "description and comments rendered to you, with the revision shown, then call finish again",
+            refused=refused,
+        )
     run.result = {
         "outcome": call.arguments["outcome"],
         "summary": call.arguments["summary"],
         "details": call.arguments.get("details") or {},
+        "references": call.arguments.get("references") or [],
         "command_id": command_id_of(call),
     }
     return ToolOutcome({"accepted": True, "outcome": call.arguments["outcome"]})
+
+
+def refused_references(run: Run, references: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The references that the run's persisted execution input (v5 or v4) did not render."""
+    if not references:
+        return []
+    wanted = tuple(
+        CompletionReference(SourceKind(r["kind"]), r["id"], r.get("revision")) for r in references
+    )
+    if run.execution_input is None:
+        return [dict(r, reason="not_rendered") for r in references]
+    check = validate_completion(read_execution_input(run.execution_input), wanted)
+    return [
+        {
+            "kind": item.reference.kind.value,
+            "id": item.reference.id,
+            "revision": item.reference.revision,
+            "reason": item.reason,
+        }
+        for item in check.refused
+    ]
 
 
 async def block(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) -> ToolOutcome:

@@ -32,6 +32,11 @@ def test_assignment_runs_the_agent_to_success(stack):
     stack.start_server()
     stack.start_runner()
     ctx = stack.setup_issue(SCRIPT)
+    with stack.api() as api:
+        api.post(
+            f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/comments",
+            json={"body": "Please look at the failing lint job first."},
+        )
     stack.assign(ctx)
 
     run = stack.wait_for_terminal_run(ctx)
@@ -63,3 +68,33 @@ def test_assignment_runs_the_agent_to_success(stack):
     assert [i["tool"] for i in tool_items] == ["get_task_context", "post_comment", "finish"]
     context = tool_items[0]
     assert "Fix the build" in str(context)
+
+
+def test_the_persisted_execution_input_carries_turn_context_ownership(stack):
+    import hashlib
+
+    stack.start_server()
+    stack.start_runner()
+    ctx = stack.setup_issue(SCRIPT)
+    base = f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/comments"
+    with stack.api() as api:
+        first = api.post(base, json={"body": "same words"}).json()
+        second = api.post(base, json={"body": "same words"}).json()
+    stack.assign(ctx)
+    run = stack.wait_for_terminal_run(ctx)
+    envelope = run["execution_input"]
+    assert run["execution_input_schema"] == "paperclip.native-execution-input.v5"
+    assert envelope["schema"] == "paperclip.native-execution-input.v5"
+    turn_context = envelope["paperclipTurnContext"]
+    assert turn_context["version"] == 1
+    description = turn_context["assignment"]["description"]
+    assert turn_context["assignment"]["owner"] == "task_markdown"
+    assert description["id"] == ctx["issue"]["id"]
+    assert description["revision"] == hashlib.sha256(b"The build is red.").hexdigest()
+    events = turn_context["events"]
+    assert events["owner"] == "wake_prompt"
+    # distinct ids stay distinct even with equal bodies, in order, with the stored revisions
+    assert events["comments"] == [
+        {"id": first["id"], "revision": first["revision"]},
+        {"id": second["id"], "revision": second["revision"]},
+    ]
