@@ -24,8 +24,11 @@ GRACEFUL_SHUTDOWN_SECONDS = 30
 def bind(host: str, port: int) -> socket.socket:
     """Bind before serving, so port 0 resolves to a real port we can print."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto must say TCP: asyncio sets TCP_NODELAY only on sockets that do, and
+    # without it small replies wait out the peer's delayed ACK (~40 ms each).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, port))
     sock.set_inheritable(True)
     return sock

@@ -20,7 +20,7 @@ from typing import Any
 
 from litestar import WebSocket
 from litestar.exceptions import WebSocketDisconnect
-from sqlalchemy import and_, exists, select, update
+from sqlalchemy import and_, exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -311,8 +311,7 @@ class RunEngine:
                 continue
             kind = message["type"]
             if kind == protocol.ACK:
-                async with self.sessions.begin() as session:
-                    await outbox.acknowledge(session, link.runner_id, int(message["upto"]))
+                link.runner_acked(int(message["upto"]))
                 continue
             if kind in protocol.UNSEQUENCED:
                 continue
@@ -327,18 +326,11 @@ class RunEngine:
                 )
             else:
                 await handler(self, link, message)
-            link.last_in = seq
+            # Durable now (its effects committed): acknowledge it. The resume point
+            # (runners.in_seq) is saved lazily; a stale one only causes replays,
+            # which every handler deduplicates.
+            link.processed(seq)
             await link.ack(seq)
-
-    async def _processed(self, session: AsyncSession, link: RunnerLink, seq: int) -> None:
-        """Record, in the same transaction as its effect, that message ``seq`` was processed."""
-        await session.execute(
-            update(Runner)
-            .where(
-                Runner.id == link.runner_id, Runner.instance == link.instance, Runner.in_seq < seq
-            )
-            .values(in_seq=seq, last_seen_at=datetime.now(UTC))
-        )
 
     def _epoch(self, run_id: uuid.UUID) -> int:
         epoch = self.owned.get(run_id)
@@ -365,7 +357,6 @@ class RunEngine:
                         )
                     ],
                 )
-                await self._processed(session, link, message["seq"])
         except NotFoundError:
             log.warning("event for unknown run %s dropped", run_id)
 
@@ -391,7 +382,6 @@ class RunEngine:
                     },
                     run_id=None,
                 )
-                await self._processed(session, link, message["seq"])
                 link.kick()
                 return
             run = await lock_run(session, run_id, instance=self.instance, epoch=self._epoch(run_id))
@@ -404,7 +394,6 @@ class RunEngine:
                 instance=self.instance,
                 epoch=self.owned[run_id],
             )
-            await self._processed(session, link, message["seq"])
             call_db_id = call.id
         # Journaled and acknowledged: dispatch without holding up the runner's other messages.
         self._spawn(self._dispatch(link, run_id, call_db_id), f"tool-{call_id}")
@@ -431,14 +420,17 @@ class RunEngine:
                         epoch=self.owned[run_id],
                     )
                 assert call.result is not None
-                await outbox.enqueue(
-                    session,
-                    link.runner_id,
-                    protocol.TOOL_RESULT,
-                    {"call_id": call.call_id, "content": call.result, "is_error": call.is_error},
-                    run_id=run_id,
+                payload = {
+                    "call_id": call.call_id,
+                    "content": call.result,
+                    "is_error": call.is_error,
+                }
+                seq = await outbox.enqueue(
+                    session, link.runner_id, protocol.TOOL_RESULT, payload, run_id=run_id
                 )
-            link.kick()
+            await link.deliver(
+                seq, {"type": protocol.TOOL_RESULT, "seq": seq, "run_id": str(run_id), **payload}
+            )
         except StaleEpochError as exc:
             log.warning("tool call %s not dispatched: %s", call_db_id, exc)
         except Exception:
@@ -470,7 +462,6 @@ class RunEngine:
                     ],
                 )
             await outbox.enqueue(session, link.runner_id, protocol.CLOSE, {}, run_id=run_id)
-            await self._processed(session, link, message["seq"])
         self.owned.pop(run_id, None)
         link.kick()
         self.nudge()

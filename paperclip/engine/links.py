@@ -9,18 +9,28 @@ import uuid
 from typing import Any
 
 from litestar import WebSocket
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
+from paperclip.models import Runner
 from paperclip.runner import protocol
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
+FLUSH_SECONDS = 0.5
 
 
 class RunnerLink:
-    """One connected runner process. Sends the outbox in seq order; tracks what it processed."""
+    """One connected runner process.
+
+    Sends the outbox in seq order, and keeps two positions that are saved
+    lazily (every ``FLUSH_SECONDS`` and when the link closes): how far this
+    replica processed the runner's messages, and how far the runner
+    acknowledged ours. Losing either to a crash costs replays, which both
+    sides deduplicate, never a message.
+    """
 
     def __init__(
         self,
@@ -41,17 +51,39 @@ class RunnerLink:
         self.last_in = last_in
         """The runner's last message this replica processed durably."""
         self.last_sent = last_sent
+        self.acked = last_sent
+        """The runner acknowledged our messages up to here."""
+        self._saved = (last_in, last_sent)
         self._kick = asyncio.Event()
         self._send_lock = asyncio.Lock()
-        self._sender: asyncio.Task[None] | None = None
+        self._order_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
 
     def start(self) -> None:
-        self._sender = asyncio.create_task(self._send_loop(), name=f"runner-send-{self.runner_id}")
+        self._tasks = [
+            asyncio.create_task(self._send_loop(), name=f"runner-send-{self.runner_id}"),
+            asyncio.create_task(self._flush_loop(), name=f"runner-flush-{self.runner_id}"),
+        ]
 
     def kick(self) -> None:
         """New outbox rows were committed for this runner: send them."""
         self._kick.set()
+
+    def processed(self, seq: int) -> None:
+        self.last_in = max(self.last_in, seq)
+
+    def runner_acked(self, upto: int) -> None:
+        self.acked = max(self.acked, upto)
+
+    async def deliver(self, seq: int, message: dict[str, Any]) -> None:
+        """Send a just-committed outbox message now if it is next in order; else let the loop do it."""
+        async with self._order_lock:
+            if seq == self.last_sent + 1:
+                await self.send(message)
+                self.last_sent = seq
+                return
+        self.kick()
 
     async def send(self, message: dict[str, Any]) -> None:
         async with self._send_lock:
@@ -61,13 +93,41 @@ class RunnerLink:
         await self.send({"type": protocol.ACK, "upto": upto})
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
+        if self.closed.is_set():
+            return
         self.closed.set()
-        if self._sender is not None:
-            self._sender.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sender
+                await task
+        with contextlib.suppress(Exception):
+            await self.flush()
         with contextlib.suppress(Exception):
             await self.socket.close(code=code, reason=reason)
+
+    async def flush(self) -> None:
+        """Save the resume point and forget the messages the runner acknowledged."""
+        position = (self.last_in, self.acked)
+        if position == self._saved:
+            return
+        async with self.sessions.begin() as session:
+            await session.execute(
+                update(Runner)
+                .where(Runner.id == self.runner_id, Runner.instance == self.instance)
+                .values(in_seq=self.last_in)
+            )
+            await outbox.acknowledge(session, self.runner_id, self.acked)
+        self._saved = position
+
+    async def _flush_loop(self) -> None:
+        while not self.closed.is_set():
+            await asyncio.sleep(FLUSH_SECONDS)
+            try:
+                await self.flush()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("saving the position of runner %s failed", self.runner_id)
 
     async def _send_loop(self) -> None:
         # Reads committed rows in seq order: the outbox's counter lock makes
@@ -79,9 +139,12 @@ class RunnerLink:
             try:
                 async with self.sessions() as session:
                     pending = await outbox.unsent(session, self.runner_id, self.last_sent)
-                for message in pending:
-                    await self.send(outbox.as_wire(message))
-                    self.last_sent = message.seq
+                async with self._order_lock:
+                    for message in pending:
+                        if message.seq <= self.last_sent:
+                            continue  # delivered directly meanwhile
+                        await self.send(outbox.as_wire(message))
+                        self.last_sent = message.seq
                 if pending:
                     self._kick.set()  # there may be more than one page
             except asyncio.CancelledError:
