@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.models import Run, RunEvent
@@ -62,5 +61,5 @@ async def append_events(
             }
         )
     if rows:
-        await session.execute(insert(RunEvent).values(rows))
+        await session.execute(insert(RunEvent.__table__).values(rows))
     return len(rows)

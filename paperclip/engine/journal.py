@@ -27,9 +27,10 @@ async def admit(
     The row records its admission: the controller instance and epoch that
     accepted it. The unique (run, call_id) makes a replayed call the same input.
     """
+    table = ToolCall.__table__
     inserted = (
         await session.execute(
-            insert(ToolCall)
+            insert(table)
             .values(
                 company_id=run.company_id,
                 run_id=run.id,
@@ -40,8 +41,8 @@ async def admit(
                 admitted_by=instance,
                 admitted_epoch=epoch,
             )
-            .on_conflict_do_nothing(index_elements=[ToolCall.run_id, ToolCall.call_id])
-            .returning(ToolCall.id)
+            .on_conflict_do_nothing(index_elements=[table.c.run_id, table.c.call_id])
+            .returning(table.c.id)
         )
     ).scalar_one_or_none()
     call = (

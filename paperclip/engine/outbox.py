@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.models import Runner, RunnerMessage
@@ -32,8 +32,11 @@ async def enqueue(
             .returning(Runner.out_seq)
         )
     ).scalar_one()
-    session.add(
-        RunnerMessage(runner_id=runner_id, seq=seq, type=type_, run_id=run_id, payload=payload)
+    # Core, not the unit of work: this runs for every tool result.
+    await session.execute(
+        insert(RunnerMessage.__table__).values(
+            runner_id=runner_id, seq=seq, type=type_, run_id=run_id, payload=payload
+        )
     )
     return seq
 

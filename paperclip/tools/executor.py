@@ -14,7 +14,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from paperclip_hookspecs.prompts import CompletionReference, SourceKind
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.events import NewEvent, append_events
@@ -78,8 +78,17 @@ async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcom
         state_revision=outcome.result.pop("_state_revision", revision(outcome.result)),
         result=outcome.result,
     )
-    session.add(receipt)
-    await session.flush()
+    # Core insert: the receipt is written once and not read back in this transaction.
+    await session.execute(
+        insert(ToolReceipt.__table__).values(
+            command_id=receipt.command_id,
+            company_id=receipt.company_id,
+            run_id=receipt.run_id,
+            tool=receipt.tool,
+            state_revision=receipt.state_revision,
+            result=receipt.result,
+        )
+    )
     return ToolOutcome({**outcome.result, "receipt": receipt_body(receipt, "applied")})
 
 
