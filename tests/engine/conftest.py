@@ -55,13 +55,13 @@ class Stack:
     def start_runner(self) -> RunnerProcess:
         self.runner = RunnerProcess(
             [self.url(i) for i in range(len(self.ports))],
-            self._credential(),
+            self.runner_credential(),
             self.tmp / "runner",
             self.tmp / "runner.log",
         ).start()
         return self.runner
 
-    def _credential(self) -> str:
+    def runner_credential(self) -> str:
         import os
 
         out = subprocess.run(

@@ -26,8 +26,12 @@ def v4_envelope(issue: dict, run_id: str) -> dict:
     """What the producer writes with ownership metadata off (the v4 shape)."""
     request = AssemblyRequest(
         task=TaskSource(
-            id=issue["id"], identifier=issue["identifier"], title=issue["title"],
-            description=issue["description"], status="in_progress", priority=issue["priority"],
+            id=issue["id"],
+            identifier=issue["identifier"],
+            title=issue["title"],
+            description=issue["description"],
+            status="in_progress",
+            priority=issue["priority"],
         ),
         wake=WakeSource(reason="assignment"),
         lane=Lane.NATIVE,
@@ -46,31 +50,51 @@ def test_a_v4_run_resumes_after_the_upgrade(stack):
     ctx = stack.setup_issue({"turns": [[]]})  # replaced below, once the ids are known
     issue = ctx["issue"]
     script = {
-        "turns": [[
-            {"touch_file": str(reached)},
-            {"wait_for_file": str(gate), "timeout": 120},
-            {"call_tool": {"name": "finish", "arguments": {
-                "outcome": "done", "summary": "cites a comment v4 never rendered",
-                "references": [{"kind": "comment", "id": str(uuid.uuid4()), "revision": "0" * 64}],
-            }}},
-            {"call_tool": {"name": "finish", "arguments": {
-                "outcome": "done", "summary": "cites the task",
-                "references": [{"kind": "task", "id": issue["id"]}],
-            }}},
-        ]]
+        "turns": [
+            [
+                {"touch_file": str(reached)},
+                {"wait_for_file": str(gate), "timeout": 120},
+                {
+                    "call_tool": {
+                        "name": "finish",
+                        "arguments": {
+                            "outcome": "done",
+                            "summary": "cites a comment v4 never rendered",
+                            "references": [
+                                {"kind": "comment", "id": str(uuid.uuid4()), "revision": "0" * 64}
+                            ],
+                        },
+                    }
+                },
+                {
+                    "call_tool": {
+                        "name": "finish",
+                        "arguments": {
+                            "outcome": "done",
+                            "summary": "cites the task",
+                            "references": [{"kind": "task", "id": issue["id"]}],
+                        },
+                    }
+                },
+            ]
+        ]
     }
     script_path = next(stack.tmp.glob("script-*.json"))
     script_path.write_text(json.dumps(script))
     stack.assign(ctx)
     wait_until(reached.exists, 60, message="the fake reached the gate")
 
-    [row] = query(stack.database_url, "SELECT id FROM runs WHERE issue_id = $1", uuid.UUID(issue["id"]))
+    [row] = query(
+        stack.database_url, "SELECT id FROM runs WHERE issue_id = $1", uuid.UUID(issue["id"])
+    )
     envelope = v4_envelope(issue, str(row["id"]))
     assert envelope["schema"] == "paperclip.native-execution-input.v4"
     query(
         stack.database_url,
         "UPDATE runs SET execution_input = $1::jsonb, execution_input_schema = $2 WHERE id = $3",
-        json.dumps(envelope), envelope["schema"], row["id"],
+        json.dumps(envelope),
+        envelope["schema"],
+        row["id"],
     )
     stack.servers[0].kill()
     time.sleep(0.5)
@@ -84,7 +108,8 @@ def test_a_v4_run_resumes_after_the_upgrade(stack):
     assert run["result"]["references"] == [{"kind": "task", "id": issue["id"]}]
     calls = query(
         stack.database_url,
-        "SELECT tool, is_error, result FROM tool_calls WHERE run_id = $1 ORDER BY id", row["id"],
+        "SELECT tool, is_error, result FROM tool_calls WHERE run_id = $1 ORDER BY id",
+        row["id"],
     )
     refused, accepted = calls
     assert refused["is_error"] and "completion_reference_not_rendered" in refused["result"]

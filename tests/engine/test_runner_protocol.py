@@ -1,0 +1,248 @@
+"""The runner protocol, spoken by a scripted runner peer against a real control-plane process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import httpx
+import pytest
+import websockets
+
+from paperclip.runner import protocol
+from tests.support.db import query
+
+pytestmark = pytest.mark.process
+
+
+class Peer:
+    def __init__(self, base: str, credential: str, instance: str | None = None) -> None:
+        self.url = base.replace("http", "ws", 1) + protocol.PATH
+        self.credential = credential
+        self.instance = instance or f"peer-{uuid.uuid4().hex[:6]}"
+        self.seq = 0
+        self.inbox: asyncio.Queue[dict] = asyncio.Queue()
+
+    async def open(self, received_seq: int = 0, runs: list | None = None) -> dict:
+        self.ws = await websockets.connect(
+            self.url, additional_headers={"Authorization": f"Bearer {self.credential}"}
+        )
+        await self.ws.send(
+            protocol.encode(
+                {
+                    "type": protocol.HELLO,
+                    "protocol": protocol.PROTOCOL,
+                    "runner_instance": self.instance,
+                    "providers": ["codex"],
+                    "received_seq": received_seq,
+                    "runs": runs or [],
+                }
+            )
+        )
+        welcome = protocol.decode(await self.ws.recv())
+        self.reader = asyncio.create_task(self._read())
+        return welcome
+
+    async def _read(self) -> None:
+        async for raw in self.ws:
+            await self.inbox.put(protocol.decode(raw))
+
+    async def expect(self, kind: str, timeout: float = 30) -> dict:
+        while True:
+            message = await asyncio.wait_for(self.inbox.get(), timeout)
+            if message["type"] == kind:
+                return message
+
+    async def send(self, kind: str, seq: int | None = None, **fields) -> int:
+        if seq is None:
+            self.seq += 1
+            seq = self.seq
+        await self.ws.send(protocol.encode({"type": kind, "seq": seq, **fields}))
+        return seq
+
+    async def close(self) -> None:
+        self.reader.cancel()
+        await self.ws.close()
+
+
+@pytest.fixture
+def control_plane(stack):
+    stack.start_server()
+    return stack
+
+
+def assigned_issue(stack) -> dict:
+    ctx = stack.setup_issue({"turns": [[]]})
+    stack.assign(ctx)
+    return ctx
+
+
+async def started(peer: Peer) -> dict:
+    start = await peer.expect(protocol.START_TURN)
+    await peer.ws.send(protocol.encode({"type": protocol.ACK, "upto": start["seq"]}))
+    return start
+
+
+def test_replayed_messages_are_deduplicated(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        ctx = await asyncio.to_thread(assigned_issue, stack)
+        start = await started(peer)
+        run_id = start["run_id"]
+        for n in (1, 2):
+            await peer.send(
+                protocol.EVENT, run_id=run_id, event_type="item/completed", payload={"n": n}
+            )
+            assert (await peer.expect(protocol.ACK))["upto"] == n
+        # the same seqs again, as after a reconnect: acknowledged, not stored twice
+        for n in (1, 2):
+            await peer.send(
+                protocol.EVENT, seq=n, run_id=run_id, event_type="item/completed", payload={"n": n}
+            )
+            assert (await peer.expect(protocol.ACK))["upto"] == 2
+        events = await asyncio.to_thread(stack.events, ctx, run_id)
+        assert [e["payload"]["n"] for e in events] == [1, 2]
+        await peer.close()
+
+    asyncio.run(scenario())
+
+
+def test_tool_calls_need_the_runs_own_token(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        first = await asyncio.to_thread(assigned_issue, stack)
+        start_a = await started(peer)
+        await asyncio.to_thread(assigned_issue, stack)
+        start_b = await started(peer)
+        # run B's id with run A's token: refused, nothing journaled for B
+        await peer.send(
+            protocol.TOOL_CALL,
+            run_id=start_b["run_id"],
+            call_id="x1",
+            tool="post_comment",
+            arguments={"body": "should not land"},
+            token=start_a["token"],
+        )
+        refused = await peer.expect(protocol.TOOL_RESULT)
+        assert refused["is_error"] and refused["content"]["error"]["code"] == "run_token_refused"
+        rows = await asyncio.to_thread(
+            query,
+            stack.database_url,
+            "SELECT count(*) AS n FROM tool_calls WHERE run_id = $1",
+            uuid.UUID(start_b["run_id"]),
+        )
+        assert rows[0]["n"] == 0
+        # its own token works, and a replayed call gets the saved result, not a second write
+        for _ in range(2):
+            await peer.send(
+                protocol.TOOL_CALL,
+                run_id=start_a["run_id"],
+                call_id="c1",
+                tool="post_comment",
+                arguments={"body": "once"},
+                token=start_a["token"],
+            )
+        results = [await peer.expect(protocol.TOOL_RESULT) for _ in range(2)]
+        assert {r["content"]["comment_id"] for r in results} and not any(
+            r["is_error"] for r in results
+        )
+        assert len({r["content"]["comment_id"] for r in results}) == 1
+        comments = await asyncio.to_thread(stack.comments, first)
+        assert [c["body"] for c in comments if c["author_agent_id"]] == ["once"]
+        await peer.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_replay_of_a_settled_write_returns_its_receipt_as_duplicate(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        await asyncio.to_thread(assigned_issue, stack)
+        start = await started(peer)
+        args = dict(
+            run_id=start["run_id"],
+            call_id="p1",
+            tool="report_progress",
+            arguments={"summary": "half way"},
+            token=start["token"],
+        )
+        await peer.send(protocol.TOOL_CALL, **args)
+        first = await peer.expect(protocol.TOOL_RESULT)
+        assert first["content"]["receipt"]["outcome"] == "applied"
+        # A new runner process (new numbering) replays the same call id.
+        await peer.close()
+        again = Peer(stack.url(), peer.credential)
+        await again.open()
+        await again.send(protocol.TOOL_CALL, **args)
+        second = await again.expect(protocol.TOOL_RESULT)
+        assert second["content"] == first["content"]  # the journal's saved result
+        await again.close()
+
+    asyncio.run(scenario())
+
+
+def test_bad_credentials_and_bad_hellos_are_closed_with_codes(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        url = stack.url().replace("http", "ws", 1) + protocol.PATH
+        async with websockets.connect(
+            url, additional_headers={"Authorization": "Bearer nope"}
+        ) as ws:
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd.code == protocol.CLOSE_UNAUTHORIZED
+        credential = stack.runner_credential()
+        async with websockets.connect(
+            url, additional_headers={"Authorization": f"Bearer {credential}"}
+        ) as ws:
+            await ws.send(json.dumps({"type": "event", "seq": 1}))
+            with pytest.raises(websockets.ConnectionClosed) as closed:
+                await ws.recv()
+            assert closed.value.rcvd.code == protocol.CLOSE_PROTOCOL_ERROR
+
+    asyncio.run(scenario())
+
+
+def test_no_runner_for_a_provider_leaves_the_wake_queued_and_unknown_provider_fails(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        with httpx.Client(base_url=f"{stack.url()}/api") as api:
+            company = api.post("/companies", json={"name": "P"}).json()
+            agent = api.post(
+                f"/companies/{company['id']}/agents", json={"name": "x", "provider": "nosuch"}
+            ).json()
+            issue = api.post(
+                f"/companies/{company['id']}/issues",
+                json={"title": "t", "assignee_agent_id": agent["id"]},
+            ).json()
+
+            def failed_run():
+                runs = api.get(
+                    f"/companies/{company['id']}/runs", params={"issue_id": issue["id"]}
+                ).json()
+                return runs["items"][0] if runs["items"] else None
+
+            for _ in range(100):
+                run = await asyncio.to_thread(failed_run)
+                if run:
+                    break
+                await asyncio.sleep(0.1)
+        assert run["status"] == "failed" and run["error_code"] == "provider_not_installed"
+        assert "nosuch" in run["error_message"]
+        await peer.close()
+
+    asyncio.run(scenario())
