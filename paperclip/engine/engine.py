@@ -20,7 +20,7 @@ from typing import Any
 
 from litestar import WebSocket
 from litestar.exceptions import WebSocketDisconnect
-from sqlalchemy import and_, exists, select
+from sqlalchemy import and_, exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -79,6 +79,7 @@ class RunEngine:
         lease_seconds: float,
         provider_known: ProviderCheck = lambda name: True,
         prompt_hooks: Any = None,
+        abandon_after: float = 600.0,
     ) -> None:
         self.sessions = sessions
         self.runners = runners
@@ -86,6 +87,8 @@ class RunEngine:
         self.ttl = lease_seconds
         self.provider_known = provider_known
         self.prompt_hooks = prompt_hooks
+        self.abandon_after = abandon_after
+        """Seconds past a lease's expiry after which a run with no runner is failed."""
         """The prompt-rendering hooks (installed plugins first, built-ins as fallback)."""
         self.links: dict[uuid.UUID, RunnerLink] = {}
         self.owned: dict[uuid.UUID, int] = {}
@@ -659,9 +662,51 @@ class RunEngine:
 
     # Leases
 
+    async def fail_abandoned_runs(self) -> int:
+        """End runs whose controller lease ran out long ago with no runner coming back for them.
+
+        The run is adopted first (the epoch moves, fencing any late writer out),
+        then failed with ``runner_unavailable``; its issue goes back to the queue.
+        """
+        async with self.sessions.begin() as session:
+            stale = list(
+                (
+                    await session.execute(
+                        select(Run.id)
+                        .where(
+                            Run.status.in_(leases.ACTIVE),
+                            Run.lease_expires_at
+                            < func.now() - timedelta(seconds=self.abandon_after),
+                        )
+                        .with_for_update(skip_locked=True)
+                        .limit(CLAIM_BATCH)
+                    )
+                ).scalars()
+            )
+        ended = 0
+        for run_id in stale:
+            async with self.sessions.begin() as session:
+                epoch = await leases.adopt(session, run_id, instance=self.instance, ttl=self.ttl)
+                if epoch is None:
+                    continue
+                run = await lock_run(session, run_id, instance=self.instance, epoch=epoch)
+                ended += await finish_run(
+                    session,
+                    run,
+                    RunStatus.FAILED,
+                    error_code="runner_unavailable",
+                    error_message=f"no runner reported for this run for {self.abandon_after:g} s",
+                )
+        if ended:
+            log.warning("ended %s run(s) whose runner never came back", ended)
+            self.nudge()
+        return ended
+
     async def _renew_loop(self) -> None:
         while True:
             await asyncio.sleep(self.ttl / 3)
+            with contextlib.suppress(Exception):
+                await self.fail_abandoned_runs()
             if not self.owned:
                 continue
             try:

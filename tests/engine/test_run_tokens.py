@@ -129,3 +129,21 @@ async def test_a_run_token_is_bound_to_one_run_in_the_journal(client, container,
         assert str(await token_run(session, a["token"])) == a["run_id"]
         assert str(await token_run(session, b["token"])) == b["run_id"]
         assert await token_run(session, "pcr_forged") is None
+
+
+async def test_a_run_abandoned_by_its_runner_is_failed_once(client, container, two_runs):
+    from sqlalchemy import text
+
+    a, _ = two_runs
+    engine = container.run_engine()
+    engine.abandon_after = 1
+    async with container.sessions().begin() as session:
+        await session.execute(
+            text("UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3 WHERE id = :id"),
+            {"id": a["run_id"]},
+        )
+    assert await engine.fail_abandoned_runs() >= 1
+    assert await engine.fail_abandoned_runs() == 0
+    run = (await client.get(f"/api/companies/{a['company_id']}/runs/{a['run_id']}")).json()
+    assert run["status"] == "failed" and run["error_code"] == "runner_unavailable"
+    assert run["controller_epoch"] == 4  # adopted (fence moved) before it was ended
