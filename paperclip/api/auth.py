@@ -69,6 +69,9 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
         raise NotFoundError.of("agent", params["agent_id"])
     if "run_id" in params and params["run_id"] != actor.run_id:
         raise NotFoundError.of("run", params["run_id"])
+    if connection.url.path.rstrip("/").endswith("/runs"):
+        # Other runs' inputs are not this run's to read.
+        raise ForbiddenError("a run token reads only its own run", code="run_token_forbidden")
     method = connection.scope.get("method", "GET")
     commenting = "issue_id" in params and connection.url.path.rstrip("/").endswith("/comments")
     if method != "GET" and not (method == "POST" and commenting):

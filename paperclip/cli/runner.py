@@ -90,7 +90,12 @@ def runners_create(name: str, as_json: bool) -> None:
     async def work(container: Any) -> tuple[Any, str]:
         return await container.runners().create(name)
 
-    row, secret = with_database(load_settings(), work)
+    from paperclip.errors import PaperclipError
+
+    try:
+        row, secret = with_database(load_settings(), work)
+    except PaperclipError as exc:
+        fail(exc.message)
     if as_json:
         emit_json({"id": str(row.id), "name": row.name, "credential": secret})
         return

@@ -48,6 +48,7 @@ from paperclip.models import (
 from paperclip.runner import protocol
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
+from paperclip.services.api_keys import hash_key
 from paperclip.services.run_tokens import new_run_token, token_run
 from paperclip.services.runners import RunnerService
 from paperclip.tools.executor import execute
@@ -55,6 +56,7 @@ from paperclip.tools.executor import execute
 log = logging.getLogger(__name__)
 
 CLAIM_BATCH = 20
+DISPATCH_BATCH = 32
 HELLO_TIMEOUT = 10.0
 
 ProviderCheck = Callable[[str], bool]
@@ -92,6 +94,8 @@ class RunEngine:
         """The prompt-rendering hooks (installed plugins first, built-ins as fallback)."""
         self.links: dict[uuid.UUID, RunnerLink] = {}
         self.owned: dict[uuid.UUID, int] = {}
+        self._run_tokens: dict[uuid.UUID, str] = {}
+        """The verified token hash of each run seen here (tokens change only by ending the run)."""
         """Runs this replica controls, with the epoch it holds for each."""
         self._nudge = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -159,6 +163,7 @@ class RunEngine:
             )
             await self._adopt_runs_of(link, hello)
             link.start()
+            link.run_alongside(self._dispatch_loop(link), f"dispatch-{runner.name}")
             link.kick()
             self.nudge()
             await self._receive_loop(link)
@@ -212,6 +217,7 @@ class RunEngine:
         mine = await self._runs_of(link.runner_id)
         for run_id in mine:
             self.owned.pop(run_id, None)
+            self._run_tokens.pop(run_id, None)
         with contextlib.suppress(Exception):
             async with self.sessions.begin() as session:
                 await leases.release(session, mine, instance=self.instance)
@@ -299,8 +305,8 @@ class RunEngine:
                     )
                 ).scalars()
             )
-        for call_db_id in pending:
-            await self._dispatch(link, run_id, call_db_id)
+        if pending:
+            await self._dispatch(link, [(run_id, call_db_id) for call_db_id in pending])
 
     # Messages from the runner
 
@@ -335,6 +341,27 @@ class RunEngine:
             link.processed(seq)
             await link.ack(seq)
 
+    async def _controls(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
+        """Whether this replica controls the run a runner message is about.
+
+        A message about a run that has ended (or never existed) is answered by
+        telling the runner to close it, not by dropping the link: a runner that
+        replays after a restart must not be disconnected in a loop. An active run
+        controlled by another replica means this link is stale: StaleEpochError.
+        """
+        if run_id in self.owned:
+            return True
+        async with self.sessions.begin() as session:
+            status = (
+                await session.execute(select(Run.status).where(Run.id == run_id))
+            ).scalar_one_or_none()
+            if status is not None and not RunStatus(status).terminal:
+                raise StaleEpochError(f"this replica does not control run {run_id}")
+            if status is not None:
+                await outbox.enqueue(session, link.runner_id, protocol.CLOSE, {}, run_id=run_id)
+        link.kick()
+        return False
+
     def _epoch(self, run_id: uuid.UUID) -> int:
         epoch = self.owned.get(run_id)
         if epoch is None:
@@ -343,6 +370,8 @@ class RunEngine:
 
     async def _on_event(self, link: RunnerLink, message: dict[str, Any]) -> None:
         run_id = uuid.UUID(message["run_id"])
+        if not await self._controls(link, run_id):
+            return  # the run has ended: its log is closed
         try:
             async with self.sessions.begin() as session:
                 run = await lock_run(
@@ -366,55 +395,107 @@ class RunEngine:
     async def _on_tool_call(self, link: RunnerLink, message: dict[str, Any]) -> None:
         run_id = uuid.UUID(message["run_id"])
         call_id = str(message["call_id"])
+        if not await self._controls(link, run_id):
+            await self._refuse_call(link, run_id, call_id, "run_ended", "this run has ended")
+            return
         async with self.sessions.begin() as session:
-            if await token_run(session, str(message.get("token") or "")) != run_id:
+            token_hash = hash_key(str(message.get("token") or ""))
+            if self._run_tokens.get(run_id) != token_hash:
+                if await token_run(session, str(message.get("token") or "")) == run_id:
+                    self._run_tokens[run_id] = token_hash
+            if self._run_tokens.get(run_id) != token_hash:
                 # Not this run's token: nothing is journaled for the run it names.
-                await outbox.enqueue(
-                    session,
-                    link.runner_id,
-                    protocol.TOOL_RESULT,
-                    {
-                        "call_id": call_id,
-                        "is_error": True,
-                        "content": {
-                            "error": {
-                                "code": "run_token_refused",
-                                "message": "the token does not act as this run",
-                            }
-                        },
-                    },
-                    run_id=None,
-                )
-                link.kick()
-                return
-            run = await lock_run(session, run_id, instance=self.instance, epoch=self._epoch(run_id))
-            call, _ = await journal.admit(
-                session,
-                run,
-                call_id=call_id,
-                tool=str(message.get("tool")),
-                arguments=message.get("arguments") or {},
-                instance=self.instance,
-                epoch=self.owned[run_id],
-            )
-            call_db_id = call.id
-        # Journaled and acknowledged: dispatch without holding up the runner's other messages.
-        self._spawn(self._dispatch(link, run_id, call_db_id), f"tool-{call_id}")
-
-    async def _dispatch(self, link: RunnerLink, run_id: uuid.UUID, call_db_id: int) -> None:
-        """Execute a journaled call and save its result with the reply, in one fenced transaction."""
-        try:
-            async with self.sessions.begin() as session:
+                refused = True
+            else:
+                refused = False
                 run = await lock_run(
                     session, run_id, instance=self.instance, epoch=self._epoch(run_id)
                 )
-                call = (
-                    await session.execute(
-                        select(ToolCall).where(ToolCall.id == call_db_id).with_for_update()
+                call_db_id, _ = await journal.admit(
+                    session,
+                    run,
+                    call_id=call_id,
+                    tool=str(message.get("tool")),
+                    arguments=message.get("arguments") or {},
+                    instance=self.instance,
+                    epoch=self.owned[run_id],
+                )
+        if refused:
+            await self._refuse_call(
+                link, run_id, call_id, "run_token_refused", "the token does not act as this run"
+            )
+            return
+        # Journaled (and acknowledged next): the link's dispatcher executes it, so the
+        # runner's other messages are not held up.
+        link.dispatches.put_nowait((run_id, call_db_id))
+
+    async def _refuse_call(
+        self, link: RunnerLink, run_id: uuid.UUID, call_id: str, code: str, text: str
+    ) -> None:
+        """Answer a tool call without journaling it (it acts for no run this replica runs)."""
+        payload = {
+            # run_id in the payload, not the row: the run named may not exist.
+            "run_id": str(run_id),
+            "call_id": call_id,
+            "is_error": True,
+            "content": {"error": {"code": code, "message": text}},
+        }
+        async with self.sessions.begin() as session:
+            await outbox.enqueue(session, link.runner_id, protocol.TOOL_RESULT, payload)
+        link.kick()
+
+    async def _dispatch_loop(self, link: RunnerLink) -> None:
+        """Execute admitted calls in batches: whatever is queued shares one transaction."""
+        while not link.closed.is_set():
+            batch = [await link.dispatches.get()]
+            while not link.dispatches.empty() and len(batch) < DISPATCH_BATCH:
+                batch.append(link.dispatches.get_nowait())
+            await self._dispatch(link, batch)
+
+    async def _dispatch(self, link: RunnerLink, batch: list[tuple[uuid.UUID, int]]) -> None:
+        """Execute journaled calls and save each result with its reply, in fenced transactions.
+
+        A batch that fails is retried call by call, so one bad call cannot hold
+        up the others.
+        """
+        try:
+            replies = await self._execute_batch(link, batch)
+        except Exception:
+            if len(batch) > 1:
+                for item in batch:
+                    await self._dispatch(link, [item])
+            else:
+                log.exception("tool call %s of run %s failed to dispatch", batch[0][1], batch[0][0])
+            return
+        for seq, message in replies:
+            await link.deliver(seq, message)
+
+    async def _execute_batch(
+        self, link: RunnerLink, batch: list[tuple[uuid.UUID, int]]
+    ) -> list[tuple[int, dict[str, Any]]]:
+        async with self.sessions.begin() as session:
+            runs: dict[uuid.UUID, Run] = {}
+            for run_id in sorted({run_id for run_id, _ in batch}):  # one lock order: no deadlocks
+                try:
+                    runs[run_id] = await lock_run(
+                        session, run_id, instance=self.instance, epoch=self._epoch(run_id)
                     )
-                ).scalar_one()
+                except StaleEpochError as exc:
+                    log.warning("tool calls of run %s not dispatched: %s", run_id, exc)
+            wanted = [call_id for run_id, call_id in batch if run_id in runs]
+            calls = {
+                call.id: call
+                for call in (
+                    await session.execute(select(ToolCall).where(ToolCall.id.in_(wanted)))
+                ).scalars()
+            }
+            replies: list[tuple[uuid.UUID | None, dict[str, Any]]] = []
+            for run_id, call_db_id in batch:
+                call = calls.get(call_db_id)
+                if call is None:
+                    continue
                 if call.status == ToolCallStatus.PENDING:
-                    outcome = await execute(session, run, call)
+                    outcome = await execute(session, runs[run_id], call)
                     journal.settle(
                         call,
                         result=outcome.result,
@@ -423,24 +504,26 @@ class RunEngine:
                         epoch=self.owned[run_id],
                     )
                 assert call.result is not None
-                payload = {
-                    "call_id": call.call_id,
-                    "content": call.result,
-                    "is_error": call.is_error,
-                }
-                seq = await outbox.enqueue(
-                    session, link.runner_id, protocol.TOOL_RESULT, payload, run_id=run_id
+                replies.append(
+                    (
+                        run_id,
+                        {
+                            "call_id": call.call_id,
+                            "content": call.result,
+                            "is_error": call.is_error,
+                        },
+                    )
                 )
-            await link.deliver(
-                seq, {"type": protocol.TOOL_RESULT, "seq": seq, "run_id": str(run_id), **payload}
-            )
-        except StaleEpochError as exc:
-            log.warning("tool call %s not dispatched: %s", call_db_id, exc)
-        except Exception:
-            log.exception("tool call %s of run %s failed to dispatch", call_db_id, run_id)
+            seqs = await outbox.enqueue_many(session, link.runner_id, protocol.TOOL_RESULT, replies)
+        return [
+            (seq, {"type": protocol.TOOL_RESULT, "seq": seq, "run_id": str(run_id), **payload})
+            for seq, (run_id, payload) in zip(seqs, replies, strict=True)
+        ]
 
     async def _on_turn_finished(self, link: RunnerLink, message: dict[str, Any]) -> None:
         run_id = uuid.UUID(message["run_id"])
+        if not await self._controls(link, run_id):
+            return  # already ended (a replay): it ends once
         async with self.sessions.begin() as session:
             run = await lock_run(session, run_id, instance=self.instance, epoch=self._epoch(run_id))
             status, code, text = decide(run, message)
@@ -466,6 +549,7 @@ class RunEngine:
                 )
             await outbox.enqueue(session, link.runner_id, protocol.CLOSE, {}, run_id=run_id)
         self.owned.pop(run_id, None)
+        self._run_tokens.pop(run_id, None)
         link.kick()
         self.nudge()
 

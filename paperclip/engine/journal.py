@@ -21,8 +21,8 @@ async def admit(
     arguments: dict[str, Any],
     instance: str,
     epoch: int,
-) -> tuple[ToolCall, bool]:
-    """Journal the call (or find it, when a replay brings it again); True when it is new.
+) -> tuple[int, bool]:
+    """Journal the call (or find it, when a replay brings it again): its journal id, and True when new.
 
     The row records its admission: the controller instance and epoch that
     accepted it. The unique (run, call_id) makes a replayed call the same input.
@@ -45,14 +45,14 @@ async def admit(
             .returning(table.c.id)
         )
     ).scalar_one_or_none()
-    call = (
+    if inserted is not None:
+        return inserted, True
+    existing = (
         await session.execute(
-            select(ToolCall)
-            .where(ToolCall.run_id == run.id, ToolCall.call_id == call_id)
-            .execution_options(populate_existing=True)
+            select(table.c.id).where(table.c.run_id == run.id, table.c.call_id == call_id)
         )
     ).scalar_one()
-    return call, inserted is not None
+    return existing, False
 
 
 def settle(

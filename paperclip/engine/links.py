@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Coroutine
 from typing import Any
 
 from litestar import WebSocket
@@ -59,12 +60,18 @@ class RunnerLink:
         self._order_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
+        self.dispatches: asyncio.Queue[tuple[uuid.UUID, int]] = asyncio.Queue()
+        """Admitted tool calls (run id, journal id) waiting to be executed."""
 
     def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._send_loop(), name=f"runner-send-{self.runner_id}"),
             asyncio.create_task(self._flush_loop(), name=f"runner-flush-{self.runner_id}"),
         ]
+
+    def run_alongside(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run a task that lives and dies with this link."""
+        self._tasks.append(asyncio.create_task(coro, name=name))
 
     def kick(self) -> None:
         """New outbox rows were committed for this runner: send them."""

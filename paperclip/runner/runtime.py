@@ -152,11 +152,15 @@ class Runner:
                 raise protocol.ProtocolError(f"expected welcome, got {welcome['type']!r}")
             self._acknowledged(int(welcome.get("acked_seq") or 0))
             log.info("connected to %s (replica %s)", url, welcome.get("replica"))
-            self._ws = ws
+            # Replay what the control plane has not acknowledged, in order, before
+            # anything new: new messages wait in the outbox until the replay caught up.
+            replayed = 0
+            while pending := [m for seq, m in self._outbox.items() if seq > replayed]:
+                for message in pending:
+                    await ws.send(protocol.encode(message))
+                    replayed = message["seq"]
+            self._ws = ws  # no await since the last check: nothing can slip in between
             self.connected.set()
-            # Replay what the control plane has not acknowledged, in order.
-            for message in list(self._outbox.values()):
-                await self._send(message)
             async for raw in ws:
                 await self._receive(protocol.decode(raw))
 

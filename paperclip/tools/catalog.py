@@ -28,12 +28,25 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     }
 
 
+COMMAND_ID = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 100,
+    "description": "Optional: your id for this action. Calling again with the same command_id "
+    "returns the first result instead of acting twice.",
+}
+
+
+def _write(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return _object({**properties, "command_id": COMMAND_ID}, required)
+
+
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_task_context",
         description=(
-            "Read the task you are working on: its title, description, status, and the "
-            "comments that woke you, in order. Call it before you act on the task."
+            "Read the task you are working on: its title, description, status, and its "
+            "comments, oldest first. Call it before you act on the task."
         ),
         input_schema=_object({}, []),
         writes=False,
@@ -41,7 +54,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="post_comment",
         description="Post a comment on your task, visible to the people working with you.",
-        input_schema=_object(
+        input_schema=_write(
             {"body": {"type": "string", "minLength": 1, "maxLength": 100_000}}, ["body"]
         ),
         writes=True,
@@ -49,7 +62,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="report_progress",
         description="Record a short progress note on the run (not a comment).",
-        input_schema=_object(
+        input_schema=_write(
             {"summary": {"type": "string", "minLength": 1, "maxLength": 2_000}}, ["summary"]
         ),
         writes=True,
@@ -60,7 +73,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Report that your work on the task is complete. outcome 'done' closes the task; "
             "'needs_review' asks a person to review it. Give a summary of what you did."
         ),
-        input_schema=_object(
+        input_schema=_write(
             {
                 "outcome": {"type": "string", "enum": ["done", "needs_review"]},
                 "summary": {"type": "string", "minLength": 1, "maxLength": 20_000},
@@ -89,7 +102,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="block",
         description="Report that you cannot go on without help, and why.",
-        input_schema=_object(
+        input_schema=_write(
             {"reason": {"type": "string", "minLength": 1, "maxLength": 20_000}}, ["reason"]
         ),
         writes=True,

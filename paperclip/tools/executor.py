@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -31,13 +32,24 @@ class ToolOutcome:
     is_error: bool = False
 
 
+@cache
+def validator(tool: str) -> Draft202012Validator:
+    """The argument validator of a tool, built once."""
+    return Draft202012Validator(BY_NAME[tool].input_schema)
+
+
 def error(code: str, message: str, **details: Any) -> ToolOutcome:
     return ToolOutcome({"error": {"code": code, "message": message, **details}}, is_error=True)
 
 
 def command_id_of(call: ToolCall) -> str:
-    """The command id of a call: stable across replays of the same call."""
-    return f"{call.run_id}:{call.call_id}"
+    """The command id of a call, scoped to its run.
+
+    The model's own ``command_id`` when it gave one (so a retry of the same
+    action is the same command), else the call's id (stable across replays).
+    """
+    chosen = call.arguments.get("command_id")
+    return f"{call.run_id}:cmd:{chosen}" if chosen else f"{call.run_id}:{call.call_id}"
 
 
 def revision(value: Any) -> str:
@@ -49,9 +61,7 @@ async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcom
     spec = BY_NAME.get(call.tool)
     if spec is None:
         return error("unknown_tool", f"there is no tool named {call.tool!r}")
-    problems = sorted(
-        Draft202012Validator(spec.input_schema).iter_errors(call.arguments), key=lambda e: e.path
-    )
+    problems = sorted(validator(spec.name).iter_errors(call.arguments), key=lambda e: e.path)
     if problems:
         return error(
             "invalid_arguments",

@@ -139,7 +139,9 @@ async def test_a_run_abandoned_by_its_runner_is_failed_once(client, container, t
     engine.abandon_after = 1
     async with container.sessions().begin() as session:
         await session.execute(
-            text("UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3 WHERE id = :id"),
+            text(
+                "UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3 WHERE id = :id"
+            ),
             {"id": a["run_id"]},
         )
     assert await engine.fail_abandoned_runs() >= 1
@@ -147,3 +149,11 @@ async def test_a_run_abandoned_by_its_runner_is_failed_once(client, container, t
     run = (await client.get(f"/api/companies/{a['company_id']}/runs/{a['run_id']}")).json()
     assert run["status"] == "failed" and run["error_code"] == "runner_unavailable"
     assert run["controller_epoch"] == 4  # adopted (fence moved) before it was ended
+
+
+async def test_run_token_cannot_list_other_runs(client, two_runs):
+    a, _ = two_runs
+    r = await client.get(
+        f"/api/companies/{a['company_id']}/runs", headers={"Authorization": f"Bearer {a['token']}"}
+    )
+    assert r.status_code == 403 and r.json()["code"] == "run_token_forbidden"

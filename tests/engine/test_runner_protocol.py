@@ -161,7 +161,7 @@ def test_tool_calls_need_the_runs_own_token(control_plane):
     asyncio.run(scenario())
 
 
-def test_a_replay_of_a_settled_write_returns_its_receipt_as_duplicate(control_plane):
+def test_a_replayed_call_gets_its_saved_result_and_a_retried_command_its_receipt(control_plane):
     stack = control_plane
 
     async def scenario():
@@ -171,22 +171,63 @@ def test_a_replay_of_a_settled_write_returns_its_receipt_as_duplicate(control_pl
         start = await started(peer)
         args = dict(
             run_id=start["run_id"],
-            call_id="p1",
-            tool="report_progress",
-            arguments={"summary": "half way"},
+            tool="post_comment",
             token=start["token"],
+            arguments={"body": "just once", "command_id": "say-it"},
         )
-        await peer.send(protocol.TOOL_CALL, **args)
+        seq = await peer.send(protocol.TOOL_CALL, call_id="p1", **args)
         first = await peer.expect(protocol.TOOL_RESULT)
         assert first["content"]["receipt"]["outcome"] == "applied"
-        # A new runner process (new numbering) replays the same call id.
+        # The same runner process reconnects and replays the call (same seq, same id).
         await peer.close()
-        again = Peer(stack.url(), peer.credential)
-        await again.open()
-        await again.send(protocol.TOOL_CALL, **args)
-        second = await again.expect(protocol.TOOL_RESULT)
-        assert second["content"] == first["content"]  # the journal's saved result
-        await again.close()
+        await peer.open(received_seq=first["seq"], runs=[{"run_id": start["run_id"]}])
+        await peer.send(protocol.TOOL_CALL, seq=seq, call_id="p1", **args)
+        assert (await peer.expect(protocol.ACK))["upto"] >= seq
+        # The model retries the action under a new call: same command, no second write.
+        await peer.send(protocol.TOOL_CALL, call_id="p2", **args)
+        retried = await peer.expect(protocol.TOOL_RESULT)
+        assert retried["call_id"] == "p2"
+        assert retried["content"]["receipt"]["outcome"] == "duplicate"
+        assert retried["content"]["comment_id"] == first["content"]["comment_id"]
+        rows = await asyncio.to_thread(
+            query,
+            stack.database_url,
+            "SELECT count(*) AS n FROM comments WHERE created_by_run_id = $1",
+            uuid.UUID(start["run_id"]),
+        )
+        assert rows[0]["n"] == 1
+        await peer.close()
+
+    asyncio.run(scenario())
+
+
+def test_messages_about_an_ended_run_close_it_instead_of_the_link(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        await asyncio.to_thread(assigned_issue, stack)
+        start = await started(peer)
+        run_id = start["run_id"]
+        finished = dict(run_id=run_id, status="completed", session_ref=None, error=None)
+        seq = await peer.send(protocol.TURN_FINISHED, **finished)
+        assert (await peer.expect(protocol.CLOSE))["run_id"] == run_id
+        # replays of the end, and late calls, are answered; the link stays up
+        await peer.send(protocol.TURN_FINISHED, **finished)
+        late = await peer.send(
+            protocol.TOOL_CALL,
+            run_id=run_id,
+            call_id="late",
+            tool="post_comment",
+            arguments={"body": "too late"},
+            token=start["token"],
+        )
+        refused = await peer.expect(protocol.TOOL_RESULT)
+        assert refused["run_id"] == run_id and refused["content"]["error"]["code"] == "run_ended"
+        assert seq < late
+        assert peer.ws.state.name == "OPEN"  # still the same connection
+        await peer.close()
 
     asyncio.run(scenario())
 
