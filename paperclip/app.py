@@ -19,8 +19,11 @@ from paperclip.api.companies import CompanyController
 from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.health import health
 from paperclip.api.issues import IssueController
+from paperclip.api.plugins import PluginController
+from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.container import Container
+from paperclip.plugins import PluginHost
 from paperclip.settings import Settings
 
 
@@ -28,11 +31,19 @@ def _service(provider: object) -> Provide:
     return Provide(lambda: provider(), sync_to_thread=False)  # type: ignore[operator]
 
 
-def create_app(settings: Settings, container: Container | None = None) -> Litestar:
-    """Build the app. Without a container, one is made for ``settings`` (and owns the database)."""
+def create_app(
+    settings: Settings, plugin_host: PluginHost | None = None, *, container: Container | None = None
+) -> Litestar:
+    """Build the app. Without a container, one is made for ``settings`` (and owns the database).
+
+    Without a plugin host, the container's is used. Its ``check_pending()`` runs
+    here: a set of plugins that must not serve stops startup.
+    """
     owns_container = container is None
     if container is None:
         container = Container(settings=settings)
+    host = plugin_host if plugin_host is not None else container.plugin_host()
+    host.check_pending()
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -40,9 +51,13 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             container.init_resources()
         app.state.engine = container.engine()
         app.state.api_keys = container.api_keys()
+        app.state.run_tokens = container.run_tokens()
+        app.state.run_engine = container.run_engine()
+        await app.state.run_engine.start()
         try:
             yield
         finally:
+            await app.state.run_engine.stop()
             await container.engine().dispose()
             if owns_container:
                 container.shutdown_resources()
@@ -56,6 +71,8 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             IssueController,
             CommentController,
             RunController,
+            PluginController,
+            runner_connect,
         ],
     )
     app = Litestar(
@@ -69,6 +86,7 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
             "comments": _service(container.comments),
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
+            "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan],
@@ -87,4 +105,5 @@ def create_app(settings: Settings, container: Container | None = None) -> Litest
     )
     app.state.settings = settings
     app.state.container = container
+    app.state.plugin_host = host
     return app

@@ -9,11 +9,15 @@ from dependency_injector import containers, providers
 
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
+from paperclip.engine.engine import RunEngine, provider_check
+from paperclip.plugins import PluginHost
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
 from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
 from paperclip.services.issues import IssueService
+from paperclip.services.run_tokens import RunTokenService
+from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
 from paperclip.services.wakes import WakeService
 from paperclip.settings import Settings
@@ -39,6 +43,9 @@ def database_url(settings: Settings) -> Iterator[str]:
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
 
+    # Discovery runs once per process, when the host is first asked for.
+    plugin_host = providers.Singleton(PluginHost.from_settings, settings)
+
     database_url = providers.Resource(database_url, settings=settings)
     engine = providers.Singleton(create_engine, database_url)
     sessions = providers.Singleton(create_session_factory, engine)
@@ -50,3 +57,15 @@ class Container(containers.DeclarativeContainer):
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions)
+    runners = providers.Singleton(RunnerService, sessions)
+    run_tokens = providers.Singleton(RunTokenService, sessions)
+    run_engine = providers.Singleton(
+        RunEngine,
+        sessions,
+        runners,
+        instance=settings.provided.instance_id,
+        lease_seconds=settings.provided.lease_seconds,
+        provider_known=providers.Callable(provider_check, plugin_host),
+        prompt_hooks=plugin_host.provided.prompts,
+        abandon_after=settings.provided.run_abandon_seconds,
+    )

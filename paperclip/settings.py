@@ -7,10 +7,11 @@ import os
 import socket
 from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
 import platformdirs
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class DeploymentMode(StrEnum):
@@ -63,6 +64,47 @@ class Settings(BaseSettings):
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
         description="This replica's name in leases and run events.",
     )
+
+    lease_seconds: float = Field(
+        default=15.0,
+        ge=0.5,
+        le=600,
+        description="How long a run controller's lease lasts unrenewed; another replica "
+        "adopts the run after it expires.",
+    )
+    run_abandon_seconds: float = Field(
+        default=600.0,
+        ge=1,
+        description="A run whose lease expired this long ago, with no runner back for it, "
+        "is failed (runner_unavailable).",
+    )
+    local_runner: bool = Field(
+        default=True,
+        description="`paperclip serve` starts a runner on this machine (`--no-runner` leaves it out).",
+    )
+
+    # Plugins: names are entry-point names or distribution names; built-ins by their own name.
+    plugins_disable: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(),
+        description="Plugins not to load, comma-separated (PAPERCLIP_PLUGINS_DISABLE=a,b).",
+    )
+    plugins_only: Annotated[frozenset[str] | None, NoDecode] = Field(
+        default=None,
+        description="When set, the only installed plugins to load, comma-separated (empty: none).",
+    )
+    plugins_strict: bool = Field(
+        default=False,
+        description="Refuse to start when an installed plugin fails to import or is incompatible.",
+    )
+
+    @field_validator("plugins_disable", "plugins_only", mode="before")
+    @classmethod
+    def _name_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple | set | frozenset):
+            return frozenset(str(n).strip().lower() for n in value if str(n).strip())
+        return value
 
     @field_validator("log_level")
     @classmethod

@@ -6,6 +6,12 @@
 - ``database_url`` (module): a fresh, migrated database of its own for each test module.
 - ``settings``, ``container``, ``app``, ``client``: the application on that database,
   built per test; ``client`` is an HTTP client speaking to it in-process.
+- ``plugin_host``: a fresh plugin host with the built-in plugins only (no installed
+  plugin is discovered); ``bare_plugin_host``: one with no plugin at all;
+  ``installed_plugin_host``: built-ins and installed plugins, as the server finds them.
+  ``register_plugin(obj)`` registers a plugin object (a module, an instance) on
+  ``plugin_host`` for the test and unregisters it at teardown. ``app`` uses
+  ``plugin_host``, so plugins registered before the app is built serve its requests.
 
 Imports stay inside fixtures: this module is loaded by every pytest run in an
 environment where Paperclip is installed.
@@ -17,8 +23,8 @@ import asyncio
 import hashlib
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +35,7 @@ if TYPE_CHECKING:
     from litestar import Litestar
 
     from paperclip.container import Container
+    from paperclip.plugins import PluginHost, PluginRecord
     from paperclip.settings import Settings
 
 TEMPLATE_LOCK_ID = 0x5043_0001  # advisory lock key guarding the template's creation
@@ -157,10 +164,10 @@ def container(settings: Settings) -> Iterator[Container]:
 
 
 @pytest.fixture
-def app(settings: Settings, container: Container) -> Litestar:
+def app(settings: Settings, container: Container, plugin_host: PluginHost) -> Litestar:
     from paperclip.app import create_app
 
-    return create_app(settings, container=container)
+    return create_app(settings, plugin_host, container=container)
 
 
 @pytest.fixture
@@ -203,3 +210,53 @@ async def running_lifespan(app: Litestar) -> AsyncIterator[None]:
     finally:
         stop.set()
         await task
+
+
+@pytest.fixture
+def bare_plugin_host() -> PluginHost:
+    """A fresh plugin host with the whole contract and no plugin registered."""
+    from paperclip.plugins import PluginHost
+
+    return PluginHost()
+
+
+@pytest.fixture
+def plugin_host() -> PluginHost:
+    """A fresh plugin host with the built-in plugins only; installed plugins are not discovered.
+
+    Override it (``def plugin_host(bare_plugin_host): return bare_plugin_host``)
+    to start from no plugin at all.
+    """
+    from paperclip.plugins import PluginHost
+
+    return PluginHost.with_builtins()
+
+
+@pytest.fixture
+def installed_plugin_host(tmp_path: Path) -> PluginHost:
+    """A plugin host as ``paperclip serve`` builds it: built-ins and every installed plugin,
+    with the ``PAPERCLIP_PLUGINS_*`` settings of the environment."""
+    from paperclip.plugins import PluginHost
+    from paperclip.settings import Settings
+
+    return PluginHost.from_settings(Settings(data_dir=tmp_path / "data"))
+
+
+@pytest.fixture
+def register_plugin(plugin_host: PluginHost) -> Iterator[Callable[..., PluginRecord]]:
+    """``register_plugin(obj, name=None)``: register ``obj`` on ``plugin_host`` for this test.
+
+    Returns the plugin's record; raises if the plugin does not fit the contract.
+    Every plugin registered this way is unregistered at teardown.
+    """
+    names: list[str] = []
+
+    def register(plugin: object, name: str | None = None) -> PluginRecord:
+        record = plugin_host.register(plugin, name=name)
+        names.append(record.name)
+        return record
+
+    yield register
+    for name in reversed(names):
+        with suppress(KeyError):  # the test may have unregistered it itself
+            plugin_host.unregister(name)

@@ -12,6 +12,8 @@ from pydantic import ValidationError
 
 import paperclip
 from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli.plugins import plugins
+from paperclip.cli.runner import runner, runners
 from paperclip.settings import ConfigurationError, Settings
 
 T = TypeVar("T")
@@ -60,11 +62,21 @@ def cli() -> None:
 @click.option("--host", help="Address to bind (PAPERCLIP_HOST).")
 @click.option("--port", type=int, help="Port to bind; 0 picks a free one (PAPERCLIP_PORT).")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable lines on stdout.")
-def serve(host: str | None, port: int | None, as_json: bool) -> None:
-    """Migrate the database, then serve the API until SIGTERM or Ctrl-C."""
+@click.option(
+    "--runner/--no-runner",
+    "local_runner",
+    default=None,
+    help="Start a runner on this machine with the server (default; PAPERCLIP_LOCAL_RUNNER).",
+)
+def serve(host: str | None, port: int | None, as_json: bool, local_runner: bool | None) -> None:
+    """Migrate the database, then serve the API until SIGTERM or Ctrl-C.
+
+    A local runner is started too (and stopped with the server), so one command
+    runs everything; remote runners connect with `paperclip runner`.
+    """
     from paperclip.server import serve as run_server
 
-    settings = load_settings(host=host, port=port)
+    settings = load_settings(host=host, port=port, local_runner=local_runner)
     try:
         settings.check_bind_address()
     except ConfigurationError as exc:
@@ -215,6 +227,11 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
         emit_json({"id": str(key.id), "revoked_at": key.revoked_at})
     else:
         console.print(f"revoked key [bold]{key.name}[/] ({key.id})")
+
+
+cli.add_command(plugins)
+cli.add_command(runner)
+cli.add_command(runners)
 
 
 def main() -> None:

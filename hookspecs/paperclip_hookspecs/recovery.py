@@ -1,0 +1,122 @@
+"""Recovery policies: what a restart left behind, and how each item is settled once.
+
+After a restart the reconciler asks every registered policy (one per ownership
+kind: tool callbacks, cleanup holds, unread steers, unpresented answers, ...)
+for its candidates, asks it to prove each candidate's earlier owner gone, and
+then asks it to settle the candidate. A settled candidate is never listed
+again; the policy's store guarantees that, not the reconciler's memory.
+
+A policy is an object registered through ``paperclip_recovery_policies``. Its
+methods are async (the host never awaits inside pluggy) and are called from
+one event loop, one candidate at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from paperclip_hookspecs._markers import hookspec
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryContext:
+    """What the reconciler tells a policy about this pass."""
+
+    instance_id: str
+    """This control-plane replica."""
+    now: datetime
+    """The pass's clock, timezone-aware; compare leases against it, not the wall clock."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerRef:
+    """The controller that owned a candidate: its instance and epoch."""
+
+    instance_id: str
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryCandidate:
+    """One item a policy may have to settle."""
+
+    kind: str
+    """The policy's name (the ownership kind)."""
+    key: str
+    """The item's id, unique within its kind (a hold id, a semantic input id, ...)."""
+    company_id: str
+    issue_id: str | None = None
+    run_id: str | None = None
+    owner: OwnerRef | None = None
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    """What the policy read when listing it, for its own later steps and for the report."""
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerProof:
+    """Whether the candidate's earlier owner is provably gone, and the evidence."""
+
+    gone: bool
+    reason: str
+    """E.g. ``lease expired and epoch fence moved``, or why it is not proven."""
+
+
+class SettlementOutcome(StrEnum):
+    SETTLED = "settled"
+    """Done: the candidate is never listed again."""
+    KEPT = "kept"
+    """Left as it is for now (its owner is alive, or it needs something else first)."""
+    QUARANTINED = "quarantined"
+    """Set aside with a reason, for an operator."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    outcome: SettlementOutcome
+    reason: str = ""
+
+
+@runtime_checkable
+class RecoveryPolicy(Protocol):
+    """A recovery policy for one ownership kind.
+
+    Any object with these members will do; a frozen dataclass with a ``name``
+    field and the three async methods is the usual shape.
+    """
+
+    @property
+    def name(self) -> str:
+        """The ownership kind, e.g. ``native_completed_turn_cleanup_hold``; unique."""
+        ...
+
+    async def list_candidates(
+        self, ctx: RecoveryContext, limit: int
+    ) -> Sequence[RecoveryCandidate]:
+        """Up to ``limit`` unsettled candidates, oldest first."""
+        ...
+
+    async def prove_owner_gone(
+        self, ctx: RecoveryContext, candidate: RecoveryCandidate
+    ) -> OwnerProof:
+        """Prove the candidate's earlier owner gone (expired lease and moved fence), or say why not."""
+        ...
+
+    async def settle(
+        self, ctx: RecoveryContext, candidate: RecoveryCandidate, proof: OwnerProof
+    ) -> Settlement:
+        """Settle the candidate exactly once; called only with ``proof.gone``."""
+        ...
+
+
+@hookspec
+def paperclip_recovery_policies() -> list[RecoveryPolicy]:  # type: ignore[empty-body]
+    """Register recovery policies.
+
+    Returns a list of :class:`RecoveryPolicy` objects; the host flattens the
+    lists of all plugins and refuses two policies with the same name, naming
+    both plugins.
+    """

@@ -1,0 +1,389 @@
+"""``PluginHost``: the one path through which the core calls plugins.
+
+The host owns a pluggy manager with every hook family of the contract. Built-in
+plugins register first and installed plugins (entry points) after, so an
+installed plugin is asked before a built-in by ``firstresult`` hooks; built-in
+fallbacks are ``trylast`` as well. Core code calls the typed methods below,
+never ``pm.hook`` directly: the host names the plugin behind every failure,
+refuses duplicate names, and turns "no answer" into an error instead of None.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from types import CodeType, ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pluggy
+from paperclip_hookspecs import HOOK_API, PROJECT_NAME
+from paperclip_hookspecs import completion as completion_family
+from paperclip_hookspecs import presentation as presentation_family
+from paperclip_hookspecs import prompts as prompts_family
+from paperclip_hookspecs import providers as providers_family
+from paperclip_hookspecs import receipts as receipts_family
+from paperclip_hookspecs import recovery as recovery_family
+from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
+from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
+from paperclip_hookspecs.providers import ProviderKind
+from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
+from paperclip_hookspecs.recovery import RecoveryPolicy
+
+from paperclip.plugins import discovery
+from paperclip.plugins.errors import (
+    NoPluginAnswerError,
+    PluginConflictError,
+    PluginError,
+    PluginHookError,
+    PluginLoadError,
+    ProviderNotInstalledError,
+)
+from paperclip.plugins.records import PluginRecord, PluginReport, PluginStatus, SkipCode
+from paperclip.prompts.hooks import PromptHooks
+
+if TYPE_CHECKING:
+    from paperclip.settings import Settings
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SPEC_MODULES: tuple[ModuleType, ...] = (
+    providers_family,
+    prompts_family,
+    receipts_family,
+    completion_family,
+    presentation_family,
+    recovery_family,
+)
+"""Every hook family of the contract, in the order of DESIGN.md section 3."""
+
+
+class PluginHost:
+    """Plugins of one process: discovery records, the pluggy manager, the typed calls."""
+
+    def __init__(self, *, strict: bool = False, hook_api: str = HOOK_API) -> None:
+        self.hook_api = hook_api
+        self.strict = strict
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        for module in SPEC_MODULES:
+            self._pm.add_hookspecs(module)
+        self._records: list[PluginRecord] = []
+        self._loaded: dict[str, PluginRecord] = {}
+        """Registered plugins by their pluggy name: whom a hook implementation belongs to."""
+        self._registered: dict[str, list[tuple[Any, PluginRecord]]] = {}
+        self.prompts = PromptHooks(_Guarded(self))
+        """The prompt-rendering calls (``render_task_markdown``, ``render_wake_prompt``, ...)."""
+
+    # -- building a host ---------------------------------------------------------------
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> PluginHost:
+        """Built-ins, then every installed plugin the settings allow. Never raises for a plugin:
+        ``check_pending()`` (run at startup) does, in strict mode or on conflicts."""
+        host = cls(strict=settings.plugins_strict)
+        host.load_builtins(disable=settings.plugins_disable)
+        host.load_installed(disable=settings.plugins_disable, only=settings.plugins_only)
+        loaded = [r.name for r in host.records() if r.status is PluginStatus.LOADED]
+        log.info("plugins loaded: %s (hook API %s)", ", ".join(loaded) or "none", host.hook_api)
+        return host
+
+    @classmethod
+    def with_builtins(cls) -> PluginHost:
+        """A host with the built-in plugins only, as tests start from."""
+        host = cls()
+        host.load_builtins()
+        return host
+
+    def load_builtins(self, *, disable: frozenset[str] = frozenset()) -> None:
+        """Register the core's built-in plugins (first, so installed ones are asked before them)."""
+        for found in discovery.builtin_plugins(disable):
+            self._add(found)
+
+    def load_installed(
+        self, *, disable: frozenset[str] = frozenset(), only: frozenset[str] | None = None
+    ) -> None:
+        """Register the installed plugins (entry point group ``paperclip``) that pass the gate."""
+        for found in discovery.installed_plugins(self.hook_api, disable=disable, only=only):
+            self._add(found)
+
+    def register(self, plugin: object, name: str | None = None) -> PluginRecord:
+        """Register a plugin object in process (tests, embedding); raises if it does not fit."""
+        name = name or self._pm.get_canonical_name(plugin)
+        record = PluginRecord(
+            name=name,
+            distribution="",
+            version="",
+            entry_point=getattr(plugin, "__name__", type(plugin).__name__),
+            builtin=False,
+            status=PluginStatus.SKIPPED,
+        )
+        record = self._register(record, plugin)
+        if record.status is not PluginStatus.LOADED:
+            raise PluginLoadError(f"{record.label} was not registered: {record.reason}")
+        return self._keep(record)
+
+    def unregister(self, name: str) -> None:
+        """Remove a registered plugin and its record; KeyError if none has that name."""
+        record = self._loaded.pop(name)
+        self._pm.unregister(name=name)
+        self._records.remove(record)
+        self._registered.clear()
+
+    def _add(self, found: discovery.Found) -> PluginRecord:
+        record = found.record
+        if found.plugin is not None:
+            record = self._register(record, found.plugin)
+        return self._keep(record)
+
+    def _keep(self, record: PluginRecord) -> PluginRecord:
+        if record.status is PluginStatus.LOADED:
+            self._loaded[record.name] = record
+        self._records.append(record)
+        return record
+
+    def _register(self, record: PluginRecord, plugin: object) -> PluginRecord:
+        taken = self._loaded.get(record.name)
+        if taken is not None:
+            return discovery.skip(record, SkipCode.INVALID, f"the name is taken by {taken.label}")
+        try:
+            self._pm.register(plugin, name=record.name)
+        except (pluggy.PluginValidationError, ValueError) as exc:
+            # pluggy's message spans lines; a skip is reported in one.
+            reason = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+            return discovery.skip(record, SkipCode.INVALID, reason)
+        callers = self._pm.get_hookcallers(plugin) or []
+        unknown = sorted(c.name for c in callers if not c.has_spec())
+        if unknown:
+            self._pm.unregister(plugin)
+            return discovery.skip(
+                record,
+                SkipCode.INVALID,
+                f"implements {', '.join(unknown)}, which hook API {self.hook_api} does not define",
+            )
+        self._registered.clear()
+        return replace(
+            record, status=PluginStatus.LOADED, hooks=tuple(sorted(c.name for c in callers))
+        )
+
+    # -- what is loaded ----------------------------------------------------------------
+
+    def records(self) -> tuple[PluginRecord, ...]:
+        """Every plugin found, in registration order: built-ins, then installed by name."""
+        return tuple(self._records)
+
+    def spec_names(self) -> tuple[str, ...]:
+        """The name of every hook the contract specifies."""
+        return tuple(
+            sorted(name for name, caller in vars(self._pm.hook).items() if caller.has_spec())
+        )
+
+    def check_pending(self) -> None:
+        """Run at startup: raise the first reason this set of plugins must not serve."""
+        for check in self._checks():
+            check()
+
+    def problems(self) -> tuple[str, ...]:
+        """Every reason ``check_pending()`` would raise, for reports."""
+        found = []
+        for check in self._checks():
+            try:
+                check()
+            except PluginError as exc:
+                found.append(str(exc))
+        return tuple(found)
+
+    def report(self) -> PluginReport:
+        """What ``paperclip plugins`` and ``GET /api/plugins`` show."""
+        return PluginReport(self.hook_api, self.records(), self.problems())
+
+    def _checks(self) -> list[Callable[[], object]]:
+        return [self._check_specs, self._check_strict, self.providers, self.recovery_policies]
+
+    def _check_specs(self) -> None:
+        try:
+            self._pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            raise PluginLoadError(str(exc)) from exc
+
+    def _check_strict(self) -> None:
+        failed = [r for r in self.records() if r.failed]
+        if self.strict and failed:
+            listed = "; ".join(f"{r.label}: {r.reason}" for r in failed)
+            raise PluginLoadError(f"strict mode (PAPERCLIP_PLUGINS_STRICT): not loaded: {listed}")
+
+    # -- registration hooks ------------------------------------------------------------
+
+    def providers(self) -> list[ProviderKind]:
+        """Every registered provider kind; raises on two kinds with one name."""
+        return [
+            kind for kind, _ in self._collect("paperclip_providers", ProviderKind, "provider kind")
+        ]
+
+    def provider(self, name: str) -> ProviderKind:
+        """The provider kind called ``name``, or a 409 saying no installed plugin provides it."""
+        kinds = {kind.name: kind for kind in self.providers()}
+        if name in kinds:
+            return kinds[name]
+        raise ProviderNotInstalledError(
+            f"no installed plugin provides the provider {name!r} "
+            f"(installed: {', '.join(sorted(kinds)) or 'none'}); "
+            f"install its plugin (e.g. paperclip-{name}) and restart",
+            details={"provider": name, "installed": sorted(kinds)},
+        )
+
+    def recovery_policies(self) -> list[RecoveryPolicy]:
+        """Every registered recovery policy; raises on two policies with one name."""
+        return [
+            policy
+            for policy, _ in self._collect(
+                "paperclip_recovery_policies", RecoveryPolicy, "recovery policy"
+            )
+        ]
+
+    def _collect(self, hook: str, kind: type, what: str) -> list[tuple[Any, PluginRecord]]:
+        # Each implementation is called on its own, not through pluggy's fan-out, so
+        # every item (and every exception) is known to come from one plugin.
+        cached = self._registered.get(hook)
+        if cached is not None:
+            return cached
+        items: dict[str, tuple[Any, PluginRecord]] = {}
+        for impl in getattr(self._pm.hook, hook).get_hookimpls():
+            if impl.hookwrapper or impl.wrapper:
+                continue
+            record = self._loaded[impl.plugin_name]
+            try:
+                result = impl.function()
+            except Exception as exc:
+                raise self._hook_error(hook, exc, record) from exc
+            for item in result or ():
+                name = getattr(item, "name", None)
+                if not isinstance(item, kind) or not isinstance(name, str) or not name:
+                    raise self._bad_result(hook, f"a {kind.__name__} with a name", item, record)
+                if name in items:
+                    first = items[name][1]
+                    raise PluginConflictError(
+                        f"{what} {name!r} is registered by both {first.label} and {record.label}; "
+                        "uninstall one, or disable it with PAPERCLIP_PLUGINS_DISABLE"
+                    )
+                items[name] = (item, record)
+        collected = list(items.values())
+        self._registered[hook] = collected
+        return collected
+
+    # -- decision hooks ----------------------------------------------------------------
+
+    def recover_tool_input(self, pending: PendingToolInput) -> ToolRecovery:
+        """What becomes of a tool input with no saved result (seed 003)."""
+        return self._decide("paperclip_recover_tool_input", ToolRecovery, pending=pending)
+
+    def check_completion(self, check: CompletionCheck) -> CompletionRefusal | None:
+        """The first guard's refusal of a completion report, or None: accepted."""
+        return self._optional("paperclip_check_completion", CompletionRefusal, check=check)
+
+    def decide_presentation(self, turn: ConversationTurn) -> PresentationDecision:
+        """Whether a finished conversation turn's prose is its answer (seed 002)."""
+        return self._decide("paperclip_decide_presentation", PresentationDecision, turn=turn)
+
+    def _decide(self, hook: str, kind: type[T], **kwargs: Any) -> T:
+        result = self._optional(hook, kind, **kwargs)
+        if result is None:
+            raise NoPluginAnswerError(
+                f"no plugin answered {hook}: is its built-in plugin disabled "
+                "(PAPERCLIP_PLUGINS_DISABLE)?"
+            )
+        return result
+
+    def _optional(self, hook: str, kind: type[T], **kwargs: Any) -> T | None:
+        caller = getattr(self._pm.hook, hook)
+        result = self._call(caller, **kwargs)
+        if result is not None and not isinstance(result, kind):
+            implementers = [self._loaded[i.plugin_name] for i in caller.get_hookimpls()]
+            owner = implementers[-1] if len(implementers) == 1 else None
+            raise self._bad_result(hook, f"a {kind.__name__} or None", result, owner, implementers)
+        return result
+
+    # -- naming the plugin behind a failure -------------------------------------------
+
+    def _call(self, caller: pluggy.HookCaller, **kwargs: Any) -> Any:
+        try:
+            return caller(**kwargs)
+        except Exception as exc:
+            raise self._hook_error(
+                caller.name, exc, self._raiser(exc, caller.get_hookimpls())
+            ) from exc
+
+    def _raiser(self, exc: BaseException, impls: Sequence[pluggy.HookImpl]) -> PluginRecord | None:
+        """The plugin whose implementation raised: the outermost frame that is one of ``impls``."""
+        codes: dict[CodeType, str] = {}
+        for impl in impls:
+            function = inspect.unwrap(impl.function)
+            code = getattr(getattr(function, "__func__", function), "__code__", None)
+            if code is not None:
+                codes[code] = impl.plugin_name
+        tb = exc.__traceback__
+        while tb is not None:
+            name = codes.get(tb.tb_frame.f_code)
+            if name is not None:
+                return self._loaded.get(name)
+            tb = tb.tb_next
+        return None
+
+    def _hook_error(
+        self, hook: str, exc: Exception, record: PluginRecord | None
+    ) -> PluginHookError:
+        who = record.label if record is not None else "a plugin"
+        return self._failure(
+            f"{who} raised in {hook}: {type(exc).__name__}: {exc}", hook, record, exc
+        )
+
+    def _bad_result(
+        self,
+        hook: str,
+        expected: str,
+        got: object,
+        record: PluginRecord | None,
+        candidates: Sequence[PluginRecord] = (),
+    ) -> PluginHookError:
+        who = (
+            record.label
+            if record is not None
+            else "one of " + ", ".join(r.label for r in candidates)
+        )
+        message = f"{who} returned {type(got).__name__} from {hook}, expected {expected}"
+        return self._failure(message, hook, record)
+
+    def _failure(
+        self, message: str, hook: str, record: PluginRecord | None, exc: Exception | None = None
+    ) -> PluginHookError:
+        """Log the failure once, naming the plugin, and build the error the caller raises."""
+        log.error("%s", message, exc_info=exc)
+        if record is None:
+            return PluginHookError(message, hook=hook)
+        return PluginHookError(
+            message,
+            hook=hook,
+            plugin=record.name,
+            distribution=record.distribution,
+            version=record.version,
+        )
+
+
+class _Guarded:
+    """A manager-like view whose ``hook`` calls go through ``PluginHost._call``, so the
+    prompt facade names the plugin behind a failure like every other call."""
+
+    def __init__(self, host: PluginHost) -> None:
+        self.hook = _GuardedRelay(host)
+
+
+class _GuardedRelay:
+    def __init__(self, host: PluginHost) -> None:
+        self._host = host
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        caller = getattr(self._host._pm.hook, name)
+        return partial(self._host._call, caller)

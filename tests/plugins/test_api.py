@@ -1,0 +1,56 @@
+"""``GET /api/plugins`` through the app, with the test kit's plugin host."""
+
+from __future__ import annotations
+
+import types
+
+from paperclip_hookspecs import HOOK_API, hookimpl
+from paperclip_hookspecs.presentation import PresentationDecision
+
+from paperclip.plugins.builtin import BUILTIN_PLUGINS
+
+
+async def test_get_plugins_lists_the_builtins(client):
+    response = await client.get("/api/plugins")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["hook_api"] == HOOK_API
+    assert body["problems"] == []
+    builtins = [p for p in body["plugins"] if p["builtin"]]
+    assert [p["name"] for p in builtins] == [name for name, _ in BUILTIN_PLUGINS]
+    presentation = next(p for p in builtins if p["name"] == "presentation")
+    assert presentation == {
+        "name": "presentation",
+        "distribution": "paperclip",
+        "version": presentation["version"],
+        "entry_point": "paperclip.plugins.builtin.presentation",
+        "builtin": True,
+        "status": "loaded",
+        "hooks": ["paperclip_decide_presentation"],
+        "hook_api": None,
+        "code": None,
+        "reason": None,
+    }
+
+
+async def test_get_plugins_shows_a_registered_plugin(client, register_plugin):
+    @hookimpl
+    def paperclip_decide_presentation(turn):
+        return PresentationDecision.none("testing")
+
+    register_plugin(
+        types.SimpleNamespace(paperclip_decide_presentation=paperclip_decide_presentation),
+        name="quiet",
+    )
+    body = (await client.get("/api/plugins")).json()
+    quiet = body["plugins"][-1]
+    assert (quiet["name"], quiet["status"], quiet["hooks"]) == (
+        "quiet",
+        "loaded",
+        ["paperclip_decide_presentation"],
+    )
+
+
+async def test_get_plugins_is_in_the_openapi_document(client):
+    paths = (await client.get("/api/docs/openapi.json")).json()["paths"]
+    assert "get" in paths["/api/plugins"]
