@@ -9,11 +9,12 @@ import socket
 import uvicorn
 
 from paperclip.app import create_app
-from paperclip.cli.output import console, emit_json
+from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
 from paperclip.db import migrate
 from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
+from paperclip.plugins.errors import PluginError
 from paperclip.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,11 @@ def _raise_stop(signum: int, frame: object) -> None:
 def serve(settings: Settings, *, as_json: bool = False) -> None:
     configure_logging(settings.log_level, settings.log_format)
     container = Container(settings=settings)
+    try:
+        # Before the database starts: a plugin set that must not serve stops here, clearly.
+        container.plugin_host().check_pending()
+    except PluginError as exc:
+        fail(f"plugins: {exc}", hint="See `paperclip plugins` and docs/plugins/.", code=2)
     container.init_resources()
     try:
         url = container.database_url()

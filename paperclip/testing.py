@@ -53,21 +53,24 @@ def _with_database(url: str, name: str) -> str:
     return make_url(url).set(database=name).render_as_string(hide_password=False)
 
 
-async def _admin(url: str, *statements: str, lock: bool = False) -> list[Any]:
+async def connect(url: str) -> Any:
+    """A raw asyncpg connection to any PostgreSQL URL (with the embedded server's socket in ?host=)."""
     import asyncpg  # type: ignore[import-untyped]
     from sqlalchemy.engine import make_url
 
     parsed = make_url(url)
-    conn = await asyncpg.connect(
+    return await asyncpg.connect(
         user=parsed.username,
         password=parsed.password or None,
         database=parsed.database,
         host=parsed.query.get("host", parsed.host),
         port=parsed.port,
     )
+
+
+async def _admin(url: str, *statements: str) -> list[Any]:
+    conn = await connect(url)
     try:
-        if lock:
-            await conn.execute(f"SELECT pg_advisory_lock({TEMPLATE_LOCK_ID})")
         return [await conn.fetch(s) for s in statements]
     finally:
         await conn.close()
@@ -96,22 +99,32 @@ def migrated_template(postgres_admin_url: str) -> str:
     from paperclip.db import migrate
 
     name = f"paperclip_tpl_{migrate.head_revision()}_{_migrations_digest()}"
-    # One worker migrates; the others wait on the advisory lock, then find it.
-    exists = asyncio.run(
-        _admin(postgres_admin_url, f"SELECT 1 FROM pg_database WHERE datname = '{name}'", lock=True)
-    )
-    if not exists[0]:
-        building = f"{name}_building_{os.getpid()}"
-        asyncio.run(_admin(postgres_admin_url, f'CREATE DATABASE "{building}"'))
-        migrate.upgrade(_with_database(postgres_admin_url, building))
-        asyncio.run(
-            _admin(
-                postgres_admin_url,
-                f'ALTER DATABASE "{building}" RENAME TO "{name}"',
-                f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true',
-            )
-        )
+    asyncio.run(_build_template_once(postgres_admin_url, name))
     return name
+
+
+async def _build_template_once(admin_url: str, name: str) -> None:
+    """Build the template unless it exists, holding an advisory lock the whole time.
+
+    pytest-xdist workers share the server: one builds, the others wait on the
+    lock and then find the template.
+    """
+    from paperclip.db import migrate
+
+    conn = await connect(admin_url)
+    try:
+        await conn.execute(f"SELECT pg_advisory_lock({TEMPLATE_LOCK_ID})")
+        if await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            return
+        building = f"{name}_building"
+        await conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+        await conn.execute(f'CREATE DATABASE "{building}"')
+        # Alembic runs its own event loop: give it a thread of its own.
+        await asyncio.to_thread(migrate.upgrade, _with_database(admin_url, building))
+        await conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+        await conn.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE true')
+    finally:
+        await conn.close()  # releases the lock
 
 
 def _migrations_digest() -> str:

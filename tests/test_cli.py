@@ -35,13 +35,17 @@ def test_version():
 
 
 def test_local_trusted_refuses_a_public_address(tmp_path):
-    result = run("serve", "--host", "0.0.0.0", env={"PAPERCLIP_DATA_DIR": str(tmp_path)}, check=False)
+    result = run(
+        "serve", "--host", "0.0.0.0", env={"PAPERCLIP_DATA_DIR": str(tmp_path)}, check=False
+    )
     assert result.returncode == 2
     assert "local_trusted" in result.stderr and "loopback" in result.stderr
 
 
 def test_invalid_setting_is_named(tmp_path):
-    result = run("doctor", env={"PAPERCLIP_PORT": "99999", "PAPERCLIP_DATA_DIR": str(tmp_path)}, check=False)
+    result = run(
+        "doctor", env={"PAPERCLIP_PORT": "99999", "PAPERCLIP_DATA_DIR": str(tmp_path)}, check=False
+    )
     assert result.returncode == 1
     assert "PAPERCLIP_PORT" in result.stderr
 

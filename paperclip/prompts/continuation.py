@@ -77,8 +77,12 @@ def render_continuation(
     current = {c.id: c for c in comments if not c.deleted and c.issue_id == task.id}
     # Only the messages actually rendered count: the newest window of the selection.
     limit = options.limits.max_continuation_messages
-    selection = continuation.messages[-limit:] if limit else ()
-    left_out = len(continuation.messages) - len(selection)
+    # An id repeated in the delta is one message: its newest occurrence stands, so
+    # a current comment cannot be rendered (and owned) twice.
+    newest = {message.id: index for index, message in enumerate(continuation.messages)}
+    messages = tuple(m for i, m in enumerate(continuation.messages) if newest[m.id] == i)
+    selection = messages[-limit:] if limit else ()
+    left_out = len(messages) - len(selection)
 
     blocks = [
         "## Paperclip continuation",

@@ -22,7 +22,11 @@ pytestmark = pytest.mark.process
 @pytest.fixture(scope="module")
 def server(database_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
-    env = {"PAPERCLIP_DATABASE_URL": database_url, "PAPERCLIP_DATA_DIR": str(tmp / "data"), "PAPERCLIP_PORT": "0"}
+    env = {
+        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATA_DIR": str(tmp / "data"),
+        "PAPERCLIP_PORT": "0",
+    }
     proc = ServerProcess(env, tmp / "serve.log").start()
     yield proc
     proc.stop()
@@ -32,15 +36,22 @@ def server(database_url, tmp_path_factory):
 def seeded(server):
     company = httpx.post(f"{server.url}/api/companies", json={"name": "Fuzz"}).json()
     agent = httpx.post(
-        f"{server.url}/api/companies/{company['id']}/agents", json={"name": "a", "provider": "codex"}
+        f"{server.url}/api/companies/{company['id']}/agents",
+        json={"name": "a", "provider": "codex"},
     ).json()
     issue = httpx.post(
         f"{server.url}/api/companies/{company['id']}/issues", json={"title": "t"}
     ).json()
     comment = httpx.post(
-        f"{server.url}/api/companies/{company['id']}/issues/{issue['id']}/comments", json={"body": "b"}
+        f"{server.url}/api/companies/{company['id']}/issues/{issue['id']}/comments",
+        json={"body": "b"},
     ).json()
-    return {"company_id": company["id"], "agent_id": agent["id"], "issue_id": issue["id"], "comment_id": comment["id"]}
+    return {
+        "company_id": company["id"],
+        "agent_id": agent["id"],
+        "issue_id": issue["id"],
+        "comment_id": comment["id"],
+    }
 
 
 def load_schema():
@@ -62,7 +73,10 @@ def test_api_fuzz(case, seeded, server):
         for name in case.path_parameters:
             if name in seeded:
                 case.path_parameters[name] = seeded[name]
-    if case.operation.method.upper() == "DELETE" and case.operation.path == "/api/companies/{company_id}":
+    if (
+        case.operation.method.upper() == "DELETE"
+        and case.operation.path == "/api/companies/{company_id}"
+    ):
         if case.path_parameters.get("company_id") == seeded["company_id"]:
             return  # keep the seeded company for the other cases
     response = case.call(base_url=server.url)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 SCRIPT = {
     "turns": [

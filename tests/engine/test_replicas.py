@@ -12,7 +12,7 @@ from paperclip.engine.fence import StaleEpochError, lock_run
 from tests.support.db import query
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
 def test_the_other_replica_adopts_after_the_lease_and_the_stale_epoch_is_refused(stack):

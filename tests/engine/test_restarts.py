@@ -14,7 +14,7 @@ import pytest
 from tests.support.db import HeldLock, query
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
 def assert_log_is_clean(stack, ctx, run):

@@ -13,7 +13,7 @@ import websockets
 from paperclip.runner import protocol
 from tests.support.db import query
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
 class Peer:
@@ -48,9 +48,9 @@ class Peer:
         async for raw in self.ws:
             await self.inbox.put(protocol.decode(raw))
 
-    async def expect(self, kind: str, timeout: float = 30) -> dict:
+    async def expect(self, kind: str, within: float = 30) -> dict:
         while True:
-            message = await asyncio.wait_for(self.inbox.get(), timeout)
+            message = await asyncio.wait_for(self.inbox.get(), within)
             if message["type"] == kind:
                 return message
 
@@ -255,12 +255,10 @@ def test_bad_credentials_and_bad_hellos_are_closed_with_codes(control_plane):
     asyncio.run(scenario())
 
 
-def test_no_runner_for_a_provider_leaves_the_wake_queued_and_unknown_provider_fails(control_plane):
+def test_an_unknown_provider_fails_the_run_and_says_which(control_plane):
     stack = control_plane
 
-    async def scenario():
-        peer = Peer(stack.url(), stack.runner_credential())
-        await peer.open()
+    def assign_to_unknown_provider() -> tuple[dict, dict]:
         with httpx.Client(base_url=f"{stack.url()}/api") as api:
             company = api.post("/companies", json={"name": "P"}).json()
             agent = api.post(
@@ -270,18 +268,26 @@ def test_no_runner_for_a_provider_leaves_the_wake_queued_and_unknown_provider_fa
                 f"/companies/{company['id']}/issues",
                 json={"title": "t", "assignee_agent_id": agent["id"]},
             ).json()
+        return company, issue
 
-            def failed_run():
-                runs = api.get(
-                    f"/companies/{company['id']}/runs", params={"issue_id": issue["id"]}
-                ).json()
-                return runs["items"][0] if runs["items"] else None
+    def run_of(company: dict, issue: dict) -> dict | None:
+        with httpx.Client(base_url=f"{stack.url()}/api") as api:
+            runs = api.get(
+                f"/companies/{company['id']}/runs", params={"issue_id": issue["id"]}
+            ).json()
+        return runs["items"][0] if runs["items"] else None
 
-            for _ in range(100):
-                run = await asyncio.to_thread(failed_run)
-                if run:
-                    break
-                await asyncio.sleep(0.1)
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())  # a runner is there, for codex
+        await peer.open()
+        company, issue = await asyncio.to_thread(assign_to_unknown_provider)
+        run = None
+        for _ in range(100):
+            run = await asyncio.to_thread(run_of, company, issue)
+            if run:
+                break
+            await asyncio.sleep(0.1)
+        assert run is not None
         assert run["status"] == "failed" and run["error_code"] == "provider_not_installed"
         assert "nosuch" in run["error_message"]
         await peer.close()

@@ -19,7 +19,7 @@ from paperclip.prompts import AssemblyRequest, assemble_execution_input
 from tests.support.db import query
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
 def v4_envelope(issue: dict, run_id: str) -> dict:

@@ -19,7 +19,8 @@ def data_dir(tmp_path_factory):
 
 def postgres_of(data_dir):
     return [
-        p for p in psutil.process_iter(["name", "cmdline"])
+        p
+        for p in psutil.process_iter(["name", "cmdline"])
         if p.info["name"] == "postgres" and str(data_dir) in " ".join(p.info["cmdline"] or [])
     ]
 

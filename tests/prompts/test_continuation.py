@@ -191,3 +191,27 @@ def test_paperclip_render_continuation_an_installed_plugin_overrides_the_builtin
     register_plugin(NoContinuation())
     out = hooks.render_continuation(Continuation(ISSUE, (), "x"), TASK, (), ContinuationOptions())
     assert out.section.text == "Carry on." and not out.suppressed_comment_ids
+
+
+def test_paperclip_render_continuation_a_message_id_repeated_in_the_delta_is_rendered_once():
+    """Regression: a delta naming one message twice rendered (and owned) its comment twice."""
+    from paperclip_hookspecs.prompts import Lane, SessionAttempt, WakeSource
+
+    from paperclip.prompts import AssemblyRequest, assemble_execution_input
+    from tests.prompts.support import make_comment, make_task
+
+    comment = make_comment("c-0", "LGTM")
+    message = ContinuationMessage(
+        id="c-0", issue_id=comment.issue_id, body="LGTM", author=comment.author, trust=comment.trust
+    )
+    result = assemble_execution_input(
+        AssemblyRequest(
+            task=make_task(),
+            wake=WakeSource("comment", (comment,)),
+            lane=Lane.NATIVE,
+            attempt=SessionAttempt.RESUMED,
+            resume_delta=(message, message),
+        )
+    )
+    owned = [b for b in result.execution_input.model.rendered_sources if b.id == "c-0"]
+    assert len(owned) == 1

@@ -6,25 +6,12 @@ import asyncio
 import threading
 from typing import Any
 
-from sqlalchemy.engine import make_url
-
-
-async def _connect(url: str) -> Any:
-    import asyncpg
-
-    parsed = make_url(url)
-    return await asyncpg.connect(
-        user=parsed.username,
-        password=parsed.password or None,
-        database=parsed.database,
-        host=parsed.query.get("host", parsed.host),
-        port=parsed.port,
-    )
+from paperclip.testing import connect
 
 
 def query(url: str, sql: str, *args: Any) -> list[dict[str, Any]]:
     async def run() -> list[dict[str, Any]]:
-        conn = await _connect(url)
+        conn = await connect(url)
         try:
             return [dict(r) for r in await conn.fetch(sql, *args)]
         finally:
@@ -42,17 +29,19 @@ class HeldLock:
 
     def __init__(self, url: str, statement: str) -> None:
         self.url, self.statement = url, statement
-        self._held, self._release = threading.Event(), threading.Event()
+        self._held = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._release: asyncio.Event | None = None
         self._thread = threading.Thread(target=lambda: asyncio.run(self._hold()), daemon=True)
 
     async def _hold(self) -> None:
-        conn = await _connect(self.url)
+        self._loop, self._release = asyncio.get_running_loop(), asyncio.Event()
+        conn = await connect(self.url)
         try:
             async with conn.transaction():
                 await conn.execute(self.statement)
                 self._held.set()
-                while not self._release.is_set():
-                    await asyncio.sleep(0.05)
+                await self._release.wait()
         finally:
             await conn.close()
 
@@ -63,7 +52,8 @@ class HeldLock:
         return self
 
     def release(self) -> None:
-        self._release.set()
+        if self._loop is not None and self._release is not None:
+            self._loop.call_soon_threadsafe(self._release.set)
         self._thread.join(30)
 
     def __exit__(self, *exc: object) -> None:
