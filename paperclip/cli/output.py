@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 console = Console()
 errors = Console(stderr=True)
@@ -18,7 +19,8 @@ def emit_json(value: Any) -> None:
 
 
 def fail(message: str, *, hint: str | None = None, code: int = 1) -> None:
-    errors.print(f"[bold red]error:[/] {message}")
+    # soft_wrap: a message is one line, whatever the terminal's width (scripts grep it).
+    errors.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
     if hint:
-        errors.print(f"[dim]{hint}[/]")
+        errors.print(f"[dim]{escape(hint)}[/]", soft_wrap=True)
     raise SystemExit(code)
