@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -65,8 +66,21 @@ class ServerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+        self.stop_local_runner()
         if getattr(self, "log", None):
             self.log.close()
+
+    def stop_local_runner(self) -> None:
+        """The runner `serve` started lives on after a SIGKILL of the server, by design; end it."""
+        data_dir = self.env.get("PAPERCLIP_DATA_DIR")
+        if not data_dir:
+            return
+        from paperclip.local_runner import LocalRunner
+
+        pid = LocalRunner(Path(data_dir), "").alive_pid()  # checks it is still our runner
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def tail(self, lines: int = 40) -> str:
         try:
