@@ -20,7 +20,7 @@ from typing import Any
 
 from litestar import WebSocket
 from litestar.exceptions import WebSocketDisconnect
-from sqlalchemy import and_, exists, func, select
+from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -88,15 +88,16 @@ class RunEngine:
         self.instance = instance
         self.ttl = lease_seconds
         self.provider_known = provider_known
+        # The prompt-rendering hooks (installed plugins first, built-ins as fallback).
         self.prompt_hooks = prompt_hooks
+        # Seconds past a lease's expiry after which a run with no runner is failed.
         self.abandon_after = abandon_after
-        """Seconds past a lease's expiry after which a run with no runner is failed."""
-        """The prompt-rendering hooks (installed plugins first, built-ins as fallback)."""
         self.links: dict[uuid.UUID, RunnerLink] = {}
+        # Runs this replica controls, with the epoch it holds for each.
         self.owned: dict[uuid.UUID, int] = {}
+        # The verified token hash of each run controlled here; dropped when the run
+        # ends or leaves, so it is bounded by the runs in flight.
         self._run_tokens: dict[uuid.UUID, str] = {}
-        """The verified token hash of each run seen here (tokens change only by ending the run)."""
-        """Runs this replica controls, with the epoch it holds for each."""
         self._nudge = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._loops: list[asyncio.Task[None]] = []
@@ -221,6 +222,18 @@ class RunEngine:
         with contextlib.suppress(Exception):
             async with self.sessions.begin() as session:
                 await leases.release(session, mine, instance=self.instance)
+                # Not connected here any more (unless a newer link of it already is).
+                if link.runner_id in self.links:
+                    return
+                await session.execute(
+                    update(Runner)
+                    .where(
+                        Runner.id == link.runner_id,
+                        Runner.instance == link.instance,
+                        Runner.replica == self.instance,
+                    )
+                    .values(replica=None, last_seen_at=datetime.now(UTC))
+                )
 
     async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
         async with self.sessions() as session:
@@ -801,6 +814,7 @@ class RunEngine:
                     if self.owned.get(run_id) == owned[run_id]:
                         log.warning("lost the lease of run %s", run_id)
                         del self.owned[run_id]
+                        self._run_tokens.pop(run_id, None)
             except asyncio.CancelledError:
                 raise
             except Exception:

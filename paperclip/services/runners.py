@@ -6,7 +6,7 @@ import secrets
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -84,9 +84,3 @@ class RunnerService:
                     )
                 )
             ).scalar_one_or_none()
-
-
-async def touch(session: AsyncSession, runner_id: uuid.UUID) -> None:
-    await session.execute(
-        update(Runner).where(Runner.id == runner_id).values(last_seen_at=datetime.now(UTC))
-    )
