@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 import httpx
 import psutil
 import pytest
@@ -12,9 +16,13 @@ pytestmark = pytest.mark.process
 
 
 @pytest.fixture
-def data_dir(tmp_path_factory):
-    # Under /tmp, not /root: the embedded server's own user must reach it.
-    return tmp_path_factory.mktemp("paperclip-data")
+def data_dir():
+    # Not under pytest's temp root: pytest keeps that folder 0700 (and resets it when
+    # another session starts), and the embedded server's own user must traverse it.
+    path = Path(tempfile.mkdtemp(prefix="paperclip-data-", dir="/var/tmp"))
+    path.chmod(0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def postgres_of(data_dir):
