@@ -10,7 +10,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from litestar import WebSocket
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
@@ -21,6 +21,8 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 FLUSH_SECONDS = 0.5
+REVOCATION_CHECK_TICKS = 4
+"""A revoked runner's open connection is closed within this many flush periods."""
 
 
 class RunnerLink:
@@ -60,6 +62,7 @@ class RunnerLink:
         self._order_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
+        self._closing: asyncio.Task[None] | None = None
         self.dispatches: asyncio.Queue[tuple[uuid.UUID, int]] = asyncio.Queue()
         """Admitted tool calls (run id, journal id) waiting to be executed."""
 
@@ -127,14 +130,30 @@ class RunnerLink:
         self._saved = position
 
     async def _flush_loop(self) -> None:
+        ticks = 0
         while not self.closed.is_set():
             await asyncio.sleep(FLUSH_SECONDS)
+            ticks += 1
             try:
                 await self.flush()
+                if ticks % REVOCATION_CHECK_TICKS == 0 and await self._revoked():
+                    log.warning("runner %s was revoked; closing its connection", self.runner_id)
+                    # From a task of its own: close() cancels and awaits this one.
+                    self._closing = asyncio.create_task(
+                        self.close(protocol.CLOSE_UNAUTHORIZED, "runner credential revoked")
+                    )
+                    return
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("saving the position of runner %s failed", self.runner_id)
+
+    async def _revoked(self) -> bool:
+        async with self.sessions() as session:
+            revoked_at = (
+                await session.execute(select(Runner.revoked_at).where(Runner.id == self.runner_id))
+            ).scalar_one_or_none()
+        return revoked_at is not None
 
     async def _send_loop(self) -> None:
         # Reads committed rows in seq order: the outbox's counter lock makes

@@ -293,3 +293,22 @@ def test_an_unknown_provider_fails_the_run_and_says_which(control_plane):
         await peer.close()
 
     asyncio.run(scenario())
+
+
+def test_revoking_a_runner_closes_its_open_connection(control_plane):
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        await asyncio.to_thread(
+            query,
+            stack.database_url,
+            "UPDATE runners SET revoked_at = now() WHERE instance = $1",
+            peer.instance,
+        )
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(peer.reader, 15)  # the read loop ends with the link
+        assert closed.value.rcvd.code == protocol.CLOSE_UNAUTHORIZED
+
+    asyncio.run(scenario())
