@@ -65,6 +65,8 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
             lifespan="on",
+            # Runner messages are small JSON: compressing each costs more CPU than it saves.
+            ws_per_message_deflate=False,
         )
         server = uvicorn.Server(config)
         database = "external" if settings.database_url else f"embedded ({settings.pgdata})"

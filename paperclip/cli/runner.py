@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,17 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
             loop.add_signal_handler(sig, lambda: asyncio.ensure_future(runtime.stop()))
         await runtime.run()
 
-    asyncio.run(main())
+    run_event_loop(main())
+
+
+def run_event_loop(main: Coroutine[Any, Any, None]) -> None:
+    """Run on uvloop where it is installed (as ``serve`` does, through uvicorn), else asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+    else:
+        uvloop.run(main)
 
 
 @click.group("runners")

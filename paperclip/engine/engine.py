@@ -24,11 +24,12 @@ from sqlalchemy import and_, exists, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.driver import driver_connection
 from paperclip.engine import journal, leases, outbox
 from paperclip.engine.events import NewEvent, append_events
-from paperclip.engine.fence import StaleEpochError, lock_run
+from paperclip.engine.fence import StaleEpochError, lock_run, lock_runs
 from paperclip.engine.finalize import decide, finish_run
-from paperclip.engine.links import RunnerLink
+from paperclip.engine.links import Dispatch, RunnerLink
 from paperclip.engine.prompt import assemble_for_run
 from paperclip.errors import NotFoundError
 from paperclip.models import (
@@ -51,12 +52,15 @@ from paperclip.services.actor import SYSTEM
 from paperclip.services.api_keys import hash_key
 from paperclip.services.run_tokens import new_run_token, token_run
 from paperclip.services.runners import RunnerService
-from paperclip.tools.executor import execute
+from paperclip.tools.executor import execute_many
 
 log = logging.getLogger(__name__)
 
 CLAIM_BATCH = 20
 DISPATCH_BATCH = 32
+RECEIVE_BATCH = 256
+INBOX_LIMIT = 1024
+"""Runner frames read ahead of processing; past it the socket is not read (back-pressure)."""
 HELLO_TIMEOUT = 10.0
 
 ProviderCheck = Callable[[str], bool]
@@ -216,15 +220,18 @@ class RunEngine:
             del self.links[link.runner_id]
         await link.close()
         mine = await self._runs_of(link.runner_id)
+        if link.runner_id in self.links:
+            # A newer connection of this runner took over here: its runs stay
+            # controlled (and leased) by this replica, through that connection.
+            return
         for run_id in mine:
             self.owned.pop(run_id, None)
             self._run_tokens.pop(run_id, None)
         with contextlib.suppress(Exception):
             async with self.sessions.begin() as session:
                 await leases.release(session, mine, instance=self.instance)
-                # Not connected here any more (unless a newer link of it already is).
                 if link.runner_id in self.links:
-                    return
+                    return  # a newer connection registered meanwhile
                 await session.execute(
                     update(Runner)
                     .where(
@@ -319,40 +326,92 @@ class RunEngine:
                 ).scalars()
             )
         if pending:
-            await self._dispatch(link, [(run_id, call_db_id) for call_db_id in pending])
+            await self._dispatch(link, [(run_id, call_db_id, None) for call_db_id in pending])
 
     # Messages from the runner
 
     async def _receive_loop(self, link: RunnerLink) -> None:
+        """Process the runner's messages in order, a batch at a time.
+
+        A batch is whatever arrived while the previous one was processed. Its
+        tool calls are admitted together (one statement), and one cumulative
+        ack answers it all once its effects are durable.
+        """
+        inbox: asyncio.Queue[str | BaseException] = asyncio.Queue(INBOX_LIMIT)
+        link.run_alongside(self._read_socket(link, inbox), f"receive-{link.runner_id}")
         while True:
-            raw = await link.socket.receive_text()
-            try:
-                message = protocol.decode(raw)
-            except protocol.ProtocolError as exc:
-                await link.send({"type": protocol.ERROR, "message": str(exc)})
-                continue
-            kind = message["type"]
-            if kind == protocol.ACK:
-                link.runner_acked(int(message["upto"]))
-                continue
-            if kind in protocol.UNSEQUENCED:
-                continue
+            batch = [await inbox.get()]
+            while len(batch) < RECEIVE_BATCH and not inbox.empty():
+                batch.append(inbox.get_nowait())
+            messages: list[dict[str, Any]] = []
+            ended: BaseException | None = None
+            for item in batch:
+                if isinstance(item, BaseException):
+                    ended = item
+                    break
+                try:
+                    message = protocol.decode(item)
+                except protocol.ProtocolError as exc:
+                    await link.send({"type": protocol.ERROR, "message": str(exc)})
+                    continue
+                kind = message["type"]
+                if kind == protocol.ACK:
+                    link.runner_acked(int(message["upto"]))
+                elif kind not in protocol.UNSEQUENCED:
+                    messages.append(message)
+            if messages:
+                await self._process(link, messages)
+                # Durable now: acknowledge it all (replays of durable messages too).
+                # The resume point (runners.in_seq) is saved lazily; a stale one
+                # only causes replays, which every handler deduplicates.
+                await link.ack(link.last_in)
+            if ended is not None:
+                raise ended
+            if link.closed.is_set():
+                raise WebSocketDisconnect(detail="the link closed")
+
+    async def _read_socket(
+        self, link: RunnerLink, inbox: asyncio.Queue[str | BaseException]
+    ) -> None:
+        """Move the runner's frames to the inbox as they arrive, so they batch up meanwhile."""
+        try:
+            while True:
+                await inbox.put(await link.socket.receive_text())
+        except asyncio.CancelledError:
+            # The link was closed from this side. An idle processor waits on an
+            # empty inbox: wake it. A busy one sees link.closed after its batch.
+            with contextlib.suppress(asyncio.QueueFull):
+                inbox.put_nowait(WebSocketDisconnect(detail="the link closed"))
+            raise
+        except BaseException as exc:  # the socket closed (or broke): the processor ends the link
+            await inbox.put(exc)
+
+    async def _process(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
+        """Handle messages in seq order; consecutive tool calls share one admission."""
+        calls: list[dict[str, Any]] = []
+        highest = link.last_in
+        for message in messages:
             seq = message["seq"]
-            if seq <= link.last_in:
-                await link.ack(link.last_in)  # a replay of something already durable
+            if seq <= highest:
+                continue  # a replay of something already processed
+            highest = seq
+            if message["type"] == protocol.TOOL_CALL and self._admissible(message):
+                calls.append(message)
                 continue
-            handler = self._handlers.get(kind)
+            await self._admit_calls(link, calls)
+            handler = self._handlers.get(message["type"])
             if handler is None:
                 await link.send(
-                    {"type": protocol.ERROR, "message": f"unknown type {kind!r}", "seq": seq}
+                    {
+                        "type": protocol.ERROR,
+                        "message": f"unknown type {message['type']!r}",
+                        "seq": seq,
+                    }
                 )
             else:
                 await handler(self, link, message)
-            # Durable now (its effects committed): acknowledge it. The resume point
-            # (runners.in_seq) is saved lazily; a stale one only causes replays,
-            # which every handler deduplicates.
             link.processed(seq)
-            await link.ack(seq)
+        await self._admit_calls(link, calls)
 
     async def _controls(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
         """Whether this replica controls the run a runner message is about.
@@ -405,6 +464,62 @@ class RunEngine:
         except NotFoundError:
             log.warning("event for unknown run %s dropped", run_id)
 
+    def _admissible(self, message: dict[str, Any]) -> bool:
+        """Can this call take the batched path: a run controlled here, with its verified token?"""
+        try:
+            run_id = uuid.UUID(message["run_id"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        token = self._run_tokens.get(run_id)
+        return (
+            run_id in self.owned
+            and token is not None
+            and token == hash_key(str(message.get("token") or ""))
+        )
+
+    async def _admit_calls(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
+        """Journal admissible calls in one statement, then queue them for dispatch.
+
+        A call the statement did not admit (its run was adopted elsewhere since)
+        takes the one-call path, which refuses it or closes the link.
+        """
+        if not messages:
+            return
+        requests: dict[tuple[uuid.UUID, str], journal.Request] = {}
+        for message in messages:
+            run_id = uuid.UUID(message["run_id"])
+            request = journal.Request(
+                run_id,
+                self.owned[run_id],
+                str(message["call_id"]),
+                str(message.get("tool")),
+                message.get("arguments") or {},
+            )
+            # The same call twice in one batch (a replay) is one input: the first stands.
+            requests.setdefault((run_id, request.call_id), request)
+        async with self.sessions() as session:
+            admitted = await journal.admit_many(
+                await driver_connection(session), list(requests.values()), instance=self.instance
+            )
+        for message in messages:
+            key = (uuid.UUID(message["run_id"]), str(message["call_id"]))
+            request = requests.pop(key, None)
+            if request is None:
+                link.processed(message["seq"])  # its first copy in this batch stands for it
+                continue
+            entry = admitted.get(key)
+            if entry is None:
+                await self._on_tool_call(link, message)
+            else:
+                call_db_id, fresh = entry
+                call = (
+                    journal.CallInput(call_db_id, key[0], key[1], request.tool, request.arguments)
+                    if fresh
+                    else None  # admitted before: dispatch reads its stored state
+                )
+                link.dispatches.put_nowait((key[0], call_db_id, call))
+            link.processed(message["seq"])
+
     async def _on_tool_call(self, link: RunnerLink, message: dict[str, Any]) -> None:
         run_id = uuid.UUID(message["run_id"])
         call_id = str(message["call_id"])
@@ -440,7 +555,7 @@ class RunEngine:
             return
         # Journaled (and acknowledged next): the link's dispatcher executes it, so the
         # runner's other messages are not held up.
-        link.dispatches.put_nowait((run_id, call_db_id))
+        link.dispatches.put_nowait((run_id, call_db_id, None))
 
     async def _refuse_call(
         self, link: RunnerLink, run_id: uuid.UUID, call_id: str, code: str, text: str
@@ -465,18 +580,18 @@ class RunEngine:
                 batch.append(link.dispatches.get_nowait())
             await self._dispatch(link, batch)
 
-    async def _dispatch(self, link: RunnerLink, batch: list[tuple[uuid.UUID, int]]) -> None:
+    async def _dispatch(self, link: RunnerLink, batch: list[Dispatch]) -> None:
         """Execute journaled calls and save each result with its reply, in fenced transactions.
 
-        A batch that fails is retried call by call, so one bad call cannot hold
-        up the others.
+        A batch that fails is retried call by call, each reading its stored
+        state again, so one bad call cannot hold up the others.
         """
         try:
             replies = await self._execute_batch(link, batch)
         except Exception:
-            if len(batch) > 1:
-                for item in batch:
-                    await self._dispatch(link, [item])
+            if len(batch) > 1 or batch[0][2] is not None:
+                for run_id, call_db_id, _ in batch:
+                    await self._dispatch(link, [(run_id, call_db_id, None)])
             else:
                 log.exception("tool call %s of run %s failed to dispatch", batch[0][1], batch[0][0])
             return
@@ -484,50 +599,66 @@ class RunEngine:
             await link.deliver(seq, message)
 
     async def _execute_batch(
-        self, link: RunnerLink, batch: list[tuple[uuid.UUID, int]]
+        self, link: RunnerLink, batch: list[Dispatch]
     ) -> list[tuple[int, dict[str, Any]]]:
+        epochs = {run_id: self.owned[run_id] for run_id, _, _ in batch if run_id in self.owned}
+        if not epochs:
+            log.warning("tool calls of runs not controlled here were not dispatched")
+            return []
         async with self.sessions.begin() as session:
-            runs: dict[uuid.UUID, Run] = {}
-            for run_id in sorted({run_id for run_id, _ in batch}):  # one lock order: no deadlocks
-                try:
-                    runs[run_id] = await lock_run(
-                        session, run_id, instance=self.instance, epoch=self._epoch(run_id)
-                    )
-                except StaleEpochError as exc:
-                    log.warning("tool calls of run %s not dispatched: %s", run_id, exc)
-            wanted = [call_id for run_id, call_id in batch if run_id in runs]
-            calls = {
-                call.id: call
-                for call in (
-                    await session.execute(select(ToolCall).where(ToolCall.id.in_(wanted)))
-                ).scalars()
-            }
-            replies: list[tuple[uuid.UUID | None, dict[str, Any]]] = []
-            for run_id, call_db_id in batch:
-                call = calls.get(call_db_id)
-                if call is None:
-                    continue
-                if call.status == ToolCallStatus.PENDING:
-                    outcome = await execute(session, runs[run_id], call)
-                    journal.settle(
-                        call,
-                        result=outcome.result,
-                        is_error=outcome.is_error,
-                        instance=self.instance,
-                        epoch=self.owned[run_id],
-                    )
-                assert call.result is not None
-                replies.append(
-                    (
-                        run_id,
-                        {
-                            "call_id": call.call_id,
-                            "content": call.result,
-                            "is_error": call.is_error,
-                        },
-                    )
+            runs, refused = await lock_runs(session, epochs, instance=self.instance)
+            for run_id in {run_id for run_id, _, _ in batch} - runs.keys():
+                log.warning(
+                    "tool calls of run %s not dispatched: %s",
+                    run_id,
+                    refused.get(run_id, "this replica does not control it"),
                 )
-            seqs = await outbox.enqueue_many(session, link.runner_id, protocol.TOOL_RESULT, replies)
+            unread = [call_db_id for run_id, call_db_id, call in batch if call is None]
+            stored: dict[int, ToolCall] = {}
+            if unread:
+                rows = await session.execute(select(ToolCall).where(ToolCall.id.in_(unread)))
+                stored = {row.id: row for row in rows.scalars()}
+            answers: dict[int, tuple[str, dict[str, Any], bool]] = {}
+            work: list[tuple[Run, journal.CallInput]] = []
+            for run_id, call_db_id, call in batch:
+                if run_id not in runs or call_db_id in answers:
+                    continue
+                if call is None:
+                    row = stored.get(call_db_id)
+                    if row is None:
+                        continue
+                    if row.status != ToolCallStatus.PENDING:
+                        assert row.result is not None
+                        answers[call_db_id] = (row.call_id, row.result, row.is_error)
+                        continue
+                    call = journal.CallInput.of(row)
+                answers[call_db_id] = (call.call_id, {}, False)  # filled in below, in batch order
+                work.append((runs[run_id], call))
+            outcomes = await execute_many(session, work)
+            for (_, call), outcome in zip(work, outcomes, strict=True):
+                answers[call.id] = (call.call_id, outcome.result, outcome.is_error)
+            order = [(run_id, call_db_id) for run_id, call_db_id, _ in batch]
+            replies = [
+                (run_id, {"call_id": answer[0], "content": answer[1], "is_error": answer[2]})
+                for run_id, call_db_id in dict.fromkeys(order)
+                if (answer := answers.get(call_db_id)) is not None
+            ]
+            seqs = await journal.settle_many(
+                await driver_connection(session),  # in the transaction begun above
+                [
+                    journal.Settlement(
+                        call.id,
+                        outcome.result,
+                        outcome.is_error,
+                        epochs[call.run_id],
+                        outcome.receipt,
+                    )
+                    for (_, call), outcome in zip(work, outcomes, strict=True)
+                ],
+                replies,
+                instance=self.instance,
+                runner_id=link.runner_id,
+            )
         return [
             (seq, {"type": protocol.TOOL_RESULT, "seq": seq, "run_id": str(run_id), **payload})
             for seq, (run_id, payload) in zip(seqs, replies, strict=True)

@@ -1,15 +1,23 @@
-"""Appending to a run's event log: gap-free ``seq``, replays dropped by (source_instance, source_seq)."""
+"""Appending to run event logs: gap-free ``seq``, replays dropped by (source_instance, source_seq).
+
+Every provider notification and every progress report passes here, so the
+append is plain SQL on the session's asyncpg connection: one statement that
+takes the seqs from the runs' counters and inserts the rows, for any number
+of runs at once.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm.attributes import set_committed_value
 
-from paperclip.models import Run, RunEvent
+from paperclip.db.driver import driver_connection, jsonb
+from paperclip.models import Run
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,47 +27,99 @@ class NewEvent:
     payload: dict[str, Any]
 
 
-async def append_events(
-    session: AsyncSession, run: Run, source_instance: str, events: Sequence[NewEvent]
-) -> int:
-    """Append events the log does not hold yet; the run's row must be locked (``lock_run``).
+KNOWN = """
+SELECT e.run_id, e.source_instance, e.source_seq
+FROM run_events e
+JOIN unnest($1::uuid[], $2::text[], $3::bigint[]) AS k(run_id, source_instance, source_seq)
+    ON e.run_id = k.run_id AND e.source_instance = k.source_instance
+    AND e.source_seq = k.source_seq
+WHERE e.run_id = ANY($1::uuid[]) AND e.source_seq = ANY($3::bigint[])
+"""
 
-    Under that lock no other writer runs for this run, so filtering the known
-    replay keys first keeps ``seq`` gap-free; the unique constraint stays as
-    the database's guarantee.
+# Rows are numbered per run in input order, after the run's counter. The
+# ``= ANY`` beside each join keeps the plans index lookups at any table size.
+APPEND = """
+WITH input AS (
+    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[])
+        WITH ORDINALITY AS e(run_id, source_instance, source_seq, type, payload, ord)
+), counts AS (
+    SELECT run_id, count(*) AS n FROM input GROUP BY run_id
+), counter AS (
+    UPDATE runs r SET last_event_seq = r.last_event_seq + counts.n
+    FROM counts WHERE r.id = counts.run_id AND r.id = ANY($1::uuid[])
+    RETURNING r.id, r.company_id, r.last_event_seq - counts.n AS base
+)
+INSERT INTO run_events (company_id, run_id, seq, type, payload, source_instance, source_seq)
+SELECT counter.company_id, e.run_id,
+    counter.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord),
+    e.type, e.payload, e.source_instance, e.source_seq
+FROM input e JOIN counter ON counter.id = e.run_id
+"""
+
+
+async def append_events(
+    session: AsyncSession,
+    run: Run,
+    source_instance: str,
+    events: Sequence[NewEvent],
+    *,
+    may_repeat: bool = True,
+) -> int:
+    """Append events to one run's log; see ``append_many``."""
+    return await append_many(session, [(run, source_instance, events)], may_repeat=may_repeat)
+
+
+async def append_many(
+    session: AsyncSession,
+    entries: Sequence[tuple[Run, str, Sequence[NewEvent]]],
+    *,
+    may_repeat: bool = True,
+) -> int:
+    """Append events the logs do not hold yet, (run, source instance, events) each.
+
+    The runs' rows must be locked (``lock_run``): under that lock no other
+    writer runs for them, so filtering the known replay keys first keeps
+    ``seq`` gap-free; the unique constraint stays as the database's guarantee.
+    ``may_repeat=False`` skips that lookup when the caller knows the events
+    are new (the effects of calls still pending in the journal: effects
+    commit with the call's result).
     """
-    if not events:
+    keyed = [
+        ((run.id, source, event.source_seq), event)
+        for run, source, events in entries
+        for event in events
+    ]
+    if not keyed:
         return 0
-    known = set(
-        (
-            await session.execute(
-                select(RunEvent.source_seq).where(
-                    RunEvent.run_id == run.id,
-                    RunEvent.source_instance == source_instance,
-                    RunEvent.source_seq.in_([e.source_seq for e in events]),
-                )
-            )
-        ).scalars()
-    )
-    fresh = [e for e in events if e.source_seq not in known]
-    seen: set[int] = set()
-    rows = []
-    for event in fresh:
-        if event.source_seq in seen:
-            continue
-        seen.add(event.source_seq)
-        run.last_event_seq += 1
-        rows.append(
-            {
-                "company_id": run.company_id,
-                "run_id": run.id,
-                "seq": run.last_event_seq,
-                "type": event.type,
-                "payload": event.payload,
-                "source_instance": source_instance,
-                "source_seq": event.source_seq,
-            }
+    # The runs are locked, so the session's transaction has begun: these join it.
+    connection = await driver_connection(session)
+    known: set[tuple[uuid.UUID, str, int]] = set()
+    if may_repeat:
+        rows = await connection.fetch(
+            KNOWN, *(list(column) for column in zip(*(key for key, _ in keyed), strict=True))
         )
-    if rows:
-        await session.execute(insert(RunEvent.__table__).values(rows))
-    return len(rows)
+        known = {(row["run_id"], row["source_instance"], row["source_seq"]) for row in rows}
+    fresh: dict[tuple[uuid.UUID, str, int], NewEvent] = {}
+    for key, event in keyed:
+        if key not in known:
+            fresh.setdefault(key, event)  # the first copy of a repeated key stands
+    if not fresh:
+        return 0
+    rows_in_order = list(fresh.items())
+    await connection.execute(
+        APPEND,
+        [key[0] for key, _ in rows_in_order],
+        [key[1] for key, _ in rows_in_order],
+        [key[2] for key, _ in rows_in_order],
+        [event.type for _, event in rows_in_order],
+        [jsonb(event.payload) for _, event in rows_in_order],
+    )
+    # The rows already hold the new counters: the session must neither write
+    # them again nor read stale ones.
+    added: dict[uuid.UUID, int] = {}
+    for key, _ in rows_in_order:
+        added[key[0]] = added.get(key[0], 0) + 1
+    for run, _, _ in entries:
+        if run.id in added:
+            set_committed_value(run, "last_event_seq", run.last_event_seq + added.pop(run.id))
+    return len(rows_in_order)

@@ -14,10 +14,15 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
+from paperclip.engine.journal import CallInput
 from paperclip.models import Runner
 from paperclip.runner import protocol
 
 log = logging.getLogger(__name__)
+
+Dispatch = tuple[uuid.UUID, int, CallInput | None]
+"""An admitted tool call: run id, journal id, and the call when it was just admitted
+(None: read its stored state, which may already hold a result to send again)."""
 
 POLL_SECONDS = 1.0
 FLUSH_SECONDS = 0.5
@@ -63,8 +68,8 @@ class RunnerLink:
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self._closing: asyncio.Task[None] | None = None
-        self.dispatches: asyncio.Queue[tuple[uuid.UUID, int]] = asyncio.Queue()
-        """Admitted tool calls (run id, journal id) waiting to be executed."""
+        self.dispatches: asyncio.Queue[Dispatch] = asyncio.Queue()
+        """Admitted tool calls waiting to be executed."""
 
     def start(self) -> None:
         self._tasks = [

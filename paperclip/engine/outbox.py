@@ -41,40 +41,6 @@ async def enqueue(
     return seq
 
 
-async def enqueue_many(
-    session: AsyncSession,
-    runner_id: uuid.UUID,
-    type_: str,
-    messages: list[tuple[uuid.UUID | None, dict[str, Any]]],
-) -> list[int]:
-    """Add several messages of one type, (run_id, payload) each; their seqs, in order."""
-    if not messages:
-        return []
-    last = (
-        await session.execute(
-            update(Runner)
-            .where(Runner.id == runner_id)
-            .values(out_seq=Runner.out_seq + len(messages))
-            .returning(Runner.out_seq)
-        )
-    ).scalar_one()
-    seqs = list(range(last - len(messages) + 1, last + 1))
-    await session.execute(
-        insert(RunnerMessage.__table__),
-        [
-            {
-                "runner_id": runner_id,
-                "seq": seq,
-                "type": type_,
-                "run_id": run_id,
-                "payload": payload,
-            }
-            for seq, (run_id, payload) in zip(seqs, messages, strict=True)
-        ],
-    )
-    return seqs
-
-
 async def unsent(
     session: AsyncSession, runner_id: uuid.UUID, after: int, limit: int = 500
 ) -> list[RunnerMessage]:

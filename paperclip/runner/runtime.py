@@ -77,6 +77,7 @@ class Runner:
         self._received_seq = 0
         self._ws: ClientConnection | None = None
         self._send_lock = asyncio.Lock()
+        self._ack_task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.connected = asyncio.Event()
 
@@ -128,6 +129,7 @@ class Runner:
             self._ws_url(url),
             additional_headers={"Authorization": f"Bearer {self.credential}"},
             max_size=protocol.MAX_MESSAGE_BYTES,
+            compression=None,  # small JSON messages: deflate costs more CPU than it saves
             open_timeout=10,
             ping_interval=10,
             ping_timeout=20,
@@ -206,6 +208,15 @@ class Runner:
             else:
                 await handler(self, message)
             self._received_seq = seq
+        self._acknowledge_soon()
+
+    def _acknowledge_soon(self) -> None:
+        """One cumulative ack for a burst: sent once the frames already received are handled."""
+        if self._ack_task is None or self._ack_task.done():
+            self._ack_task = asyncio.ensure_future(self._acknowledge())
+
+    async def _acknowledge(self) -> None:
+        await asyncio.sleep(0)  # let the receive loop drain what already arrived
         await self._send({"type": protocol.ACK, "upto": self._received_seq})
 
     # Control-plane messages

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from paperclip_hookspecs.prompts import CompletionReference, SourceKind
-from sqlalchemy import insert, select
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.events import NewEvent, append_events
-from paperclip.models import Comment, Issue, Run, ToolCall, ToolReceipt
+from paperclip.db.driver import driver_connection
+from paperclip.engine.events import NewEvent, append_many
+from paperclip.engine.journal import CallInput, Receipt
+from paperclip.models import Comment, Issue, Run
 from paperclip.prompts import read_execution_input, validate_completion
 from paperclip.services.actor import Actor
 from paperclip.services.comments import add_comment
@@ -30,6 +33,10 @@ from paperclip.tools.catalog import BY_NAME
 class ToolOutcome:
     result: dict[str, Any]
     is_error: bool = False
+    events: tuple[NewEvent, ...] = ()
+    """Entries for the run's log: appended with the other effects, for the whole batch at once."""
+    receipt: Receipt | None = None
+    """A write tool's new receipt: recorded with the call's result (``journal.settle_many``)."""
 
 
 @cache
@@ -42,7 +49,7 @@ def error(code: str, message: str, **details: Any) -> ToolOutcome:
     return ToolOutcome({"error": {"code": code, "message": message, **details}}, is_error=True)
 
 
-def command_id_of(call: ToolCall) -> str:
+def command_id_of(call: CallInput) -> str:
     """The command id of a call, scoped to its run.
 
     The model's own ``command_id`` when it gave one (so a retry of the same
@@ -56,8 +63,55 @@ def revision(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcome:
+async def execute(session: AsyncSession, run: Run, call: CallInput) -> ToolOutcome:
     """Run ``call`` for ``run`` (whose row the caller locked) and return what the model gets."""
+    return (await execute_many(session, [(run, call)]))[0]
+
+
+async def execute_many(
+    session: AsyncSession, work: Sequence[tuple[Run, CallInput]]
+) -> list[ToolOutcome]:
+    """Run calls in order, in the caller's transaction (their runs' rows locked).
+
+    The receipts of the whole batch are looked up in one statement and the
+    log entries of all its effects appended in one; the new receipts are
+    returned in the outcomes, for the settlement to record with the results.
+    """
+    # Only a model-chosen command id can have a receipt already: a call's own id
+    # is the command of a call that is still pending, so it has no effect yet.
+    commands = [
+        command_id_of(call)
+        for _, call in work
+        if (spec := BY_NAME.get(call.tool)) is not None
+        and spec.writes
+        and call.arguments.get("command_id")
+    ]
+    receipts: dict[str, Receipt] = {}
+    connection = await driver_connection(session)  # the runs are locked: the transaction has begun
+    if commands:
+        rows = await connection.fetch(RECEIPTS, commands)
+        receipts = {row["command_id"]: Receipt(**row) for row in rows}
+    outcomes = [await _execute(session, run, call, receipts) for run, call in work]
+    await append_many(
+        session,
+        [(run, "tool", outcome.events) for (run, _), outcome in zip(work, outcomes, strict=True)],
+        may_repeat=False,  # the calls are pending, so none of their effects was committed
+    )
+    return outcomes
+
+
+RECEIPTS = """
+SELECT command_id, company_id, run_id, tool, state_revision, result
+FROM tool_receipts WHERE command_id = ANY($1::text[])
+"""
+
+
+async def _execute(
+    session: AsyncSession,
+    run: Run,
+    call: CallInput,
+    receipts: dict[str, Receipt],
+) -> ToolOutcome:
     spec = BY_NAME.get(call.tool)
     if spec is None:
         return error("unknown_tool", f"there is no tool named {call.tool!r}")
@@ -72,15 +126,15 @@ async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcom
         return await READS[call.tool](session, run, call.arguments)
 
     command_id = command_id_of(call)
-    receipt = await session.get(ToolReceipt, command_id)
+    receipt = receipts.get(command_id)
     if receipt is not None:
         if receipt.run_id != run.id or receipt.company_id != run.company_id:
             return error("foreign_receipt", "this command belongs to another run")
-        return ToolOutcome({**receipt.result, "receipt": receipt_body(receipt, "duplicate")})
+        return ToolOutcome({**receipt.result, "receipt": receipt.body("duplicate")})
     outcome = await WRITES[call.tool](session, run, call, actor)
     if outcome.is_error:
         return outcome
-    receipt = ToolReceipt(
+    receipt = Receipt(
         command_id=command_id,
         company_id=run.company_id,
         run_id=run.id,
@@ -88,26 +142,12 @@ async def execute(session: AsyncSession, run: Run, call: ToolCall) -> ToolOutcom
         state_revision=outcome.result.pop("_state_revision", revision(outcome.result)),
         result=outcome.result,
     )
-    # Core insert: the receipt is written once and not read back in this transaction.
-    await session.execute(
-        insert(ToolReceipt.__table__).values(
-            command_id=receipt.command_id,
-            company_id=receipt.company_id,
-            run_id=receipt.run_id,
-            tool=receipt.tool,
-            state_revision=receipt.state_revision,
-            result=receipt.result,
-        )
+    receipts[command_id] = receipt  # a later call of this batch with this command is a duplicate
+    return ToolOutcome(
+        {**outcome.result, "receipt": receipt.body("applied")},
+        events=outcome.events,
+        receipt=receipt,
     )
-    return ToolOutcome({**outcome.result, "receipt": receipt_body(receipt, "applied")})
-
-
-def receipt_body(receipt: ToolReceipt, outcome: str) -> dict[str, Any]:
-    return {
-        "command_id": receipt.command_id,
-        "outcome": outcome,
-        "state_revision": receipt.state_revision,
-    }
 
 
 # Read tools
@@ -160,7 +200,7 @@ async def get_task_context(session: AsyncSession, run: Run, _: dict[str, Any]) -
 
 
 async def post_comment(
-    session: AsyncSession, run: Run, call: ToolCall, actor: Actor
+    session: AsyncSession, run: Run, call: CallInput, actor: Actor
 ) -> ToolOutcome:
     if run.issue_id is None:
         return error("no_task", "this run has no task to comment on")
@@ -171,22 +211,26 @@ async def post_comment(
 
 
 async def report_progress(
-    session: AsyncSession, run: Run, call: ToolCall, actor: Actor
+    session: AsyncSession, run: Run, call: CallInput, actor: Actor
 ) -> ToolOutcome:
     summary = call.arguments["summary"]
     # The journal row's id is unique, so it is the event's replay key.
-    await append_events(session, run, "tool", [NewEvent(call.id, "progress", {"summary": summary})])
-    return ToolOutcome({"recorded": True})
+    return ToolOutcome(
+        {"recorded": True}, events=(NewEvent(call.id, "progress", {"summary": summary}),)
+    )
 
 
-async def finish(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) -> ToolOutcome:
+async def finish(session: AsyncSession, run: Run, call: CallInput, actor: Actor) -> ToolOutcome:
     if run.result is not None:
         return error(
             "already_finished",
             "this run already reported its result",
             result=run.result,
         )
-    refused = refused_references(run, call.arguments.get("references") or [])
+    references = call.arguments.get("references") or []
+    refused = refused_references(
+        await execution_input_of(session, run) if references else None, references
+    )
     if refused:
         # A correction the model can act on in the same turn.
         return error(
@@ -205,16 +249,23 @@ async def finish(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) 
     return ToolOutcome({"accepted": True, "outcome": call.arguments["outcome"]})
 
 
-def refused_references(run: Run, references: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def execution_input_of(session: AsyncSession, run: Run) -> dict[str, Any] | None:
+    """The run's persisted execution input (the dispatch loads runs without it: it is the whole prompt)."""
+    return (await session.execute(select(Run.execution_input).where(Run.id == run.id))).scalar_one()
+
+
+def refused_references(
+    execution_input: dict[str, Any] | None, references: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """The references that the run's persisted execution input (v5 or v4) did not render."""
     if not references:
         return []
     wanted = tuple(
         CompletionReference(SourceKind(r["kind"]), r["id"], r.get("revision")) for r in references
     )
-    if run.execution_input is None:
+    if execution_input is None:
         return [dict(r, reason="not_rendered") for r in references]
-    check = validate_completion(read_execution_input(run.execution_input), wanted)
+    check = validate_completion(read_execution_input(execution_input), wanted)
     return [
         {
             "kind": item.reference.kind.value,
@@ -226,7 +277,7 @@ def refused_references(run: Run, references: list[dict[str, Any]]) -> list[dict[
     ]
 
 
-async def block(session: AsyncSession, run: Run, call: ToolCall, actor: Actor) -> ToolOutcome:
+async def block(session: AsyncSession, run: Run, call: CallInput, actor: Actor) -> ToolOutcome:
     if run.result is not None:
         return error("already_finished", "this run already reported its result", result=run.result)
     run.result = {

@@ -1,0 +1,165 @@
+"""The batched tool journal on a real PostgreSQL: fenced admission, exactly-once settlement."""
+
+from __future__ import annotations
+
+import uuid
+
+import asyncpg
+import pytest
+from sqlalchemy import select
+
+from paperclip.db.driver import driver_connection
+from paperclip.engine import journal
+from paperclip.engine.fence import lock_runs
+from paperclip.models import Run, RunEvent, RunStatus, ToolCall, ToolCallStatus
+from paperclip.tools.executor import execute_many
+
+INSTANCE = "replica-test"
+
+
+@pytest.fixture
+async def runs(client, container):
+    """Two running runs of one agent, controlled by INSTANCE at epoch 3."""
+    company = (await client.post("/api/companies", json={"name": "Journal"})).json()
+    cid = company["id"]
+    agent = (
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "codex"})
+    ).json()
+    ids = []
+    async with container.sessions().begin() as session:
+        for _ in range(2):
+            issue = (
+                await client.post(f"/api/companies/{cid}/issues", json={"title": "task"})
+            ).json()
+            run = Run(
+                id=uuid.uuid4(),
+                company_id=uuid.UUID(cid),
+                agent_id=uuid.UUID(agent["id"]),
+                issue_id=uuid.UUID(issue["id"]),
+                provider="codex",
+                status=RunStatus.RUNNING,
+                controller_instance=INSTANCE,
+                controller_epoch=3,
+            )
+            session.add(run)
+            ids.append(run.id)
+    return ids
+
+
+async def admit(container, requests):
+    async with container.sessions()() as session:
+        return await journal.admit_many(
+            await driver_connection(session), requests, instance=INSTANCE
+        )
+
+
+def progress(run_id, call_id, epoch=3):
+    return journal.Request(run_id, epoch, call_id, "report_progress", {"summary": call_id})
+
+
+async def stored_calls(container, runs):
+    async with container.sessions()() as session:
+        rows = await session.execute(
+            select(ToolCall).where(ToolCall.run_id.in_(runs)).order_by(ToolCall.id)
+        )
+        return list(rows.scalars())
+
+
+async def test_calls_of_several_runs_are_admitted_in_one_statement_with_their_admission(
+    container, runs
+):
+    admitted = await admit(
+        container, [progress(runs[0], "a"), progress(runs[1], "b"), progress(runs[0], "c")]
+    )
+
+    assert {key: fresh for key, (_, fresh) in admitted.items()} == {
+        (runs[0], "a"): True,
+        (runs[1], "b"): True,
+        (runs[0], "c"): True,
+    }
+    rows = await stored_calls(container, runs)
+    # Journal ids follow the order the calls came in.
+    assert [r.call_id for r in rows] == ["a", "b", "c"]
+    assert {(r.status, r.admitted_by, r.admitted_epoch) for r in rows} == {
+        (ToolCallStatus.PENDING, INSTANCE, 3)
+    }
+
+
+async def test_a_replayed_call_is_the_same_input(container, runs):
+    [(first_id, _)] = (await admit(container, [progress(runs[0], "a")])).values()
+
+    replayed = await admit(container, [progress(runs[0], "a"), progress(runs[0], "b")])
+
+    assert replayed[(runs[0], "a")] == (first_id, False)
+    assert replayed[(runs[0], "b")][1] is True
+    assert [r.call_id for r in await stored_calls(container, runs)] == ["a", "b"]
+
+
+async def test_a_stale_epoch_admits_nothing_for_its_run(container, runs):
+    admitted = await admit(container, [progress(runs[0], "old", epoch=2), progress(runs[1], "ok")])
+
+    assert set(admitted) == {(runs[1], "ok")}
+    assert [r.call_id for r in await stored_calls(container, runs)] == ["ok"]
+    async with container.sessions().begin() as session:
+        locked, refused = await lock_runs(session, {runs[0]: 2, runs[1]: 3}, instance=INSTANCE)
+    assert set(locked) == {runs[1]}
+    assert refused[runs[0]].details == {"current_epoch": 3, "write_epoch": 2}
+
+
+async def dispatch(container, runs, call_ids):
+    """What the engine's dispatch does: execute and settle in one fenced transaction."""
+    async with container.sessions().begin() as session:
+        locked, _ = await lock_runs(session, dict.fromkeys(runs, 3), instance=INSTANCE)
+        rows = (await session.execute(select(ToolCall).where(ToolCall.id.in_(call_ids)))).scalars()
+        work = [(locked[row.run_id], journal.CallInput.of(row)) for row in rows]
+        outcomes = await execute_many(session, work)
+        return await journal.settle_many(
+            await driver_connection(session),
+            [
+                journal.Settlement(call.id, o.result, o.is_error, 3, o.receipt)
+                for (_, call), o in zip(work, outcomes, strict=True)
+            ],
+            [(call.run_id, {"call_id": call.call_id}) for _, call in work],
+            instance=INSTANCE,
+            runner_id=None,
+        )
+
+
+async def events_of(container, run_id):
+    async with container.sessions()() as session:
+        rows = await session.execute(
+            select(RunEvent.type, RunEvent.seq).where(RunEvent.run_id == run_id)
+        )
+        return [tuple(row) for row in rows]
+
+
+async def test_a_call_settles_once_and_its_effect_is_written_once(container, runs):
+    admitted = await admit(container, [progress(runs[0], "a"), progress(runs[1], "b")])
+    call_ids = [call_id for call_id, _ in admitted.values()]
+
+    assert await dispatch(container, runs, call_ids) == []  # no runner: no replies queued
+
+    rows = await stored_calls(container, runs)
+    assert {r.status for r in rows} == {ToolCallStatus.SETTLED}
+    assert all(r.result["receipt"]["outcome"] == "applied" for r in rows)
+
+    # Executing the same calls again (a dispatch racing another) cannot commit:
+    # the database refuses the second progress event, and everything rolls back.
+    with pytest.raises(asyncpg.UniqueViolationError):
+        await dispatch(container, runs, call_ids)
+    for run_id in runs:
+        assert await events_of(container, run_id) == [("progress", 1)]
+
+
+async def test_a_second_settlement_of_a_call_rolls_back(container, runs):
+    [(call_id, _)] = (
+        await admit(container, [journal.Request(runs[0], 3, "read", "get_task_context", {})])
+    ).values()
+    await dispatch(container, runs, [call_id])
+    [settled] = await stored_calls(container, runs)
+
+    # A read has no effect for a constraint to refuse: the settlement itself does.
+    with pytest.raises(journal.AlreadySettledError):
+        await dispatch(container, runs, [call_id])
+    [after] = await stored_calls(container, runs)
+    assert (after.result, after.settled_at) == (settled.result, settled.settled_at)
