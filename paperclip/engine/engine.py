@@ -337,16 +337,16 @@ class RunEngine:
         tool calls are admitted together (one statement), and one cumulative
         ack answers it all once its effects are durable.
         """
-        inbox: asyncio.Queue[str | BaseException] = asyncio.Queue(INBOX_LIMIT)
+        inbox: asyncio.Queue[str | Exception] = asyncio.Queue(INBOX_LIMIT)
         link.run_alongside(self._read_socket(link, inbox), f"receive-{link.runner_id}")
         while True:
             batch = [await inbox.get()]
             while len(batch) < RECEIVE_BATCH and not inbox.empty():
                 batch.append(inbox.get_nowait())
             messages: list[dict[str, Any]] = []
-            ended: BaseException | None = None
+            ended: Exception | None = None
             for item in batch:
-                if isinstance(item, BaseException):
+                if isinstance(item, Exception):
                     ended = item
                     break
                 try:
@@ -370,9 +370,7 @@ class RunEngine:
             if link.closed.is_set():
                 raise WebSocketDisconnect(detail="the link closed")
 
-    async def _read_socket(
-        self, link: RunnerLink, inbox: asyncio.Queue[str | BaseException]
-    ) -> None:
+    async def _read_socket(self, link: RunnerLink, inbox: asyncio.Queue[str | Exception]) -> None:
         """Move the runner's frames to the inbox as they arrive, so they batch up meanwhile."""
         try:
             while True:
@@ -383,7 +381,7 @@ class RunEngine:
             with contextlib.suppress(asyncio.QueueFull):
                 inbox.put_nowait(WebSocketDisconnect(detail="the link closed"))
             raise
-        except BaseException as exc:  # the socket closed (or broke): the processor ends the link
+        except Exception as exc:  # the socket closed (or broke): the processor ends the link
             await inbox.put(exc)
 
     async def _process(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
@@ -399,6 +397,7 @@ class RunEngine:
                 calls.append(message)
                 continue
             await self._admit_calls(link, calls)
+            calls = []
             handler = self._handlers.get(message["type"])
             if handler is None:
                 await link.send(

@@ -161,6 +161,52 @@ def test_tool_calls_need_the_runs_own_token(control_plane):
     asyncio.run(scenario())
 
 
+def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
+    """Frames that arrive together are one batch: each call answered once, each event stored once."""
+    stack = control_plane
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open()
+        ctx = await asyncio.to_thread(assigned_issue, stack)
+        start = await started(peer)
+        run_id, token = start["run_id"], start["token"]
+        bursts = 30
+        for n in range(bursts):  # no waiting in between: they queue up on the server
+            await peer.send(
+                protocol.TOOL_CALL,
+                run_id=run_id,
+                call_id=f"c{n}",
+                tool="report_progress",
+                token=token,
+                arguments={"summary": f"step {n}"},
+            )
+            await peer.send(protocol.EVENT, run_id=run_id, event_type="item/completed", payload={})
+            await peer.send(
+                protocol.TOOL_CALL,
+                run_id=run_id,
+                call_id=f"d{n}",
+                tool="report_progress",
+                token=token,
+                arguments={"summary": f"more {n}"},
+            )
+        answered: list[str] = []
+        while len(answered) < 2 * bursts:
+            answered.append((await peer.expect(protocol.TOOL_RESULT))["call_id"])
+        with pytest.raises(TimeoutError):  # and nothing twice
+            answered.append((await peer.expect(protocol.TOOL_RESULT, within=1.5))["call_id"])
+        assert sorted(answered) == sorted(
+            [f"c{n}" for n in range(bursts)] + [f"d{n}" for n in range(bursts)]
+        )
+        events = await asyncio.to_thread(stack.events, ctx, run_id)
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        kinds = [e["type"] for e in events]
+        assert (kinds.count("progress"), kinds.count("item/completed")) == (2 * bursts, bursts)
+        await peer.close()
+
+    asyncio.run(scenario())
+
+
 def test_a_replayed_call_gets_its_saved_result_and_a_retried_command_its_receipt(control_plane):
     stack = control_plane
 
