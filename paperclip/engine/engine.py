@@ -185,6 +185,10 @@ class RunEngine:
     ) -> RunnerLink:
         instance = str(hello.get("runner_instance") or "")
         received = int(hello.get("received_seq") or 0)
+        previous = self.links.get(runner.id)
+        if previous is not None:
+            # Closed first: it saves how far it processed, which this link resumes from.
+            await previous.close(protocol.CLOSE_REPLACED, "a newer connection of this runner")
         async with self.sessions.begin() as session:
             row = await session.get(Runner, runner.id, with_for_update=True)
             assert row is not None
@@ -194,9 +198,6 @@ class RunEngine:
             row.last_seen_at = datetime.now(UTC)
             await outbox.acknowledge(session, runner.id, received)
             last_in = row.in_seq
-        previous = self.links.get(runner.id)
-        if previous is not None:
-            await previous.close(protocol.CLOSE_REPLACED, "a newer connection of this runner")
         link = RunnerLink(
             runner.id,
             instance,
@@ -216,9 +217,11 @@ class RunEngine:
         return link
 
     async def _unregister(self, link: RunnerLink) -> None:
+        # Still registered while it closes, so a reconnect of the runner waits
+        # for its position to be saved (see _register).
+        await link.close()
         if self.links.get(link.runner_id) is link:
             del self.links[link.runner_id]
-        await link.close()
         mine = await self._runs_of(link.runner_id)
         if link.runner_id in self.links:
             # A newer connection of this runner took over here: its runs stay

@@ -67,6 +67,7 @@ class RunnerLink:
         self._order_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
+        self._shut = asyncio.Event()
         self._closing: asyncio.Task[None] | None = None
         self.dispatches: asyncio.Queue[Dispatch] = asyncio.Queue()
         """Admitted tool calls waiting to be executed."""
@@ -108,7 +109,9 @@ class RunnerLink:
         await self.send({"type": protocol.ACK, "upto": upto})
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
+        """Stop the link's tasks, save its position, close the socket; returns when all that is done."""
         if self.closed.is_set():
+            await self._shut.wait()  # closing elsewhere: its position is saved once that ends
             return
         self.closed.set()
         for task in self._tasks:
@@ -119,6 +122,7 @@ class RunnerLink:
             await self.flush()
         with contextlib.suppress(Exception):
             await self.socket.close(code=code, reason=reason)
+        self._shut.set()
 
     async def flush(self) -> None:
         """Save the resume point and forget the messages the runner acknowledged."""
