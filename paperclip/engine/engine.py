@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal, leases, outbox
-from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.events import NewEvent, append_events, append_many
 from paperclip.engine.fence import StaleEpochError, lock_run, lock_runs
 from paperclip.engine.finalize import decide, finish_run
 from paperclip.engine.links import Dispatch, RunnerLink
@@ -388,32 +388,80 @@ class RunEngine:
             await inbox.put(exc)
 
     async def _process(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
-        """Handle messages in seq order; consecutive tool calls share one admission."""
-        calls: list[dict[str, Any]] = []
+        """Handle messages in seq order; consecutive tool calls, or events, share one transaction."""
+        group: list[dict[str, Any]] = []
         highest = link.last_in
         for message in messages:
             seq = message["seq"]
             if seq <= highest:
                 continue  # a replay of something already processed
             highest = seq
-            if message["type"] == protocol.TOOL_CALL and self._admissible(message):
-                calls.append(message)
+            kind = message["type"]
+            if self._batchable(message):
+                if group and group[0]["type"] != kind:
+                    await self._process_group(link, group)
+                    group = []
+                group.append(message)
                 continue
-            await self._admit_calls(link, calls)
-            calls = []
-            handler = self._handlers.get(message["type"])
+            await self._process_group(link, group)
+            group = []
+            handler = self._handlers.get(kind)
             if handler is None:
                 await link.send(
-                    {
-                        "type": protocol.ERROR,
-                        "message": f"unknown type {message['type']!r}",
-                        "seq": seq,
-                    }
+                    {"type": protocol.ERROR, "message": f"unknown type {kind!r}", "seq": seq}
                 )
             else:
                 await handler(self, link, message)
             link.processed(seq)
-        await self._admit_calls(link, calls)
+        await self._process_group(link, group)
+
+    def _batchable(self, message: dict[str, Any]) -> bool:
+        """A tool call or an event for a run controlled here (a call also needs its verified token).
+
+        Anything else takes its handler, which decides (a run that ended, a stale link).
+        """
+        if message["type"] not in (protocol.TOOL_CALL, protocol.EVENT):
+            return False
+        try:
+            run_id = uuid.UUID(message["run_id"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        if run_id not in self.owned:
+            return False
+        if message["type"] == protocol.EVENT:
+            return True
+        token = self._run_tokens.get(run_id)
+        return token is not None and token == hash_key(str(message.get("token") or ""))
+
+    async def _process_group(self, link: RunnerLink, group: list[dict[str, Any]]) -> None:
+        if not group:
+            return
+        if group[0]["type"] == protocol.TOOL_CALL:
+            await self._admit_calls(link, group)
+        else:
+            await self._append_events(link, group)
+
+    async def _append_events(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
+        """Persist consecutive provider events, of any runs controlled here, in one transaction."""
+        by_run: dict[uuid.UUID, list[NewEvent]] = {}
+        for message in messages:
+            by_run.setdefault(uuid.UUID(message["run_id"]), []).append(
+                NewEvent(
+                    message["seq"], str(message.get("event_type")), message.get("payload") or {}
+                )
+            )
+        async with self.sessions.begin() as session:
+            runs, refused = await lock_runs(
+                session, {run_id: self._epoch(run_id) for run_id in by_run}, instance=self.instance
+            )
+            if refused:
+                raise next(iter(refused.values()))  # this link is stale: as in _on_event
+            await append_many(
+                session,
+                [(runs[run_id], link.instance, events) for run_id, events in by_run.items()],
+            )
+        for message in messages:
+            link.processed(message["seq"])
 
     async def _controls(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
         """Whether this replica controls the run a runner message is about.
@@ -466,21 +514,8 @@ class RunEngine:
         except NotFoundError:
             log.warning("event for unknown run %s dropped", run_id)
 
-    def _admissible(self, message: dict[str, Any]) -> bool:
-        """Can this call take the batched path: a run controlled here, with its verified token?"""
-        try:
-            run_id = uuid.UUID(message["run_id"])
-        except (KeyError, TypeError, ValueError):
-            return False
-        token = self._run_tokens.get(run_id)
-        return (
-            run_id in self.owned
-            and token is not None
-            and token == hash_key(str(message.get("token") or ""))
-        )
-
     async def _admit_calls(self, link: RunnerLink, messages: list[dict[str, Any]]) -> None:
-        """Journal admissible calls in one statement, then queue them for dispatch.
+        """Journal calls of runs controlled here in one statement, then queue them for dispatch.
 
         A call the statement did not admit (its run was adopted elsewhere since)
         takes the one-call path, which refuses it or closes the link.
@@ -492,7 +527,7 @@ class RunEngine:
             run_id = uuid.UUID(message["run_id"])
             request = journal.Request(
                 run_id,
-                self.owned[run_id],
+                self._epoch(run_id),
                 str(message["call_id"]),
                 str(message.get("tool")),
                 message.get("arguments") or {},

@@ -181,7 +181,13 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
                 token=token,
                 arguments={"summary": f"step {n}"},
             )
-            await peer.send(protocol.EVENT, run_id=run_id, event_type="item/completed", payload={})
+            for part in (1, 2):  # consecutive events share a transaction
+                await peer.send(
+                    protocol.EVENT,
+                    run_id=run_id,
+                    event_type="item/completed",
+                    payload={"n": n, "part": part},
+                )
             await peer.send(
                 protocol.TOOL_CALL,
                 run_id=run_id,
@@ -201,7 +207,11 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
         events = await asyncio.to_thread(stack.events, ctx, run_id)
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         kinds = [e["type"] for e in events]
-        assert (kinds.count("progress"), kinds.count("item/completed")) == (2 * bursts, bursts)
+        assert kinds.count("progress") == 2 * bursts
+        provider = [
+            (e["payload"]["n"], e["payload"]["part"]) for e in events if e["type"] != "progress"
+        ]
+        assert provider == [(n, part) for n in range(bursts) for part in (1, 2)]  # in order, once
         await peer.close()
 
     asyncio.run(scenario())
