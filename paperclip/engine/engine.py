@@ -337,8 +337,9 @@ class RunEngine:
         """Process the runner's messages in order, a batch at a time.
 
         A batch is whatever arrived while the previous one was processed. Its
-        tool calls are admitted together (one statement), and one cumulative
-        ack answers it all once its effects are durable.
+        consecutive tool calls are admitted together (one statement), its
+        consecutive events stored together, and one cumulative ack answers it
+        all once its effects are durable.
         """
         inbox: asyncio.Queue[str | Exception] = asyncio.Queue(INBOX_LIMIT)
         link.run_alongside(self._read_socket(link, inbox), f"receive-{link.runner_id}")

@@ -63,15 +63,10 @@ def revision(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
-async def execute(session: AsyncSession, run: Run, call: CallInput) -> ToolOutcome:
-    """Run ``call`` for ``run`` (whose row the caller locked) and return what the model gets."""
-    return (await execute_many(session, [(run, call)]))[0]
-
-
 async def execute_many(
     session: AsyncSession, work: Sequence[tuple[Run, CallInput]]
 ) -> list[ToolOutcome]:
-    """Run calls in order, in the caller's transaction (their runs' rows locked).
+    """Run calls in order, in the caller's transaction (their runs' rows locked): what the model gets.
 
     The receipts of the whole batch are looked up in one statement and the
     log entries of all its effects appended in one; the new receipts are
