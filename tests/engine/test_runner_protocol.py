@@ -171,16 +171,20 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
         ctx = await asyncio.to_thread(assigned_issue, stack)
         start = await started(peer)
         run_id, token = start["run_id"], start["token"]
-        bursts = 30
-        for n in range(bursts):  # no waiting in between: they queue up on the server
+
+        async def progress(call_id: str) -> None:
             await peer.send(
                 protocol.TOOL_CALL,
                 run_id=run_id,
-                call_id=f"c{n}",
+                call_id=call_id,
                 tool="report_progress",
                 token=token,
-                arguments={"summary": f"step {n}"},
+                arguments={"summary": call_id},
             )
+
+        bursts = 30
+        for n in range(bursts):  # no waiting in between: they queue up on the server
+            await progress(f"c{n}")
             for part in (1, 2):  # consecutive events share a transaction
                 await peer.send(
                     protocol.EVENT,
@@ -188,14 +192,7 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
                     event_type="item/completed",
                     payload={"n": n, "part": part},
                 )
-            await peer.send(
-                protocol.TOOL_CALL,
-                run_id=run_id,
-                call_id=f"d{n}",
-                tool="report_progress",
-                token=token,
-                arguments={"summary": f"more {n}"},
-            )
+            await progress(f"d{n}")
         answered: list[str] = []
         while len(answered) < 2 * bursts:
             answered.append((await peer.expect(protocol.TOOL_RESULT))["call_id"])
