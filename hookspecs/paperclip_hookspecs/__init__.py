@@ -5,7 +5,7 @@ Plugins import only this package. ``HOOK_API`` versions the contract itself
 core checks each plugin's declared requirement on ``paperclip-hookspecs``
 against it before registering the plugin. The distribution's version is
 ``HOOK_API``, so a plugin states the contract it needs as an ordinary
-dependency (``paperclip-hookspecs>=1.1,<2``). See ``CHANGELOG.md``.
+dependency (``paperclip-hookspecs>=1.2,<2``). See ``CHANGELOG.md``.
 
 One module per hook family: :mod:`~paperclip_hookspecs.providers`,
 :mod:`~paperclip_hookspecs.prompts`, :mod:`~paperclip_hookspecs.receipts`,
@@ -17,6 +17,6 @@ from __future__ import annotations
 
 from paperclip_hookspecs._markers import PROJECT_NAME, hookimpl
 
-HOOK_API = "1.1.0"
+HOOK_API = "1.2.0"
 
 __all__ = ["HOOK_API", "PROJECT_NAME", "hookimpl"]

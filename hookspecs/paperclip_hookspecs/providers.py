@@ -9,11 +9,22 @@ The control plane reads only the kind's name and capabilities.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from paperclip_hookspecs._markers import hookspec
+
+LAUNCH_KEY = "launch"
+"""The provider-config key that names a launch profile of the runner (hook API 1.2).
+
+Its value is a profile name (``"default"`` when absent). Which command a
+profile starts is the runner host's decision: the profiles a provider kind
+offers (:attr:`ProviderKind.launch`), unless the runner's own configuration
+replaces them. An agent's config can only select among them, never name an
+executable.
+"""
+DEFAULT_LAUNCH = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +39,10 @@ class ProviderCapabilities:
     """The model can call the run's server-owned tools over MCP."""
     fresh_retry: bool = False
     """When a resume fails, a fresh session may be started with the full brief."""
+    follow_up: bool = False
+    """A message can be queued to run after the current turn (hook API 1.2)."""
+    system_prompt: bool = False
+    """The provider carries :attr:`TurnInput.system` as its system prompt (hook API 1.2)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +66,9 @@ class TurnInput:
     mcp: McpEndpoint | None = None
     config: Mapping[str, Any] = field(default_factory=dict)
     """The agent's provider configuration, as stored on the agent."""
+    system: str | None = None
+    """Standing rules for the model (hook API 1.2): a provider whose capabilities say
+    ``system_prompt`` carries them as its system prompt; others get them in ``prompt``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +120,22 @@ class DriverContext:
     """A private, writable directory for this run's provider state (homes, config files)."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Extra environment for the provider process."""
+    command: tuple[str, ...] = ()
+    """The command line the runner allows for this run (hook API 1.2): the launch
+    profile the agent selected, resolved by the runner. A driver starts this and
+    never a command taken from the agent's config. Empty from a runner older than 1.2."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderProbe:
+    """What ``paperclip doctor`` reports about a provider's CLI on this machine (hook API 1.2)."""
+
+    found: bool
+    version: str | None = None
+    path: str | None = None
+    """Where the executable was found."""
+    hint: str = ""
+    """What to do when it is missing or unusable (how to install it, which setting to check)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +146,16 @@ class ProviderKind:
     capabilities: ProviderCapabilities
     create_driver: Callable[[DriverContext], ProviderDriver]
     description: str = ""
+    config_schema: Mapping[str, Any] | None = None
+    """JSON Schema (2020-12) of the agent's provider config (hook API 1.2). The control
+    plane refuses a config that does not match it when the agent is created or
+    changed (422 naming the field). None: any JSON object."""
+    launch: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """The launch profiles this kind offers by default, by name (hook API 1.2), e.g.
+    ``{"default": ("codex", "app-server")}``. A runner host may replace them."""
+    probe: Callable[[Sequence[str]], ProviderProbe] | None = None
+    """Given a launch command, whether its executable is installed and its version
+    (hook API 1.2); ``paperclip doctor`` calls it. Must not start a session."""
 
 
 @hookspec
