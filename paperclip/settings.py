@@ -83,6 +83,13 @@ class Settings(BaseSettings):
         description="`paperclip serve` starts a runner on this machine (`--no-runner` leaves it out).",
     )
 
+    runner_launch: dict[str, dict[str, list[str]]] = Field(
+        default_factory=dict,
+        description="The runner host's launch profiles, as JSON: provider -> profile name -> "
+        "command line; laid over the provider plugins' defaults (an empty command removes one). "
+        "Agents select a profile by name; they never name an executable.",
+    )
+
     # Plugins: names are entry-point names or distribution names; built-ins by their own name.
     plugins_disable: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(),

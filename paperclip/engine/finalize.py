@@ -25,7 +25,7 @@ def decide(run: Run, turn: dict[str, Any]) -> tuple[RunStatus, str | None, str |
     if turn.get("status") != "completed":
         return (
             RunStatus.FAILED,
-            "provider_turn_failed",
+            str(turn.get("error_code") or "provider_turn_failed"),
             str(turn.get("error") or f"the provider ended the turn as {turn.get('status')}"),
         )
     if run.result is None:

@@ -32,6 +32,7 @@ from paperclip_hookspecs.providers import (
 from websockets.asyncio.client import ClientConnection, connect
 
 from paperclip.runner import protocol
+from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.tools.catalog import TOOLS
 
@@ -59,6 +60,7 @@ class Runner:
         *,
         work_dir: Path,
         providers: dict[str, Any],
+        launch: LaunchPolicy | None = None,
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -67,6 +69,8 @@ class Runner:
         self.work_dir = work_dir
         self.providers = providers
         """Provider kinds by name (from the runner's plugin host)."""
+        self.launch = launch if launch is not None else LaunchPolicy.build(providers)
+        """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.runs: dict[str, HostedRun] = {}
         self.bridge = McpBridge(TOOLS, self._dispatch_tool)
@@ -227,19 +231,27 @@ class Runner:
             return  # a replay of a turn already started
         hosted = HostedRun(run_id=run_id, token=message["token"])
         self.runs[run_id] = hosted
-        kind = self.providers.get(message.get("provider", ""))
+        provider = str(message.get("provider", ""))
+        kind = self.providers.get(provider)
         if kind is None:
-            await self._send_data(
-                protocol.TURN_FINISHED,
-                run_id=run_id,
-                status="failed",
-                session_ref=None,
-                error=f"provider {message.get('provider')!r} is not installed on this runner",
+            await self._refuse_turn(
+                run_id,
+                "provider_not_installed",
+                f"provider {provider!r} is not installed on this runner",
             )
+            return
+        config = message.get("config") or {}
+        try:
+            # Decided here, before any process starts: the host's policy, not the caller's.
+            command = self.launch.resolve(provider, config)
+        except LaunchRefused as exc:
+            await self._refuse_turn(run_id, exc.code, str(exc))
             return
         state_dir = self.work_dir / "runs" / run_id
         state_dir.mkdir(parents=True, exist_ok=True)
-        hosted.driver = kind.create_driver(DriverContext(state_dir=str(state_dir)))
+        hosted.driver = kind.create_driver(
+            DriverContext(state_dir=str(state_dir), command=command)
+        )
         self.bridge.open_run(run_id, hosted.token)
         turn = TurnInput(
             run_id=run_id,
@@ -247,9 +259,21 @@ class Runner:
             cwd=str(state_dir),
             session_ref=message.get("session_ref"),
             mcp=McpEndpoint(name="paperclip", url=self.bridge.url, bearer_token=hosted.token),
-            config=message.get("config") or {},
+            config=config,
+            system=message.get("system"),
         )
         hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
+
+    async def _refuse_turn(self, run_id: str, code: str, text: str) -> None:
+        log.warning("run %s refused: %s", run_id, text)
+        await self._send_data(
+            protocol.TURN_FINISHED,
+            run_id=run_id,
+            status="failed",
+            session_ref=None,
+            error=text,
+            error_code=code,
+        )
 
     async def _run_turn(self, hosted: HostedRun, turn: TurnInput) -> None:
         assert hosted.driver is not None

@@ -145,25 +145,27 @@ def test_only_lists_the_installed_plugins_allowed(fake_site: FakeSite, tmp_path)
 
 
 def test_a_plugin_for_a_newer_hook_api_is_refused(fake_site: FakeSite, tmp_path, caplog):
+    major, minor, _ = (int(part) for part in HOOK_API.split("."))
+    newer = f">={major}.{minor + 1},<{major + 1}"  # the next minor: not yet released
     fake_site.install(
         "paperclip-future",
         "3.0.0",
         entry_points={"future": "future_plugin"},
         modules={"future_plugin": provider_module("future")},
-        requires=["paperclip-hookspecs<2,>=1.2"],
+        requires=[f"paperclip-hookspecs{newer}"],
     )
     with caplog.at_level(logging.INFO, logger="paperclip.plugins"):
         host = discover(tmp_path)
 
     future = record(host, "future")
     assert (future.status, future.code) == (PluginStatus.SKIPPED, SkipCode.INCOMPATIBLE_HOOK_API)
-    assert future.hook_api == ">=1.2,<2"
+    assert future.hook_api == newer
     assert future.reason == (
-        f"requires paperclip-hookspecs>=1.2,<2, but the running hook API is {HOOK_API}"
+        f"requires paperclip-hookspecs{newer}, but the running hook API is {HOOK_API}"
     )
     assert "future_plugin" not in sys.modules
     [line] = skip_lines(caplog, "paperclip-future")
-    assert "skipped: requires paperclip-hookspecs>=1.2,<2" in line
+    assert f"skipped: requires paperclip-hookspecs{newer}" in line
 
 
 def test_a_plugin_for_an_older_major_is_refused(fake_site: FakeSite, tmp_path):

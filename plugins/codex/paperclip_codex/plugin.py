@@ -29,5 +29,6 @@ def paperclip_providers() -> list[ProviderKind]:
             capabilities=CAPABILITIES,
             create_driver=create_driver,
             description="OpenAI Codex via `codex app-server`: steerable turns, resumable threads, MCP tools",
+            launch={"default": ("codex", "app-server")},
         )
     ]
