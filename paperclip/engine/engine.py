@@ -865,6 +865,13 @@ class RunEngine:
             await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
         )
         run_id = uuid.uuid4()
+        # The claim moves the task first, so the prompt shows the status the agent works in.
+        if issue is not None and issue.status in (
+            IssueStatus.TODO,
+            IssueStatus.BACKLOG,
+            IssueStatus.BLOCKED,
+        ):
+            issue.status = IssueStatus.IN_PROGRESS
         assembled = await assemble_for_run(
             session,
             agent=agent,
@@ -895,12 +902,6 @@ class RunEngine:
         await session.flush()  # the one-active-run-per-issue index decides here
         token = new_run_token(session, run)
         wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, now, run.id
-        if issue is not None and issue.status in (
-            IssueStatus.TODO,
-            IssueStatus.BACKLOG,
-            IssueStatus.BLOCKED,
-        ):
-            issue.status = IssueStatus.IN_PROGRESS
         await outbox.enqueue(
             session,
             link.runner_id,

@@ -43,6 +43,9 @@ def test_assignment_runs_the_agent_to_success(stack):
     assert run["status"] == "succeeded", (run, stack.runner.tail())
     assert run["result"]["outcome"] == "done" and run["result"]["summary"] == "Fixed the build"
     assert run["execution_input_schema"] == "paperclip.native-execution-input.v5"
+    # The claim moved the task before the prompt was assembled: the brief says so.
+    assert "- Status: in_progress" in str(run["execution_input"])
+    assert "- Status: todo" not in str(run["execution_input"])
 
     comments = stack.comments(ctx)
     agent_comments = [c for c in comments if c["author_agent_id"] == ctx["agent"]["id"]]
