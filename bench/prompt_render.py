@@ -30,7 +30,10 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
+from paperclip.plugins import PluginHost
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
+
+BUILTIN = PluginHost.with_builtins()
 
 LIMIT = 12.0
 SMALL, LARGE = 200, 2_000
@@ -80,7 +83,7 @@ def cpu_seconds(request: AssemblyRequest, times: int) -> float:
     try:
         start = time.process_time()
         for _ in range(times):
-            assemble_execution_input(request)
+            assemble_execution_input(request, BUILTIN)
         return (time.process_time() - start) / times
     finally:
         gc.enable()

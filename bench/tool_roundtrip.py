@@ -36,7 +36,7 @@ import websockets
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from paperclip.runner import protocol  # noqa: E402
+from paperclip.wire import messages as wire  # noqa: E402
 from tests.support.processes import ServerProcess, free_port  # noqa: E402
 
 TARGET = 0.4
@@ -91,15 +91,15 @@ class RunnerPeer:
     def __init__(self, base_url: str, credential: str) -> None:
         self.base_url, self.credential = base_url, credential
         self.seq = 0
-        self.runs: dict[str, str] = {}  # run_id -> token
+        self.runs: dict[uuid.UUID, str] = {}  # run_id -> token
         self.started = asyncio.Event()
-        self.results: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self.results: dict[str, asyncio.Future[wire.ToolResult]] = {}
         self.ws: Any = None
         self.received = 0
         self.acking: asyncio.Future[None] | None = None
 
     async def open(self, expected_runs: int) -> None:
-        url = self.base_url.replace("http", "ws", 1) + protocol.PATH
+        url = self.base_url.replace("http", "ws", 1) + wire.PATH
         self.ws = await websockets.connect(
             url,
             additional_headers={"Authorization": f"Bearer {self.credential}"},
@@ -107,15 +107,12 @@ class RunnerPeer:
             compression=None,
         )
         await self.ws.send(
-            protocol.encode(
-                {
-                    "type": protocol.HELLO,
-                    "protocol": protocol.PROTOCOL,
-                    "runner_instance": f"bench-{uuid.uuid4().hex[:8]}",
-                    "providers": ["codex"],
-                    "received_seq": 0,
-                    "runs": [],
-                }
+            wire.encode(
+                wire.Hello(
+                    protocol=wire.PROTOCOL,
+                    runner_instance=f"bench-{uuid.uuid4().hex[:8]}",
+                    providers=["codex"],
+                )
             )
         )
         self.expected = expected_runs
@@ -123,52 +120,51 @@ class RunnerPeer:
 
     async def read(self) -> None:
         async for raw in self.ws:
-            message = protocol.decode(raw)
-            if message["type"] in protocol.UNSEQUENCED:
+            message = wire.decode_to_runner(raw)
+            if not isinstance(message, wire.DataMessage):
                 continue
-            if message["type"] == protocol.START_TURN:
-                self.runs[message["run_id"]] = message["token"]
+            if isinstance(message, wire.StartTurn):
+                self.runs[message.run_id] = message.token
                 if len(self.runs) >= self.expected:
                     self.started.set()
-            elif message["type"] == protocol.TOOL_RESULT:
-                future = self.results.pop(message["call_id"], None)
+            elif isinstance(message, wire.ToolResult):
+                future = self.results.pop(message.call_id, None)
                 if future is not None:
                     future.set_result(message)
             # Like the runner: one cumulative ack per burst of messages.
-            self.received = message["seq"]
+            self.received = message.seq
             if self.acking is None or self.acking.done():
                 self.acking = asyncio.ensure_future(self.acknowledge())
 
     async def acknowledge(self) -> None:
         await asyncio.sleep(0)
-        await self.ws.send(protocol.encode({"type": protocol.ACK, "upto": self.received}))
+        await self.ws.send(wire.encode(wire.Ack(upto=self.received)))
 
-    async def call(self, run_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, run_id: uuid.UUID, tool: str, arguments: dict[str, Any]) -> wire.ToolResult:
         call_id = uuid.uuid4().hex
         future = asyncio.get_running_loop().create_future()
         self.results[call_id] = future
         self.seq += 1
         await self.ws.send(
-            protocol.encode(
-                {
-                    "type": protocol.TOOL_CALL,
-                    "seq": self.seq,
-                    "run_id": run_id,
-                    "call_id": call_id,
-                    "tool": tool,
-                    "arguments": arguments,
-                    "token": self.runs[run_id],
-                }
+            wire.encode(
+                wire.ToolCall(
+                    seq=self.seq,
+                    run_id=run_id,
+                    call_id=call_id,
+                    tool=tool,
+                    arguments=arguments,
+                    token=self.runs[run_id],
+                )
             )
         )
         return await future
 
 
-async def journaled_round_trips(peer: RunnerPeer, runs: list[str], calls: int) -> float:
-    async def one_run(run_id: str) -> None:
+async def journaled_round_trips(peer: RunnerPeer, runs: list[uuid.UUID], calls: int) -> float:
+    async def one_run(run_id: uuid.UUID) -> None:
         for i in range(calls):
             result = await peer.call(run_id, "report_progress", {"summary": f"step {i}"})
-            assert not result.get("is_error"), result
+            assert not result.is_error, result
 
     started = time.perf_counter()
     await asyncio.gather(*(one_run(r) for r in runs))

@@ -36,13 +36,16 @@ def create_app(
 ) -> Litestar:
     """Build the app. Without a container, one is made for ``settings`` (and owns the database).
 
-    Without a plugin host, the container's is used. Its ``check_pending()`` runs
-    here: a set of plugins that must not serve stops startup.
+    A plugin host given here replaces the container's, for the engine too.
+    Its ``check_pending()`` runs here: a set of plugins that must not serve
+    stops startup.
     """
     owns_container = container is None
     if container is None:
         container = Container(settings=settings)
-    host = plugin_host if plugin_host is not None else container.plugin_host()
+    if plugin_host is not None:
+        container.plugin_host.override(plugin_host)
+    host = container.plugin_host()
     host.check_pending()
 
     @asynccontextmanager
@@ -52,6 +55,7 @@ def create_app(
         app.state.engine = container.engine()
         app.state.api_keys = container.api_keys()
         app.state.run_tokens = container.run_tokens()
+        app.state.runners = container.runners()
         app.state.run_engine = container.run_engine()
         await app.state.run_engine.start()
         try:

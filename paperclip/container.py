@@ -9,7 +9,7 @@ from dependency_injector import containers, providers
 
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
-from paperclip.engine.engine import RunEngine, provider_check
+from paperclip.engine.engine import RunEngine
 from paperclip.plugins import PluginHost
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
@@ -62,10 +62,9 @@ class Container(containers.DeclarativeContainer):
     run_engine = providers.Singleton(
         RunEngine,
         sessions,
-        runners,
+        plugin_host,
         instance=settings.provided.instance_id,
         lease_seconds=settings.provided.lease_seconds,
-        provider_known=providers.Callable(provider_check, plugin_host),
-        prompt_hooks=plugin_host.provided.prompts,
         abandon_after=settings.provided.run_abandon_seconds,
+        database=engine,
     )

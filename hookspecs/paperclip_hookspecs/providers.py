@@ -86,6 +86,9 @@ class TurnResult:
     status: Literal["completed", "interrupted", "failed"]
     session_ref: str | None = None
     error: str | None = None
+    answer: str | None = None
+    """The turn's final prose (hook API 1.2): what the model said last, presented as the
+    run's answer when the presentation decision says so."""
 
 
 EventSink = Callable[[ProviderEvent], Awaitable[None]]

@@ -11,9 +11,13 @@ with it, and does exactly that, once:
   retryable, the model is told to check state before repeating it;
 - keep it pending (this process still runs it, or its owner is not proven gone).
 
-The tool is never run again. The core ships that rule as a built-in plugin
-registered with ``trylast=True``; a plugin that can find a receipt the core
-cannot (an external system's record of the effect) answers first.
+- run it now (``redispatch``, hook API 1.2), when its effect commits with its
+  result, so that an input without a result provably had no effect.
+
+A tool whose effect may have happened is never run again. The core ships that
+rule as a built-in plugin registered with ``trylast=True``; a plugin that can
+find a receipt the core cannot (an external system's record of the effect)
+answers first.
 """
 
 from __future__ import annotations
@@ -79,12 +83,18 @@ class PendingToolInput:
     authority_answer: str | None = None
     """What the tool authority said when asked to recover it, e.g.
     ``semantic_tool_outcome_unknown``; None when it was not asked or had nothing to say."""
+    effect_in_journal: bool = False
+    """The tool's effect commits in the same transaction as its saved result (hook API
+    1.2), so an input without a result provably had no effect."""
 
 
 class ToolRecoveryAction(StrEnum):
     REPLAY_RECEIPT = "replay_receipt"
     SETTLE_INTERRUPTED = "settle_interrupted"
     KEEP_PENDING = "keep_pending"
+    REDISPATCH = "redispatch"
+    """Run the input now (hook API 1.2): only for an input that provably had no effect
+    (``effect_in_journal`` and its owner gone)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +127,11 @@ class ToolRecovery:
     def keep_pending(cls, reason: str) -> ToolRecovery:
         """Leave the input pending; a later pass asks again."""
         return cls(ToolRecoveryAction.KEEP_PENDING, reason)
+
+    @classmethod
+    def redispatch(cls, reason: str) -> ToolRecovery:
+        """Run the input now: it provably had no effect (hook API 1.2)."""
+        return cls(ToolRecoveryAction.REDISPATCH, reason)
 
 
 @hookspec(firstresult=True)

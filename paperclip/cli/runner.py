@@ -47,7 +47,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     from paperclip.logging import configure_logging
     from paperclip.plugins import PluginHost
     from paperclip.runner.launch import LaunchPolicy
-    from paperclip.runner.runtime import Runner
+    from paperclip.runner.runtime import RunnerProcess
     from paperclip.settings import Settings
 
     settings = Settings()
@@ -64,7 +64,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
         )
     urls = [u for s in servers for u in s.split()]
     kinds = {kind.name: kind for kind in PluginHost.from_settings(settings).providers()}
-    runtime = Runner(
+    runtime = RunnerProcess(
         urls,
         credential,
         work_dir=work_dir or settings.data_dir / "runner",

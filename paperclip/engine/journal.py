@@ -1,9 +1,7 @@
 """The tool journal: admit a semantic input before dispatch, settle it with its result before returning.
 
-The hot path (``admit_many``, ``settle_many``) is one SQL statement per batch
-of calls, sent straight to asyncpg: every tool call of every run passes here
-twice. ``admit`` is the one-call path for the unusual cases (a call whose run
-token is not verified yet, or a run this replica does not hold).
+Both are one SQL statement per batch of calls, sent straight to asyncpg:
+every tool call of every run passes here twice.
 """
 
 from __future__ import annotations
@@ -14,13 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.db.driver import jsonb
-from paperclip.models import Run, ToolCall, ToolCallStatus
-from paperclip.runner import protocol
+from paperclip.engine import outbox
+from paperclip.models import ToolCall
+from paperclip.wire.messages import ToolResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +33,16 @@ class CallInput:
     @classmethod
     def of(cls, row: ToolCall) -> CallInput:
         return cls(row.id, row.run_id, row.call_id, row.tool, row.arguments)
+
+    @property
+    def command_id(self) -> str:
+        """The call's command id, scoped to its run: what its receipt is keyed by.
+
+        The model's own ``command_id`` when it gave one (so a retry of the same
+        action is the same command), else the call's id (stable across replays).
+        """
+        chosen = self.arguments.get("command_id")
+        return f"{self.run_id}:cmd:{chosen}" if chosen else f"{self.run_id}:{self.call_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +122,10 @@ WHERE t.run_id = ANY($1::uuid[]) AND t.call_id = ANY($5::text[])
 """
 
 # The end of a dispatch transaction, in one statement: the new receipts, the
-# results, and the replies to the runner in its outbox (seqs taken from the
-# runner's counter, whose row stays locked until commit, as ``outbox.enqueue``
-# does). Data-modifying CTEs all run, referenced or not.
-SETTLE_MANY = """
+# results, and the replies to the runner in its outbox (``outbox.append_cte``).
+# Data-modifying CTEs all run, referenced or not.
+SETTLE_MANY = (
+    """
 WITH receipts AS (
     INSERT INTO tool_receipts (command_id, company_id, run_id, tool, state_revision, result)
     SELECT * FROM unnest($6::text[], $7::uuid[], $8::uuid[], $9::text[], $10::text[], $11::jsonb[])
@@ -130,19 +136,13 @@ WITH receipts AS (
     FROM unnest($2::bigint[], $3::jsonb[], $4::boolean[], $5::bigint[]) AS s(id, result, is_error, epoch)
     WHERE t.id = s.id AND t.id = ANY($2::bigint[]) AND t.status = 'pending'
     RETURNING t.id
-), counter AS (
-    UPDATE runners SET out_seq = out_seq + cardinality($13::uuid[])
-    WHERE id = $12 AND cardinality($13::uuid[]) > 0
-    RETURNING out_seq - cardinality($13::uuid[]) AS base
-), replies AS (
-    INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload)
-    SELECT $12, counter.base + m.ord, $15, m.run_id, m.payload
-    FROM counter, unnest($13::uuid[], $14::jsonb[]) WITH ORDINALITY AS m(run_id, payload, ord)
-    RETURNING seq
-)
+), """
+    + outbox.append_cte(runner="$12", types="$13", run_ids="$14", payloads="$15")
+    + """
 SELECT (SELECT count(*) FROM settled) AS settled,
-    ARRAY(SELECT seq FROM replies ORDER BY seq) AS seqs
+    ARRAY(SELECT seq FROM outbox_appended ORDER BY seq) AS seqs
 """
+)
 
 
 class AlreadySettledError(Exception):
@@ -178,18 +178,19 @@ async def admit_many(
 async def settle_many(
     connection: asyncpg.Connection,
     settlements: Sequence[Settlement],
-    replies: Sequence[tuple[uuid.UUID, dict[str, Any]]],
+    replies: Sequence[ToolResult],
     *,
     instance: str,
     runner_id: uuid.UUID,
 ) -> list[int]:
-    """Save results with their receipts, and queue ``replies`` (run id, payload) as tool results.
+    """Save results with their receipts, and queue ``replies`` in the runner's outbox.
 
     In the caller's transaction, in one statement; returns the replies' outbox
     seqs, in order. Raises ``AlreadySettledError`` when a call was settled
     meanwhile, so the caller rolls back instead of committing an effect twice.
     """
     receipts = [s.receipt for s in settlements if s.receipt is not None]
+    outgoing = [outbox.Outgoing.of(reply) for reply in replies]
     row = await connection.fetchrow(
         SETTLE_MANY,
         instance,
@@ -204,54 +205,11 @@ async def settle_many(
         [r.state_revision for r in receipts],
         [jsonb(r.result) for r in receipts],
         runner_id,
-        [run_id for run_id, _ in replies],
-        [jsonb(payload) for _, payload in replies],
-        protocol.TOOL_RESULT,
+        [m.type for m in outgoing],
+        [m.run_id for m in outgoing],
+        [jsonb(m.payload) for m in outgoing],
     )
     assert row is not None
     if row["settled"] != len({s.call_id for s in settlements}):
         raise AlreadySettledError("a tool call was settled by another transaction")
     return list(row["seqs"])
-
-
-async def admit(
-    session: AsyncSession,
-    run: Run,
-    *,
-    call_id: str,
-    tool: str,
-    arguments: dict[str, Any],
-    instance: str,
-    epoch: int,
-) -> tuple[int, bool]:
-    """Journal one call (or find it, when a replay brings it again): its journal id, and True when new.
-
-    The row records its admission: the controller instance and epoch that
-    accepted it. The unique (run, call_id) makes a replayed call the same input.
-    """
-    table = ToolCall.__table__
-    inserted = (
-        await session.execute(
-            insert(table)
-            .values(
-                company_id=run.company_id,
-                run_id=run.id,
-                call_id=call_id,
-                tool=tool,
-                arguments=arguments,
-                status=ToolCallStatus.PENDING,
-                admitted_by=instance,
-                admitted_epoch=epoch,
-            )
-            .on_conflict_do_nothing(index_elements=[table.c.run_id, table.c.call_id])
-            .returning(table.c.id)
-        )
-    ).scalar_one_or_none()
-    if inserted is not None:
-        return inserted, True
-    existing = (
-        await session.execute(
-            select(table.c.id).where(table.c.run_id == run.id, table.c.call_id == call_id)
-        )
-    ).scalar_one()
-    return existing, False

@@ -1,16 +1,26 @@
-"""Run-controller leases: claim (or adopt, bumping the epoch), renew, release."""
+"""Run-controller leases: adopt (bumping the epoch), renew, release; and the keeper that renews them."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import func, or_, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.models import Run, RunStatus
+from paperclip.engine.endings import finish_run
+from paperclip.engine.fence import lock_run
+from paperclip.engine.ownership import RunOwnership
+from paperclip.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 
-ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
+log = logging.getLogger(__name__)
+
+ACTIVE = ACTIVE_RUN_STATUSES
+ABANDON_BATCH = 20
 
 
 async def adopt(
@@ -68,3 +78,95 @@ async def release(session: AsyncSession, run_ids: list[uuid.UUID], *, instance: 
             .where(Run.id.in_(run_ids), Run.controller_instance == instance)
             .values(lease_expires_at=func.now())
         )
+
+
+class LeaseKeeper:
+    """Renews the leases of the runs this replica controls, and ends runs nobody came back for."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: RunOwnership,
+        *,
+        instance: str,
+        lease_seconds: float,
+        abandon_after: float,
+        nudge: Callable[[], None],
+    ) -> None:
+        self.sessions = sessions
+        self.ownership = ownership
+        self.instance = instance
+        self.ttl = lease_seconds
+        self.abandon_after = abandon_after
+        """Seconds past a lease's expiry after which a run with no runner is failed."""
+        self.nudge = nudge
+
+    async def run(self) -> None:
+        """Every third of a lease: renew, then end abandoned runs; until cancelled."""
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            with contextlib.suppress(Exception):
+                await self.fail_abandoned_runs()
+            try:
+                await self.renew_owned()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("renewing leases failed")
+
+    async def renew_owned(self) -> None:
+        owned = self.ownership.snapshot()
+        if not owned:
+            return
+        async with self.sessions.begin() as session:
+            held = await renew(session, owned, instance=self.instance, ttl=self.ttl)
+        for run_id in set(owned) - held:
+            log.warning("lost the lease of run %s", run_id)
+            self.ownership.release(run_id, epoch=owned[run_id])
+
+    async def release_all(self) -> None:
+        """Orderly handover: another replica may adopt at once instead of after the lease."""
+        async with self.sessions.begin() as session:
+            await release(session, self.ownership.runs(), instance=self.instance)
+        for run_id in self.ownership.runs():
+            self.ownership.release(run_id)
+
+    async def fail_abandoned_runs(self) -> int:
+        """End runs whose controller lease ran out long ago with no runner coming back for them.
+
+        The run is adopted first (the epoch moves, fencing any late writer out),
+        then failed with ``runner_unavailable``; its issue goes back to the queue.
+        """
+        async with self.sessions.begin() as session:
+            stale = list(
+                (
+                    await session.execute(
+                        select(Run.id)
+                        .where(
+                            Run.status.in_(ACTIVE),
+                            Run.lease_expires_at
+                            < func.now() - timedelta(seconds=self.abandon_after),
+                        )
+                        .with_for_update(skip_locked=True)
+                        .limit(ABANDON_BATCH)
+                    )
+                ).scalars()
+            )
+        ended = 0
+        for run_id in stale:
+            async with self.sessions.begin() as session:
+                epoch = await adopt(session, run_id, instance=self.instance, ttl=self.ttl)
+                if epoch is None:
+                    continue
+                run = await lock_run(session, run_id, instance=self.instance, epoch=epoch)
+                ended += await finish_run(
+                    session,
+                    run,
+                    RunStatus.FAILED,
+                    error_code="runner_unavailable",
+                    error_message=f"no runner reported for this run for {self.abandon_after:g} s",
+                )
+        if ended:
+            log.warning("ended %s run(s) whose runner never came back", ended)
+            self.nudge()
+        return ended

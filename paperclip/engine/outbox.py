@@ -1,43 +1,96 @@
-"""The control plane's outbox to each runner, in PostgreSQL so any replica can replay it."""
+"""The control plane's outbox to each runner, in PostgreSQL so any replica can replay it.
+
+One append, written once (``APPEND``): it takes the seqs from the runner's
+counter row, which stays locked until the transaction commits, so messages
+commit in seq order and a reader never sees seq n+1 before n. ``enqueue`` runs
+it alone; the tool journal's settlement runs it inside its own statement.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.db.driver import driver_connection, jsonb
 from paperclip.models import Runner, RunnerMessage
+from paperclip.wire.messages import ToRunnerData, frame_of, payload_of
+
+_APPEND = """
+outbox_counter AS (
+    UPDATE runners SET out_seq = out_seq + cardinality({types}::text[])
+    WHERE id = {runner}::uuid AND cardinality({types}::text[]) > 0
+    RETURNING out_seq - cardinality({types}::text[]) AS base
+), outbox_appended AS (
+    INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload)
+    SELECT {runner}::uuid, outbox_counter.base + m.ord, m.type, m.run_id, m.payload
+    FROM outbox_counter,
+        unnest({types}::text[], {run_ids}::uuid[], {payloads}::jsonb[])
+            WITH ORDINALITY AS m(type, run_id, payload, ord)
+    RETURNING seq
+)"""
+
+
+def append_cte(*, runner: str, types: str, run_ids: str, payloads: str) -> str:
+    """The append as common table expressions, with the statement's own parameter names.
+
+    ``outbox_appended`` returns the new rows' seqs. Data-modifying CTEs all run,
+    whether the rest of the statement reads them or not.
+    """
+    return _APPEND.format(runner=runner, types=types, run_ids=run_ids, payloads=payloads)
+
+
+ENQUEUE = (
+    "WITH "
+    + append_cte(runner="$1", types="$2", run_ids="$3", payloads="$4")
+    + "\nSELECT ARRAY(SELECT seq FROM outbox_appended ORDER BY seq) AS seqs"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message for the outbox, as its row keeps it."""
+
+    type: str
+    run_id: uuid.UUID | None
+    """The run the row belongs to (None: the message names a run that may not exist)."""
+    payload: dict[str, Any]
+
+    @classmethod
+    def of(cls, message: ToRunnerData, *, attach: bool = True) -> Outgoing:
+        """A message to queue; ``attach=False`` keeps its run id in the payload only."""
+        payload = payload_of(message)
+        if not attach:
+            payload["run_id"] = str(message.run_id)
+        type_: str = message.__struct_config__.tag  # type: ignore[assignment]
+        return cls(type_, message.run_id if attach else None, payload)
 
 
 async def enqueue(
-    session: AsyncSession,
-    runner_id: uuid.UUID,
-    type_: str,
-    payload: dict[str, Any],
-    *,
-    run_id: uuid.UUID | None = None,
-) -> int:
-    """Add a message in the caller's transaction; its seq.
-
-    The counter row stays locked until commit, so messages commit in seq
-    order and a reader never sees seq n+1 before n.
-    """
-    seq = (
-        await session.execute(
-            update(Runner)
-            .where(Runner.id == runner_id)
-            .values(out_seq=Runner.out_seq + 1)
-            .returning(Runner.out_seq)
-        )
-    ).scalar_one()
-    # Core, not the unit of work: this runs for every tool result.
-    await session.execute(
-        insert(RunnerMessage.__table__).values(
-            runner_id=runner_id, seq=seq, type=type_, run_id=run_id, payload=payload
-        )
+    session: AsyncSession, runner_id: uuid.UUID, messages: Sequence[Outgoing]
+) -> list[int]:
+    """Queue messages for a runner in the caller's transaction; their seqs, in order."""
+    if not messages:
+        return []
+    connection = await driver_connection(session)
+    seqs: list[int] = await connection.fetchval(
+        ENQUEUE,
+        runner_id,
+        [m.type for m in messages],
+        [m.run_id for m in messages],
+        [jsonb(m.payload) for m in messages],
     )
+    return seqs
+
+
+async def enqueue_one(
+    session: AsyncSession, runner_id: uuid.UUID, message: ToRunnerData, *, attach: bool = True
+) -> int:
+    [seq] = await enqueue(session, runner_id, [Outgoing.of(message, attach=attach)])
     return seq
 
 
@@ -53,6 +106,20 @@ async def unsent(
     return list(rows.scalars())
 
 
+async def has_start_pending(session: AsyncSession, runner_id: uuid.UUID, run_id: uuid.UUID) -> bool:
+    """Is the run's ``start_turn`` still in the runner's outbox (the runner will get it)?"""
+    found = await session.execute(
+        select(RunnerMessage.seq)
+        .where(
+            RunnerMessage.runner_id == runner_id,
+            RunnerMessage.run_id == run_id,
+            RunnerMessage.type == "start_turn",
+        )
+        .limit(1)
+    )
+    return found.scalar_one_or_none() is not None
+
+
 async def acknowledge(session: AsyncSession, runner_id: uuid.UUID, upto: int) -> None:
     """The runner processed every message up to ``upto``: forget them."""
     await session.execute(
@@ -63,8 +130,5 @@ async def acknowledge(session: AsyncSession, runner_id: uuid.UUID, upto: int) ->
     )
 
 
-def as_wire(message: RunnerMessage) -> dict[str, Any]:
-    body = {"type": message.type, "seq": message.seq, **message.payload}
-    if message.run_id is not None:
-        body["run_id"] = str(message.run_id)
-    return body
+def as_frame(message: RunnerMessage) -> str:
+    return frame_of(message.type, message.seq, message.run_id, message.payload)

@@ -7,12 +7,13 @@ from paperclip.models.api_key import ApiKey
 from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
-from paperclip.models.run import Run, RunEvent, RunStatus
+from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 
 __all__ = [
+    "ACTIVE_RUN_STATUSES",
     "ActivityEntry",
     "Agent",
     "AgentStatus",

@@ -7,7 +7,7 @@ from sqlalchemy import CheckConstraint, DateTime, ForeignKey, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
-from paperclip.prompts.revisions import revision
+from paperclip.revisions import revision
 
 
 def body_revision(body: str) -> str:

@@ -34,6 +34,10 @@ class RunStatus(StrEnum):
         return self in {RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED}
 
 
+ACTIVE_RUN_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING)
+"""A run in one of these holds its issue (one active run per issue) and has a controller."""
+
+
 class Run(UUIDPrimaryKey, Timestamps, Base):
     """One attempt of an agent on an issue, ending in a terminal status exactly once."""
 
@@ -64,6 +68,14 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     execution_input: Mapped[dict[str, Any] | None] = mapped_column()
     execution_input_schema: Mapped[str | None] = mapped_column(String(100))
     result: Mapped[dict[str, Any] | None] = mapped_column()
+    """What the agent reported through ``finish`` or ``block``."""
+    status_reason: Mapped[str | None] = mapped_column(String(100))
+    """The committed status decision: why the run ended as it did (``task_completed``, ...)."""
+    answer: Mapped[str | None] = mapped_column(Text)
+    """The turn's final prose, saved with the status decision: what presentation may post."""
+    presentation: Mapped[dict[str, Any] | None] = mapped_column()
+    """The presentation decision, recorded once (``presentationDecision``, ``reason``, and the
+    comment that presented the answer, if any)."""
     error_code: Mapped[str | None] = mapped_column(String(100))
     error_message: Mapped[str | None] = mapped_column(Text)
     controller_instance: Mapped[str | None] = mapped_column(String(200))

@@ -10,12 +10,10 @@ refuses duplicate names, and turns "no answer" into an error instead of None.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from functools import partial
-from types import CodeType, ModuleType
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
@@ -28,11 +26,28 @@ from paperclip_hookspecs import receipts as receipts_family
 from paperclip_hookspecs import recovery as recovery_family
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
 from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
+from paperclip_hookspecs.prompts import (
+    CommentSource,
+    CompletionReference,
+    Continuation,
+    ContinuationOptions,
+    ReferenceCheck,
+    RenderedContinuation,
+    RenderedSection,
+    SectionRequest,
+    SectionSelection,
+    SourceBlock,
+    TaskMarkdownOptions,
+    TaskSource,
+    TurnContext,
+    WakePromptOptions,
+    WakeSource,
+)
 from paperclip_hookspecs.providers import ProviderKind
 from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
 
-from paperclip.plugins import discovery
+from paperclip.plugins import discovery, failures
 from paperclip.plugins.errors import (
     NoPluginAnswerError,
     PluginConflictError,
@@ -42,7 +57,6 @@ from paperclip.plugins.errors import (
     ProviderNotInstalledError,
 )
 from paperclip.plugins.records import PluginRecord, PluginReport, PluginStatus, SkipCode
-from paperclip.prompts.hooks import PromptHooks
 
 if TYPE_CHECKING:
     from paperclip.settings import Settings
@@ -75,8 +89,6 @@ class PluginHost:
         self._loaded: dict[str, PluginRecord] = {}
         """Registered plugins by their pluggy name: whom a hook implementation belongs to."""
         self._registered: dict[str, list[tuple[Any, PluginRecord]]] = {}
-        self.prompts = PromptHooks(_Guarded(self))
-        """The prompt-rendering calls (``render_task_markdown``, ``render_wake_prompt``, ...)."""
 
     # -- building a host ---------------------------------------------------------------
 
@@ -288,6 +300,57 @@ class PluginHost:
         """Whether a finished conversation turn's prose is its answer (seed 002)."""
         return self._decide("paperclip_decide_presentation", PresentationDecision, turn=turn)
 
+    # -- prompt rendering (seed 001): the built-in prompt plugin always answers ------
+
+    def render_task_markdown(
+        self, task: TaskSource, options: TaskMarkdownOptions
+    ) -> RenderedSection:
+        return self._decide(
+            "paperclip_render_task_markdown", RenderedSection, task=task, options=options
+        )
+
+    def render_wake_prompt(
+        self, wake: WakeSource, task: TaskSource, options: WakePromptOptions
+    ) -> RenderedSection:
+        return self._decide(
+            "paperclip_render_wake_prompt", RenderedSection, wake=wake, task=task, options=options
+        )
+
+    def build_turn_context(self, task: TaskSource, wake: WakeSource) -> TurnContext:
+        return self._decide("paperclip_build_turn_context", TurnContext, task=task, wake=wake)
+
+    def select_prompt_sections(self, request: SectionRequest) -> SectionSelection:
+        return self._decide("paperclip_select_prompt_sections", SectionSelection, request=request)
+
+    def render_continuation(
+        self,
+        continuation: Continuation,
+        task: TaskSource,
+        comments: tuple[CommentSource, ...],
+        options: ContinuationOptions,
+    ) -> RenderedContinuation:
+        return self._decide(
+            "paperclip_render_continuation",
+            RenderedContinuation,
+            continuation=continuation,
+            task=task,
+            comments=comments,
+            options=options,
+        )
+
+    def validate_completion_references(
+        self, references: tuple[CompletionReference, ...], rendered: tuple[SourceBlock, ...]
+    ) -> ReferenceCheck:
+        return self._decide(
+            "paperclip_validate_completion_references",
+            ReferenceCheck,
+            references=references,
+            rendered=rendered,
+        )
+
+    def render_completion_recovery(self, task: TaskSource) -> RenderedSection:
+        return self._decide("paperclip_render_completion_recovery", RenderedSection, task=task)
+
     def _decide(self, hook: str, kind: type[T], **kwargs: Any) -> T:
         result = self._optional(hook, kind, **kwargs)
         if result is None:
@@ -312,33 +375,13 @@ class PluginHost:
         try:
             return caller(**kwargs)
         except Exception as exc:
-            raise self._hook_error(
-                caller.name, exc, self._raiser(exc, caller.get_hookimpls())
-            ) from exc
-
-    def _raiser(self, exc: BaseException, impls: Sequence[pluggy.HookImpl]) -> PluginRecord | None:
-        """The plugin whose implementation raised: the outermost frame that is one of ``impls``."""
-        codes: dict[CodeType, str] = {}
-        for impl in impls:
-            function = inspect.unwrap(impl.function)
-            code = getattr(getattr(function, "__func__", function), "__code__", None)
-            if code is not None:
-                codes[code] = impl.plugin_name
-        tb = exc.__traceback__
-        while tb is not None:
-            name = codes.get(tb.tb_frame.f_code)
-            if name is not None:
-                return self._loaded.get(name)
-            tb = tb.tb_next
-        return None
+            owner = failures.raiser(exc, caller.get_hookimpls(), self._loaded)
+            raise self._hook_error(caller.name, exc, owner) from exc
 
     def _hook_error(
         self, hook: str, exc: Exception, record: PluginRecord | None
     ) -> PluginHookError:
-        who = record.label if record is not None else "a plugin"
-        return self._failure(
-            f"{who} raised in {hook}: {type(exc).__name__}: {exc}", hook, record, exc
-        )
+        return failures.raised(hook, exc, record)
 
     def _bad_result(
         self,
@@ -348,42 +391,4 @@ class PluginHost:
         record: PluginRecord | None,
         candidates: Sequence[PluginRecord] = (),
     ) -> PluginHookError:
-        who = (
-            record.label
-            if record is not None
-            else "one of " + ", ".join(r.label for r in candidates)
-        )
-        message = f"{who} returned {type(got).__name__} from {hook}, expected {expected}"
-        return self._failure(message, hook, record)
-
-    def _failure(
-        self, message: str, hook: str, record: PluginRecord | None, exc: Exception | None = None
-    ) -> PluginHookError:
-        """Log the failure once, naming the plugin, and build the error the caller raises."""
-        log.error("%s", message, exc_info=exc)
-        if record is None:
-            return PluginHookError(message, hook=hook)
-        return PluginHookError(
-            message,
-            hook=hook,
-            plugin=record.name,
-            distribution=record.distribution,
-            version=record.version,
-        )
-
-
-class _Guarded:
-    """A manager-like view whose ``hook`` calls go through ``PluginHost._call``, so the
-    prompt facade names the plugin behind a failure like every other call."""
-
-    def __init__(self, host: PluginHost) -> None:
-        self.hook = _GuardedRelay(host)
-
-
-class _GuardedRelay:
-    def __init__(self, host: PluginHost) -> None:
-        self._host = host
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        caller = getattr(self._host._pm.hook, name)
-        return partial(self._host._call, caller)
+        return failures.bad_result(hook, expected, got, record, candidates)

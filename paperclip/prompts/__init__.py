@@ -27,10 +27,10 @@ from paperclip.prompts.envelopes import (
     read_model_envelope,
     write_execution_input,
 )
-from paperclip.prompts.hooks import PromptHooks, builtin_hooks
-from paperclip.prompts.revisions import revision, sanitize, source_text
+from paperclip.prompts.hooks import PromptHooks
 from paperclip.prompts.task_markdown import build_task_markdown
 from paperclip.prompts.wire import WireError
+from paperclip.revisions import revision, sanitize, source_text
 
 __all__ = [
     "EXECUTION_INPUT_V4",
@@ -49,7 +49,6 @@ __all__ = [
     "assemble_execution_input",
     "build_continuation",
     "build_task_markdown",
-    "builtin_hooks",
     "read_execution_input",
     "read_model_envelope",
     "recover_completion_only",

@@ -52,14 +52,14 @@ from paperclip.prompts.envelopes import (
     write_execution_input,
 )
 from paperclip.prompts.history import render_history
-from paperclip.prompts.hooks import PromptHooks, builtin_hooks
+from paperclip.prompts.hooks import PromptHooks
 from paperclip.prompts.markdown import join_blocks
-from paperclip.prompts.revisions import revision
 from paperclip.prompts.rules import DEFAULT_RULES, WAKE_RULES
 from paperclip.prompts.sources import normalize_history, normalize_task, normalize_wake
 from paperclip.prompts.templates import render_template
 from paperclip.prompts.wake_json import render_wake_json
 from paperclip.prompts.wire import task_to_wire, turn_context_to_wire, wake_to_wire
+from paperclip.revisions import revision
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +123,7 @@ class OwnershipError(RuntimeError):
 
 
 def assemble_execution_input(
-    request: AssemblyRequest, hooks: PromptHooks | None = None
+    request: AssemblyRequest, hooks: PromptHooks
 ) -> AssembledInput:
     """Assemble the execution input and prompt of one session attempt.
 
@@ -132,7 +132,6 @@ def assemble_execution_input(
     Raises :class:`OwnershipError` when plugins render an owned source zero or
     two times.
     """
-    hooks = hooks or builtin_hooks()
     task = normalize_task(request.task)
     wake = normalize_wake(request.wake, task, request.limits)
     schema = _schema_for(request)
@@ -425,7 +424,7 @@ def check_ownership(
 
 
 def recover_completion_only(
-    previous: ExecutionInput, task: TaskSource, hooks: PromptHooks | None = None
+    previous: ExecutionInput, task: TaskSource, hooks: PromptHooks
 ) -> AssembledInput:
     """Replace a run's task prompt with a completion-only recovery prompt.
 
@@ -434,7 +433,6 @@ def recover_completion_only(
     only the task can be cited afterwards. The wake, its comments and the turn
     context stay recorded; nothing is inferred from text.
     """
-    hooks = hooks or builtin_hooks()
     current = normalize_task(task)
     section = hooks.render_completion_recovery(current)
     v5 = previous.schema == EXECUTION_INPUT_V5
@@ -458,8 +456,7 @@ def recover_completion_only(
 def validate_completion(
     execution_input: ExecutionInput,
     references: tuple[CompletionReference, ...],
-    hooks: PromptHooks | None = None,
+    hooks: PromptHooks,
 ) -> ReferenceCheck:
     """Check a completion report's references against what this input rendered."""
-    hooks = hooks or builtin_hooks()
     return hooks.validate_completion_references(references, execution_input.completion_sources)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from paperclip_hookspecs.prompts import RenderedSection, SessionAttempt, TaskSource
 
 from paperclip.prompts.markdown import join_blocks
-from paperclip.prompts.revisions import source_text
+from paperclip.revisions import source_text
 
 RETRY_NOTICE = (
     "Your previous session could not be resumed, so this is a fresh session with the full "

@@ -21,9 +21,9 @@ from paperclip_hookspecs.prompts import (
 )
 
 from paperclip.prompts.markdown import join_blocks
-from paperclip.prompts.revisions import revision_matches
 from paperclip.prompts.sources import normalize_task
 from paperclip.prompts.task_markdown import DATA_NOTICE, task_header
+from paperclip.revisions import revision_matches
 
 RECOVERY_SECTION = "completion_recovery"
 

@@ -16,7 +16,7 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.prompts.revisions import source_text
+from paperclip.revisions import source_text
 
 
 def normalize_task(task: TaskSource) -> TaskSource:

@@ -20,8 +20,8 @@ from paperclip_hookspecs.prompts import (
 
 from paperclip.prompts.labels import author_label, trust_label
 from paperclip.prompts.markdown import fence, join_blocks, quote, truncate
-from paperclip.prompts.revisions import revision, short_revision, source_text
 from paperclip.prompts.sources import normalize_comment, normalize_task
+from paperclip.revisions import revision, short_revision, source_text
 
 SECTION = "task_markdown"
 

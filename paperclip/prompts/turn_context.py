@@ -16,8 +16,8 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.prompts.revisions import revision, source_text
 from paperclip.prompts.sources import current_comments
+from paperclip.revisions import revision, source_text
 
 
 def build_turn_context(task: TaskSource, wake: WakeSource) -> TurnContext:

@@ -20,8 +20,8 @@ from paperclip_hookspecs.prompts import (
 
 from paperclip.prompts.labels import author_label, trust_label
 from paperclip.prompts.markdown import count, fence, join_blocks, quote, truncate
-from paperclip.prompts.revisions import revision, short_revision
 from paperclip.prompts.rules import WAKE_RULES
+from paperclip.revisions import revision, short_revision
 
 SECTION = "wake_prompt"
 

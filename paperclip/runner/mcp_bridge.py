@@ -38,7 +38,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from paperclip import __version__
-from paperclip.tools.catalog import ToolSpec
+from paperclip.wire.tools import ToolSpec
 
 logger = logging.getLogger("paperclip.runner.mcp")
 
@@ -65,7 +65,7 @@ class ToolCallResult:
     is_error: bool = False
 
 
-Dispatch = Callable[[str, str, str, dict[str, Any]], Awaitable[ToolCallResult]]
+ToolDispatch = Callable[[str, str, str, dict[str, Any]], Awaitable[ToolCallResult]]
 """``dispatch(run_id, call_id, tool_name, arguments)``: forward one validated call and await its answer."""
 
 
@@ -82,7 +82,7 @@ class McpBridge:
     def __init__(
         self,
         tools: Sequence[ToolSpec],
-        dispatch: Dispatch,
+        dispatch: ToolDispatch,
         *,
         host: str = "127.0.0.1",
         max_calls_per_run: int = DEFAULT_MAX_CALLS_PER_RUN,

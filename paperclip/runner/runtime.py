@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import websockets
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -31,10 +32,10 @@ from paperclip_hookspecs.providers import (
 )
 from websockets.asyncio.client import ClientConnection, connect
 
-from paperclip.runner import protocol
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
-from paperclip.tools.catalog import TOOLS
+from paperclip.wire import messages as wire
+from paperclip.wire.tools import TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +46,16 @@ BACKOFF_MAX = 2.0
 
 @dataclass
 class HostedRun:
-    run_id: str
+    run_id: uuid.UUID
     token: str
     driver: ProviderDriver | None = None
     task: asyncio.Task[None] | None = None
     pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
 
 
-class Runner:
+class RunnerProcess:
+    """One runner process: its connection to the control plane and the runs it hosts."""
+
     def __init__(
         self,
         servers: list[str],
@@ -72,10 +75,10 @@ class Runner:
         self.launch = launch if launch is not None else LaunchPolicy.build(providers)
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.runs: dict[str, HostedRun] = {}
+        self.runs: dict[uuid.UUID, HostedRun] = {}
         self.bridge = McpBridge(TOOLS, self._dispatch_tool)
         self._out_seq = 0
-        self._outbox: OrderedDict[int, dict[str, Any]] = OrderedDict()
+        self._outbox: OrderedDict[int, wire.DataMessage] = OrderedDict()
         self._outbox_room = asyncio.Event()
         self._outbox_room.set()
         self._received_seq = 0
@@ -101,7 +104,7 @@ class Runner:
                     attempt = 0
                 except (OSError, websockets.WebSocketException, TimeoutError) as exc:
                     log.info("control plane %s: %s; retrying", url, exc)
-                except protocol.ProtocolError as exc:
+                except wire.ProtocolError as exc:
                     log.error("control plane %s broke the protocol: %s", url, exc)
                 self.connected.clear()
                 self._ws = None
@@ -126,65 +129,64 @@ class Runner:
         base = base.rstrip("/")
         if base.startswith("http"):
             base = "ws" + base[4:]
-        return base + protocol.PATH
+        return base + wire.PATH
 
     async def _session(self, url: str) -> None:
         async with connect(
             self._ws_url(url),
             additional_headers={"Authorization": f"Bearer {self.credential}"},
-            max_size=protocol.MAX_MESSAGE_BYTES,
+            max_size=wire.MAX_MESSAGE_BYTES,
             compression=None,  # small JSON messages: deflate costs more CPU than it saves
             open_timeout=10,
             ping_interval=10,
             ping_timeout=20,
         ) as ws:
             await ws.send(
-                protocol.encode(
-                    {
-                        "type": protocol.HELLO,
-                        "protocol": protocol.PROTOCOL,
-                        "runner_instance": self.instance,
-                        "providers": sorted(self.providers),
-                        "received_seq": self._received_seq,
-                        "runs": [
-                            {"run_id": r.run_id, "pending_calls": sorted(r.pending_calls)}
+                wire.encode(
+                    wire.Hello(
+                        protocol=wire.PROTOCOL,
+                        runner_instance=self.instance,
+                        providers=sorted(self.providers),
+                        received_seq=self._received_seq,
+                        runs=[
+                            wire.HostedRun(run_id=r.run_id, pending_calls=sorted(r.pending_calls))
                             for r in self.runs.values()
                         ],
-                    }
+                    )
                 )
             )
-            welcome = protocol.decode(await asyncio.wait_for(ws.recv(), 60))
-            if welcome["type"] != protocol.WELCOME:
-                raise protocol.ProtocolError(f"expected welcome, got {welcome['type']!r}")
-            self._acknowledged(int(welcome.get("acked_seq") or 0))
-            log.info("connected to %s (replica %s)", url, welcome.get("replica"))
+            welcome = wire.decode_to_runner(await asyncio.wait_for(ws.recv(), 60))
+            if not isinstance(welcome, wire.Welcome):
+                raise wire.ProtocolError(f"expected welcome, got {type(welcome).__name__}")
+            self._acknowledged(welcome.acked_seq)
+            log.info("connected to %s (replica %s)", url, welcome.replica)
             # Replay what the control plane has not acknowledged, in order, before
             # anything new: new messages wait in the outbox until the replay caught up.
             replayed = 0
             while pending := [m for seq, m in self._outbox.items() if seq > replayed]:
                 for message in pending:
-                    await ws.send(protocol.encode(message))
-                    replayed = message["seq"]
+                    await ws.send(wire.encode(message))
+                    replayed = message.seq
             self._ws = ws  # no await since the last check: nothing can slip in between
             self.connected.set()
             async for raw in ws:
-                await self._receive(protocol.decode(raw))
+                await self._receive(wire.decode_to_runner(raw))
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def _send(self, message: wire.Message) -> None:
         ws = self._ws
         if ws is None:
             return  # kept in the outbox; replayed after the next connect
         with contextlib.suppress(websockets.WebSocketException):
             async with self._send_lock:
-                await ws.send(protocol.encode(message))
+                await ws.send(wire.encode(message))
 
-    async def _send_data(self, type_: str, **fields: Any) -> None:
+    async def _send_data(self, message: wire.DataMessage) -> None:
         """Number the message, keep it until acknowledged, send it if connected."""
         while len(self._outbox) >= OUTBOX_LIMIT:
             self._outbox_room.clear()
             await self._outbox_room.wait()
         self._out_seq += 1
-        message = {"type": type_, "seq": self._out_seq, **fields}
+        message = msgspec.structs.replace(message, seq=self._out_seq)
         self._outbox[self._out_seq] = message
         await self._send(message)
 
@@ -194,25 +196,31 @@ class Runner:
         if len(self._outbox) < OUTBOX_LIMIT:
             self._outbox_room.set()
 
-    async def _receive(self, message: dict[str, Any]) -> None:
-        kind = message["type"]
-        if kind == protocol.ACK:
-            self._acknowledged(int(message["upto"]))
+    async def _receive(self, message: wire.ToRunner) -> None:
+        if isinstance(message, wire.Ack):
+            self._acknowledged(message.upto)
             return
-        if kind == protocol.ERROR:
-            log.warning("control plane says: %s", message.get("message"))
+        if isinstance(message, wire.Error):
+            log.warning("control plane says: %s", message.message)
             return
-        if kind in protocol.UNSEQUENCED:
+        if not isinstance(message, wire.DataMessage):
             return
-        seq = message["seq"]
-        if seq > self._received_seq:
-            handler = self._handlers.get(kind)
-            if handler is None:
-                log.warning("unknown message type %r ignored", kind)
-            else:
-                await handler(self, message)
-            self._received_seq = seq
+        if message.seq > self._received_seq:
+            await self._handle(message)
+            self._received_seq = message.seq
         self._acknowledge_soon()
+
+    async def _handle(self, message: wire.DataMessage) -> None:
+        if isinstance(message, wire.StartTurn):
+            await self._on_start_turn(message)
+        elif isinstance(message, wire.ToolResult):
+            self._on_tool_result(message)
+        elif isinstance(message, wire.Steer):
+            await self._on_steer(message)
+        elif isinstance(message, wire.Interrupt):
+            await self._on_interrupt(message)
+        elif isinstance(message, wire.Close):
+            await self._on_close(message)
 
     def _acknowledge_soon(self) -> None:
         """One cumulative ack for a burst: sent once the frames already received are handled."""
@@ -221,58 +229,49 @@ class Runner:
 
     async def _acknowledge(self) -> None:
         await asyncio.sleep(0)  # let the receive loop drain what already arrived
-        await self._send({"type": protocol.ACK, "upto": self._received_seq})
+        await self._send(wire.Ack(upto=self._received_seq))
 
     # Control-plane messages
 
-    async def _on_start_turn(self, message: dict[str, Any]) -> None:
-        run_id = message["run_id"]
+    async def _on_start_turn(self, message: wire.StartTurn) -> None:
+        run_id = message.run_id
         if run_id in self.runs:
             return  # a replay of a turn already started
-        hosted = HostedRun(run_id=run_id, token=message["token"])
+        hosted = HostedRun(run_id=run_id, token=message.token)
         self.runs[run_id] = hosted
-        provider = str(message.get("provider", ""))
-        kind = self.providers.get(provider)
+        kind = self.providers.get(message.provider)
         if kind is None:
             await self._refuse_turn(
                 run_id,
                 "provider_not_installed",
-                f"provider {provider!r} is not installed on this runner",
+                f"provider {message.provider!r} is not installed on this runner",
             )
             return
-        config = message.get("config") or {}
         try:
             # Decided here, before any process starts: the host's policy, not the caller's.
-            command = self.launch.resolve(provider, config)
+            command = self.launch.resolve(message.provider, message.config)
         except LaunchRefused as exc:
             await self._refuse_turn(run_id, exc.code, str(exc))
             return
-        state_dir = self.work_dir / "runs" / run_id
+        state_dir = self.work_dir / "runs" / str(run_id)
         state_dir.mkdir(parents=True, exist_ok=True)
-        hosted.driver = kind.create_driver(
-            DriverContext(state_dir=str(state_dir), command=command)
-        )
-        self.bridge.open_run(run_id, hosted.token)
+        hosted.driver = kind.create_driver(DriverContext(state_dir=str(state_dir), command=command))
+        self.bridge.open_run(str(run_id), hosted.token)
         turn = TurnInput(
-            run_id=run_id,
-            prompt=message.get("prompt", ""),
+            run_id=str(run_id),
+            prompt=message.prompt,
             cwd=str(state_dir),
-            session_ref=message.get("session_ref"),
+            session_ref=message.session_ref,
             mcp=McpEndpoint(name="paperclip", url=self.bridge.url, bearer_token=hosted.token),
-            config=config,
-            system=message.get("system"),
+            config=message.config,
+            system=message.system,
         )
         hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
 
-    async def _refuse_turn(self, run_id: str, code: str, text: str) -> None:
+    async def _refuse_turn(self, run_id: uuid.UUID, code: str, text: str) -> None:
         log.warning("run %s refused: %s", run_id, text)
         await self._send_data(
-            protocol.TURN_FINISHED,
-            run_id=run_id,
-            status="failed",
-            session_ref=None,
-            error=text,
-            error_code=code,
+            wire.TurnFinished(seq=0, run_id=run_id, status="failed", error=text, error_code=code)
         )
 
     async def _run_turn(self, hosted: HostedRun, turn: TurnInput) -> None:
@@ -280,10 +279,12 @@ class Runner:
 
         async def emit(event: ProviderEvent) -> None:
             await self._send_data(
-                protocol.EVENT,
-                run_id=hosted.run_id,
-                event_type=event.type,
-                payload=dict(event.payload),
+                wire.Event(
+                    seq=0,
+                    run_id=hosted.run_id,
+                    event_type=event.type,
+                    payload=dict(event.payload),
+                )
             )
 
         try:
@@ -294,51 +295,52 @@ class Runner:
             log.exception("turn of run %s failed", hosted.run_id)
             result = TurnResult(status="failed", error=f"{type(exc).__name__}: {exc}")
         await self._send_data(
-            protocol.TURN_FINISHED,
-            run_id=hosted.run_id,
-            status=result.status,
-            session_ref=result.session_ref,
-            error=result.error,
+            wire.TurnFinished(
+                seq=0,
+                run_id=hosted.run_id,
+                status=result.status,
+                session_ref=result.session_ref,
+                error=result.error,
+                answer=getattr(result, "answer", None),
+            )
         )
 
-    async def _on_tool_result(self, message: dict[str, Any]) -> None:
-        hosted = self.runs.get(str(message.get("run_id")))
-        future = hosted.pending_calls.get(message["call_id"]) if hosted else None
+    def _on_tool_result(self, message: wire.ToolResult) -> None:
+        hosted = self.runs.get(message.run_id)
+        future = hosted.pending_calls.get(message.call_id) if hosted else None
         if future is not None and not future.done():
-            future.set_result(
-                ToolCallResult(
-                    content=message.get("content"), is_error=bool(message.get("is_error"))
-                )
-            )
+            future.set_result(ToolCallResult(content=message.content, is_error=message.is_error))
 
-    async def _on_steer(self, message: dict[str, Any]) -> None:
-        hosted = self.runs.get(message["run_id"])
+    async def _on_steer(self, message: wire.Steer) -> None:
+        hosted = self.runs.get(message.run_id)
         acknowledged = False
         if hosted is not None and hosted.driver is not None:
             try:
-                acknowledged = await hosted.driver.steer(message["message_id"], message["text"])
+                acknowledged = await hosted.driver.steer(message.message_id, message.text)
             except Exception:
-                log.exception("steer of run %s failed", message["run_id"])
+                log.exception("steer of run %s failed", message.run_id)
         await self._send_data(
-            protocol.STEER_RESULT,
-            run_id=message["run_id"],
-            message_id=message["message_id"],
-            acknowledged=acknowledged,
+            wire.SteerResult(
+                seq=0,
+                run_id=message.run_id,
+                message_id=message.message_id,
+                acknowledged=acknowledged,
+            )
         )
 
-    async def _on_interrupt(self, message: dict[str, Any]) -> None:
-        hosted = self.runs.get(message["run_id"])
+    async def _on_interrupt(self, message: wire.Interrupt) -> None:
+        hosted = self.runs.get(message.run_id)
         if hosted is not None and hosted.driver is not None:
             await hosted.driver.interrupt()
 
-    async def _on_close(self, message: dict[str, Any]) -> None:
-        hosted = self.runs.get(message["run_id"])
+    async def _on_close(self, message: wire.Close) -> None:
+        hosted = self.runs.get(message.run_id)
         if hosted is not None:
             await self._close_run(hosted)
 
     async def _close_run(self, hosted: HostedRun) -> None:
         self.runs.pop(hosted.run_id, None)
-        self.bridge.close_run(hosted.run_id)
+        self.bridge.close_run(str(hosted.run_id))
         if hosted.task is not None and not hosted.task.done():
             hosted.task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -347,20 +349,12 @@ class Runner:
             with contextlib.suppress(Exception):
                 await hosted.driver.close()
 
-    _handlers = {
-        protocol.START_TURN: _on_start_turn,
-        protocol.TOOL_RESULT: _on_tool_result,
-        protocol.STEER: _on_steer,
-        protocol.INTERRUPT: _on_interrupt,
-        protocol.CLOSE: _on_close,
-    }
-
     # Tool calls from the model (through the MCP bridge)
 
     async def _dispatch_tool(
         self, run_id: str, call_id: str, name: str, arguments: dict[str, Any]
     ) -> ToolCallResult:
-        hosted = self.runs.get(run_id)
+        hosted = self.runs.get(uuid.UUID(run_id))
         if hosted is None:
             return ToolCallResult(
                 {"error": {"code": "run_closed", "message": "the run has ended"}}, True
@@ -369,12 +363,14 @@ class Runner:
         hosted.pending_calls[call_id] = future
         try:
             await self._send_data(
-                protocol.TOOL_CALL,
-                run_id=run_id,
-                call_id=call_id,
-                tool=name,
-                arguments=arguments,
-                token=hosted.token,
+                wire.ToolCall(
+                    seq=0,
+                    run_id=hosted.run_id,
+                    call_id=call_id,
+                    tool=name,
+                    arguments=arguments,
+                    token=hosted.token,
+                )
             )
             # No timeout: the control plane may be restarting; the call is durable there.
             return await future

@@ -150,3 +150,13 @@ async def add_comment(
             payload={"comment_id": str(comment.id)},
         )
     return comment
+
+
+async def issue_comments(session: AsyncSession, issue_id: uuid.UUID) -> list[Comment]:
+    """The issue's comments that are not deleted, oldest first: what a run reads and is woken for."""
+    rows = await session.execute(
+        select(Comment)
+        .where(Comment.issue_id == issue_id, Comment.deleted_at.is_(None))
+        .order_by(Comment.created_at, Comment.id)
+    )
+    return list(rows.scalars())

@@ -9,13 +9,41 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import InvalidInputError, NotFoundError
-from paperclip.models import Agent, Company, Issue
+from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.queries import get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
+
+WORK_STARTS_FROM = (IssueStatus.TODO, IssueStatus.BACKLOG, IssueStatus.BLOCKED)
+"""The statuses a claimed run moves to ``in_progress``."""
+OUTCOME_STATUS = {
+    "done": IssueStatus.DONE,
+    "needs_review": IssueStatus.IN_REVIEW,
+    "blocked": IssueStatus.BLOCKED,
+}
+"""What a run's reported outcome makes of its issue."""
+
+
+def start_work(issue: Issue) -> None:
+    """A run was claimed for the issue (its row locked by the caller): it is in progress now."""
+    if issue.status in WORK_STARTS_FROM:
+        issue.status = IssueStatus.IN_PROGRESS
+
+
+async def settle_after_run(
+    session: AsyncSession, issue_id: uuid.UUID, *, succeeded: bool, outcome: str | None
+) -> None:
+    """A run of the issue ended: its outcome decides the status; a failure puts it back to todo."""
+    issue = await session.get(Issue, issue_id, with_for_update=True)
+    if issue is None:
+        return
+    if succeeded and outcome is not None:
+        issue.status = OUTCOME_STATUS.get(outcome, issue.status)
+    elif not succeeded and issue.status == IssueStatus.IN_PROGRESS:
+        issue.status = IssueStatus.TODO
 
 
 class IssueService:

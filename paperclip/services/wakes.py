@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select, text, update
+from sqlalchemy import and_, exists, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.models import Agent, Issue, WakeKey, WakeRequest, WakeStatus
+from paperclip.models import (
+    ACTIVE_RUN_STATUSES,
+    Agent,
+    AgentStatus,
+    Issue,
+    Run,
+    WakeKey,
+    WakeRequest,
+    WakeStatus,
+)
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.queries import get_scoped
@@ -123,6 +133,34 @@ async def request_wake(
         details={"source": source, "agent_id": str(agent_id)},
     )
     return WakeOutcome(wake=wake, created=created)
+
+
+async def claimable_wakes(session: AsyncSession, limit: int) -> list[tuple[WakeRequest, Agent]]:
+    """Queued wakes that may start a run now, oldest first, each locked for this transaction.
+
+    Skipped: wakes other transactions hold (``SKIP LOCKED``: replicas claim
+    side by side), wakes of paused agents, and wakes of an issue that already
+    has an active run (they wait for it to end).
+    """
+    rows = await session.execute(
+        select(WakeRequest, Agent)
+        .join(Agent, Agent.id == WakeRequest.agent_id)
+        .where(WakeRequest.status == WakeStatus.QUEUED, Agent.status == AgentStatus.ACTIVE)
+        .where(
+            ~exists().where(
+                and_(Run.issue_id == WakeRequest.issue_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        )
+        .order_by(WakeRequest.created_at)
+        .limit(limit)
+        .with_for_update(of=WakeRequest, skip_locked=True)
+    )
+    return [(wake, agent) for wake, agent in rows.all()]
+
+
+def mark_claimed(wake: WakeRequest, run_id: uuid.UUID) -> None:
+    """The (locked) wake became the run ``run_id``: it is never claimed again."""
+    wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, datetime.now(UTC), run_id
 
 
 class WakeService:

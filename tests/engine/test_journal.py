@@ -1,4 +1,8 @@
-"""The batched tool journal on a real PostgreSQL: fenced admission, exactly-once settlement."""
+"""The batched tool journal on a real PostgreSQL: fenced admission, exactly-once settlement.
+
+Execution goes through the engine's own call pipeline, on a link whose
+transport is in memory.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +14,14 @@ from sqlalchemy import select
 
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal
+from paperclip.engine.calls import CallPipeline
 from paperclip.engine.fence import lock_runs
+from paperclip.engine.gate import ControlGate
+from paperclip.engine.link import RunnerLink
+from paperclip.engine.ownership import RunOwnership
 from paperclip.models import Run, RunEvent, RunStatus, ToolCall, ToolCallStatus
-from paperclip.tools.executor import execute_many
+from paperclip.wire.messages import ToolResult
+from tests.support.memory import MemoryTransport
 
 INSTANCE = "replica-test"
 
@@ -106,25 +115,36 @@ async def test_a_stale_epoch_admits_nothing_for_its_run(container, runs):
     assert refused[runs[0]].details == {"current_epoch": 3, "write_epoch": 2}
 
 
-async def dispatch(container, runs, call_ids):
-    """What the engine's dispatch does: execute and settle in one fenced transaction."""
-    async with container.sessions().begin() as session:
-        locked, _ = await lock_runs(session, dict.fromkeys(runs, 3), instance=INSTANCE)
+@pytest.fixture
+async def pipeline(container, plugin_host, runs):
+    """The engine's call pipeline, controlling ``runs`` at epoch 3, and a runner link in memory."""
+    ownership = RunOwnership()
+    for run_id in runs:
+        ownership.own(run_id, 3)
+    sessions = container.sessions()
+    pipeline = CallPipeline(
+        sessions, ownership, ControlGate(sessions, ownership), plugin_host, instance=INSTANCE
+    )
+    runner, _ = await container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
+    link = RunnerLink(
+        runner.id, "runner-1", MemoryTransport(), {"codex"}, sessions, last_in=0, last_sent=0
+    )
+    return pipeline, link
+
+
+async def dispatch(pipeline, runs, call_ids, *, stale=False):
+    """One batch through the engine's execute-and-settle; the replies it queued.
+
+    ``stale`` hands the pipeline the calls as just admitted, as a dispatch that
+    raced another would hold them, instead of letting it read their state.
+    """
+    engine, link = pipeline
+    async with engine.sessions() as session:
         rows = (await session.execute(select(ToolCall).where(ToolCall.id.in_(call_ids)))).scalars()
-        work = [(locked[row.run_id], journal.CallInput.of(row)) for row in rows]
-        outcomes = await execute_many(session, work)
-        return await journal.settle_many(
-            await driver_connection(session),
-            [
-                journal.Settlement(call.id, o.result, o.is_error, 3, o.receipt)
-                for (_, call), o in zip(work, outcomes, strict=True)
-            ],
-            [(call.run_id, {"call_id": call.call_id}) for _, call in work],
-            instance=INSTANCE,
-            runner_id=None,
-        )
-
-
+        batch = [
+            (row.run_id, row.id, journal.CallInput.of(row) if stale else None) for row in rows
+        ]
+    return await engine.execute_batch(link, batch)
 async def events_of(container, run_id):
     async with container.sessions()() as session:
         rows = await session.execute(
@@ -133,33 +153,39 @@ async def events_of(container, run_id):
         return [tuple(row) for row in rows]
 
 
-async def test_a_call_settles_once_and_its_effect_is_written_once(container, runs):
+async def test_a_call_settles_once_and_its_effect_is_written_once(container, runs, pipeline):
     admitted = await admit(container, [progress(runs[0], "a"), progress(runs[1], "b")])
     call_ids = [call_id for call_id, _ in admitted.values()]
 
-    assert await dispatch(container, runs, call_ids) == []  # no runner: no replies queued
+    replies = await dispatch(pipeline, runs, call_ids)
+    assert [(type(m), m.call_id) for _, m in replies] == [(ToolResult, "a"), (ToolResult, "b")]
+    assert [seq for seq, _ in replies] == [1, 2]  # the runner's outbox numbers them
 
     rows = await stored_calls(container, runs)
     assert {r.status for r in rows} == {ToolCallStatus.SETTLED}
     assert all(r.result["receipt"]["outcome"] == "applied" for r in rows)
 
-    # Executing the same calls again (a dispatch racing another) cannot commit:
+    # Dispatched again, the calls answer their saved results and do nothing else.
+    again = await dispatch(pipeline, runs, call_ids)
+    assert [m.content for _, m in again] == [m.content for _, m in replies]
+
+    # A dispatch that raced another (it holds the calls as pending) cannot commit:
     # the database refuses the second progress event, and everything rolls back.
     with pytest.raises(asyncpg.UniqueViolationError):
-        await dispatch(container, runs, call_ids)
+        await dispatch(pipeline, runs, call_ids, stale=True)
     for run_id in runs:
         assert await events_of(container, run_id) == [("progress", 1)]
 
 
-async def test_a_second_settlement_of_a_call_rolls_back(container, runs):
+async def test_a_second_settlement_of_a_call_rolls_back(container, runs, pipeline):
     [(call_id, _)] = (
         await admit(container, [journal.Request(runs[0], 3, "read", "get_task_context", {})])
     ).values()
-    await dispatch(container, runs, [call_id])
+    await dispatch(pipeline, runs, [call_id])
     [settled] = await stored_calls(container, runs)
 
     # A read has no effect for a constraint to refuse: the settlement itself does.
     with pytest.raises(journal.AlreadySettledError):
-        await dispatch(container, runs, [call_id])
+        await dispatch(pipeline, runs, [call_id], stale=True)
     [after] = await stored_calls(container, runs)
     assert (after.result, after.settled_at) == (settled.result, settled.settled_at)

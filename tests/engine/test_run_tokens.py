@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from paperclip.engine.finalize import finish_run
+from paperclip.engine.endings import finish_run
 from paperclip.models import Run, RunStatus
 from paperclip.services.run_tokens import new_run_token, token_run
 
@@ -144,8 +144,8 @@ async def test_a_run_abandoned_by_its_runner_is_failed_once(client, container, t
             ),
             {"id": a["run_id"]},
         )
-    assert await engine.fail_abandoned_runs() >= 1
-    assert await engine.fail_abandoned_runs() == 0
+    assert await engine.leases.fail_abandoned_runs() >= 1
+    assert await engine.leases.fail_abandoned_runs() == 0
     run = (await client.get(f"/api/companies/{a['company_id']}/runs/{a['run_id']}")).json()
     assert run["status"] == "failed" and run["error_code"] == "runner_unavailable"
     assert run["controller_epoch"] == 4  # adopted (fence moved) before it was ended

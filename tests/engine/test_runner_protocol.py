@@ -10,7 +10,7 @@ import httpx
 import pytest
 import websockets
 
-from paperclip.runner import protocol
+from paperclip.wire import messages as wire
 from tests.support.db import query
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 class Peer:
     def __init__(self, base: str, credential: str, instance: str | None = None) -> None:
-        self.url = base.replace("http", "ws", 1) + protocol.PATH
+        self.url = base.replace("http", "ws", 1) + wire.PATH
         self.credential = credential
         self.instance = instance or f"peer-{uuid.uuid4().hex[:6]}"
         self.seq = 0
@@ -29,10 +29,10 @@ class Peer:
             self.url, additional_headers={"Authorization": f"Bearer {self.credential}"}
         )
         await self.ws.send(
-            protocol.encode(
+            json.dumps(
                 {
-                    "type": protocol.HELLO,
-                    "protocol": protocol.PROTOCOL,
+                    "type": "hello",
+                    "protocol": wire.PROTOCOL,
                     "runner_instance": self.instance,
                     "providers": ["codex"],
                     "received_seq": received_seq,
@@ -40,13 +40,13 @@ class Peer:
                 }
             )
         )
-        welcome = protocol.decode(await self.ws.recv())
+        welcome = json.loads(await self.ws.recv())
         self.reader = asyncio.create_task(self._read())
         return welcome
 
     async def _read(self) -> None:
         async for raw in self.ws:
-            await self.inbox.put(protocol.decode(raw))
+            await self.inbox.put(json.loads(raw))
 
     async def expect(self, kind: str, within: float = 30) -> dict:
         while True:
@@ -58,7 +58,7 @@ class Peer:
         if seq is None:
             self.seq += 1
             seq = self.seq
-        await self.ws.send(protocol.encode({"type": kind, "seq": seq, **fields}))
+        await self.ws.send(json.dumps({"type": kind, "seq": seq, **fields}))
         return seq
 
     async def close(self) -> None:
@@ -79,8 +79,8 @@ def assigned_issue(stack) -> dict:
 
 
 async def started(peer: Peer) -> dict:
-    start = await peer.expect(protocol.START_TURN)
-    await peer.ws.send(protocol.encode({"type": protocol.ACK, "upto": start["seq"]}))
+    start = await peer.expect("start_turn")
+    await peer.ws.send(json.dumps({"type": "ack", "upto": start["seq"]}))
     return start
 
 
@@ -95,15 +95,15 @@ def test_replayed_messages_are_deduplicated(control_plane):
         run_id = start["run_id"]
         for n in (1, 2):
             await peer.send(
-                protocol.EVENT, run_id=run_id, event_type="item/completed", payload={"n": n}
+                "event", run_id=run_id, event_type="item/completed", payload={"n": n}
             )
-            assert (await peer.expect(protocol.ACK))["upto"] == n
+            assert (await peer.expect("ack"))["upto"] == n
         # the same seqs again, as after a reconnect: acknowledged, not stored twice
         for n in (1, 2):
             await peer.send(
-                protocol.EVENT, seq=n, run_id=run_id, event_type="item/completed", payload={"n": n}
+                "event", seq=n, run_id=run_id, event_type="item/completed", payload={"n": n}
             )
-            assert (await peer.expect(protocol.ACK))["upto"] == 2
+            assert (await peer.expect("ack"))["upto"] == 2
         events = await asyncio.to_thread(stack.events, ctx, run_id)
         assert [e["payload"]["n"] for e in events] == [1, 2]
         await peer.close()
@@ -123,14 +123,14 @@ def test_tool_calls_need_the_runs_own_token(control_plane):
         start_b = await started(peer)
         # run B's id with run A's token: refused, nothing journaled for B
         await peer.send(
-            protocol.TOOL_CALL,
+            "tool_call",
             run_id=start_b["run_id"],
             call_id="x1",
             tool="post_comment",
             arguments={"body": "should not land"},
             token=start_a["token"],
         )
-        refused = await peer.expect(protocol.TOOL_RESULT)
+        refused = await peer.expect("tool_result")
         assert refused["is_error"] and refused["content"]["error"]["code"] == "run_token_refused"
         rows = await asyncio.to_thread(
             query,
@@ -142,14 +142,14 @@ def test_tool_calls_need_the_runs_own_token(control_plane):
         # its own token works, and a replayed call gets the saved result, not a second write
         for _ in range(2):
             await peer.send(
-                protocol.TOOL_CALL,
+                "tool_call",
                 run_id=start_a["run_id"],
                 call_id="c1",
                 tool="post_comment",
                 arguments={"body": "once"},
                 token=start_a["token"],
             )
-        results = [await peer.expect(protocol.TOOL_RESULT) for _ in range(2)]
+        results = [await peer.expect("tool_result") for _ in range(2)]
         assert {r["content"]["comment_id"] for r in results} and not any(
             r["is_error"] for r in results
         )
@@ -174,7 +174,7 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
 
         async def progress(call_id: str) -> None:
             await peer.send(
-                protocol.TOOL_CALL,
+                "tool_call",
                 run_id=run_id,
                 call_id=call_id,
                 tool="report_progress",
@@ -187,7 +187,7 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
             await progress(f"c{n}")
             for part in (1, 2):  # consecutive events share a transaction
                 await peer.send(
-                    protocol.EVENT,
+                    "event",
                     run_id=run_id,
                     event_type="item/completed",
                     payload={"n": n, "part": part},
@@ -195,9 +195,9 @@ def test_a_burst_of_calls_and_events_is_processed_once_each(control_plane):
             await progress(f"d{n}")
         answered: list[str] = []
         while len(answered) < 2 * bursts:
-            answered.append((await peer.expect(protocol.TOOL_RESULT))["call_id"])
+            answered.append((await peer.expect("tool_result"))["call_id"])
         with pytest.raises(TimeoutError):  # and nothing twice
-            answered.append((await peer.expect(protocol.TOOL_RESULT, within=1.5))["call_id"])
+            answered.append((await peer.expect("tool_result", within=1.5))["call_id"])
         assert sorted(answered) == sorted(
             [f"c{n}" for n in range(bursts)] + [f"d{n}" for n in range(bursts)]
         )
@@ -228,17 +228,17 @@ def test_a_replayed_call_gets_its_saved_result_and_a_retried_command_its_receipt
             token=start["token"],
             arguments={"body": "just once", "command_id": "say-it"},
         )
-        seq = await peer.send(protocol.TOOL_CALL, call_id="p1", **args)
-        first = await peer.expect(protocol.TOOL_RESULT)
+        seq = await peer.send("tool_call", call_id="p1", **args)
+        first = await peer.expect("tool_result")
         assert first["content"]["receipt"]["outcome"] == "applied"
         # The same runner process reconnects and replays the call (same seq, same id).
         await peer.close()
         await peer.open(received_seq=first["seq"], runs=[{"run_id": start["run_id"]}])
-        await peer.send(protocol.TOOL_CALL, seq=seq, call_id="p1", **args)
-        assert (await peer.expect(protocol.ACK))["upto"] >= seq
+        await peer.send("tool_call", seq=seq, call_id="p1", **args)
+        assert (await peer.expect("ack"))["upto"] >= seq
         # The model retries the action under a new call: same command, no second write.
-        await peer.send(protocol.TOOL_CALL, call_id="p2", **args)
-        retried = await peer.expect(protocol.TOOL_RESULT)
+        await peer.send("tool_call", call_id="p2", **args)
+        retried = await peer.expect("tool_result")
         assert retried["call_id"] == "p2"
         assert retried["content"]["receipt"]["outcome"] == "duplicate"
         assert retried["content"]["comment_id"] == first["content"]["comment_id"]
@@ -264,19 +264,19 @@ def test_messages_about_an_ended_run_close_it_instead_of_the_link(control_plane)
         start = await started(peer)
         run_id = start["run_id"]
         finished = dict(run_id=run_id, status="completed", session_ref=None, error=None)
-        seq = await peer.send(protocol.TURN_FINISHED, **finished)
-        assert (await peer.expect(protocol.CLOSE))["run_id"] == run_id
+        seq = await peer.send("turn_finished", **finished)
+        assert (await peer.expect("close"))["run_id"] == run_id
         # replays of the end, and late calls, are answered; the link stays up
-        await peer.send(protocol.TURN_FINISHED, **finished)
+        await peer.send("turn_finished", **finished)
         late = await peer.send(
-            protocol.TOOL_CALL,
+            "tool_call",
             run_id=run_id,
             call_id="late",
             tool="post_comment",
             arguments={"body": "too late"},
             token=start["token"],
         )
-        refused = await peer.expect(protocol.TOOL_RESULT)
+        refused = await peer.expect("tool_result")
         assert refused["run_id"] == run_id and refused["content"]["error"]["code"] == "run_ended"
         assert seq < late
         assert peer.ws.state.name == "OPEN"  # still the same connection
@@ -289,13 +289,13 @@ def test_bad_credentials_and_bad_hellos_are_closed_with_codes(control_plane):
     stack = control_plane
 
     async def scenario():
-        url = stack.url().replace("http", "ws", 1) + protocol.PATH
+        url = stack.url().replace("http", "ws", 1) + wire.PATH
         async with websockets.connect(
             url, additional_headers={"Authorization": "Bearer nope"}
         ) as ws:
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await ws.recv()
-            assert closed.value.rcvd.code == protocol.CLOSE_UNAUTHORIZED
+            assert closed.value.rcvd.code == wire.CLOSE_UNAUTHORIZED
         credential = stack.runner_credential()
         async with websockets.connect(
             url, additional_headers={"Authorization": f"Bearer {credential}"}
@@ -303,7 +303,7 @@ def test_bad_credentials_and_bad_hellos_are_closed_with_codes(control_plane):
             await ws.send(json.dumps({"type": "event", "seq": 1}))
             with pytest.raises(websockets.ConnectionClosed) as closed:
                 await ws.recv()
-            assert closed.value.rcvd.code == protocol.CLOSE_PROTOCOL_ERROR
+            assert closed.value.rcvd.code == wire.CLOSE_PROTOCOL_ERROR
 
     asyncio.run(scenario())
 
@@ -362,6 +362,6 @@ def test_revoking_a_runner_closes_its_open_connection(control_plane):
         )
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await asyncio.wait_for(peer.reader, 15)  # the read loop ends with the link
-        assert closed.value.rcvd.code == protocol.CLOSE_UNAUTHORIZED
+        assert closed.value.rcvd.code == wire.CLOSE_UNAUTHORIZED
 
     asyncio.run(scenario())

@@ -16,6 +16,7 @@ import pytest
 from paperclip_hookspecs.prompts import Lane, SessionAttempt, TaskSource, WakeSource
 
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
+from tests.prompts.support import BUILTIN
 from tests.support.db import query
 from tests.support.processes import wait_until
 
@@ -40,7 +41,7 @@ def v4_envelope(issue: dict, run_id: str) -> dict:
         provider="codex",
         ownership=False,
     )
-    return assemble_execution_input(request).envelope
+    return assemble_execution_input(request, BUILTIN).envelope
 
 
 def test_a_v4_run_resumes_after_the_upgrade(stack):

@@ -400,7 +400,7 @@ def test_a_prompt_plugin_that_raises_is_named_too(plugin_host, register_plugin):
 
     register_plugin(Exploding(), name="exploding")
     with pytest.raises(PluginHookError) as raised:
-        plugin_host.prompts.render_task_markdown(
+        plugin_host.render_task_markdown(
             TaskSource(id="i", identifier="PC-1", title="t"), TaskMarkdownOptions()
         )
     assert raised.value.plugin == "exploding"

@@ -15,6 +15,8 @@ from paperclip_hookspecs.prompts import (
     TaskSource,
 )
 
+from paperclip.plugins import PluginHost
+
 ISSUE = "issue-1"
 ADA = CommentAuthor(AuthorKind.USER, "u-1", "Ada")
 BUILDER = CommentAuthor(AuthorKind.AGENT, "a-7", "")
@@ -47,3 +49,7 @@ def make_comment(comment_id: str, body: str, **changes: Any) -> CommentSource:
 
 
 SCREENSHOT = Attachment("att-1", "redirect.png", "image/png", 48_213)
+
+
+BUILTIN = PluginHost.with_builtins()
+"""A plugin host with the built-in plugins only: the prompt hooks as the core answers them."""

@@ -7,9 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 import paperclip_hookspecs.prompts as prompt_specs
-import pluggy
 import pytest
-from paperclip_hookspecs import PROJECT_NAME, hookimpl
+from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.prompts import (
     Lane,
     ProviderCarriers,
@@ -22,17 +21,16 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
+from paperclip.plugins import NoPluginAnswerError, PluginHookError, PluginHost
 from paperclip.prompts import (
     AgentBrief,
     AssemblyRequest,
     OwnershipError,
-    PromptHooks,
     assemble_execution_input,
 )
-from paperclip.prompts.hooks import PromptHookUnanswered
 from paperclip.prompts.rules import DEFAULT_RULES
 
-from .support import ISSUE, make_comment, make_task
+from .support import BUILTIN, ISSUE, make_comment, make_task
 
 TASK = make_task()
 WAKE = WakeSource(
@@ -41,7 +39,7 @@ WAKE = WakeSource(
 )
 
 
-def assemble(hooks: PromptHooks | None = None, **changes: Any) -> Any:
+def assemble(hooks: PluginHost = BUILTIN, **changes: Any) -> Any:
     base = AssemblyRequest(
         TASK, WAKE, Lane.NATIVE, SessionAttempt.FRESH, run_id="run-1", agent=AgentBrief("Builder")
     )
@@ -106,7 +104,7 @@ def test_custom_templates_keep_every_variable() -> None:
 
 
 def test_a_plugin_that_renders_a_comment_twice_breaks_ownership(
-    pm: pluggy.PluginManager, register_plugin: Any
+    plugin_host: PluginHost, register_plugin: Any
 ) -> None:
     class Echo:
         @hookimpl
@@ -120,18 +118,18 @@ def test_a_plugin_that_renders_a_comment_twice_breaks_ownership(
 
     register_plugin(Echo())
     with pytest.raises(OwnershipError, match="c-1"):
-        assemble(PromptHooks(pm))
+        assemble(plugin_host)
 
 
-def test_a_manager_without_the_builtin_plugin_says_what_is_missing() -> None:
-    pm = pluggy.PluginManager(PROJECT_NAME)
-    pm.add_hookspecs(prompt_specs)
-    with pytest.raises(PromptHookUnanswered, match=r"paperclip\.prompts\.plugin"):
-        assemble(PromptHooks(pm))
+def test_a_host_without_the_builtin_plugin_says_what_is_missing(
+    bare_plugin_host: PluginHost,
+) -> None:
+    with pytest.raises(NoPluginAnswerError, match="PAPERCLIP_PLUGINS_DISABLE"):
+        assemble(bare_plugin_host)
 
 
 def test_a_plugin_answer_of_the_wrong_type_is_refused(
-    pm: pluggy.PluginManager, register_plugin: Any
+    plugin_host: PluginHost, register_plugin: Any
 ) -> None:
     class Wrong:
         @hookimpl
@@ -139,8 +137,8 @@ def test_a_plugin_answer_of_the_wrong_type_is_refused(
             return "a string"
 
     register_plugin(Wrong())
-    with pytest.raises(TypeError, match="paperclip_render_task_markdown returned str"):
-        assemble(PromptHooks(pm))
+    with pytest.raises(PluginHookError, match="returned str from paperclip_render_task_markdown"):
+        assemble(plugin_host)
 
 
 def test_the_builtin_plugin_module_implements_every_prompt_hook() -> None:

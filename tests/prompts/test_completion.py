@@ -25,7 +25,8 @@ from paperclip.prompts import (
     recover_completion_only,
     validate_completion,
 )
-from paperclip.prompts.revisions import revision
+from paperclip.revisions import revision
+from tests.prompts.support import BUILTIN
 
 from .support import ISSUE, make_comment, make_task
 
@@ -47,7 +48,7 @@ def assembled(**changes: Any) -> Any:
     request = AssemblyRequest(
         TASK, WAKE, Lane.NATIVE, SessionAttempt.FRESH, history=HISTORY, limits=LIMITS
     )
-    return assemble_execution_input(replace(request, **changes)).execution_input
+    return assemble_execution_input(replace(request, **changes), BUILTIN).execution_input
 
 
 D, C, T = SourceKind.DESCRIPTION, SourceKind.COMMENT, SourceKind.TASK
@@ -92,7 +93,7 @@ def test_paperclip_validate_completion_references_never_infers_ownership_from_te
     # The template shows the comment body only inside the wake JSON: text, not a source block.
     value = assembled(custom_template="Do this:\n{{ wakeJson }}")
     assert "Keep the query string." in value.model.prompt
-    check = validate_completion(value, (CompletionReference(C, "c-2", COMMENT_REV),))
+    check = validate_completion(value, (CompletionReference(C, "c-2", COMMENT_REV),), BUILTIN)
     assert [r.reason for r in check.refused] == ["not_rendered"]
 
 
@@ -101,7 +102,7 @@ def test_paperclip_validate_completion_references_legacy_inputs_only_cite_the_ta
     assert "Keep the query string." in value.model.prompt
     check = validate_completion(
         value, (CompletionReference(T, ISSUE), CompletionReference(C, "c-2", COMMENT_REV))
-    )
+    , BUILTIN)
     assert check.accepted == (CompletionReference(T, ISSUE),)
     assert [r.reason for r in check.refused] == ["not_rendered"]
 
@@ -124,7 +125,7 @@ def test_paperclip_render_completion_recovery_restores_criteria_and_drops_source
             CompletionReference(T, ISSUE),
             CompletionReference(D, ISSUE, DESCRIPTION_REV),
             CompletionReference(C, "c-2", COMMENT_REV),
-        ),
+        ), BUILTIN,
     )
     assert check.accepted == (CompletionReference(T, ISSUE),)
     assert {r.reason for r in check.refused} == {"not_rendered"}

@@ -31,7 +31,8 @@ from paperclip.prompts import (
     read_model_envelope,
     validate_completion,
 )
-from paperclip.prompts.revisions import revision
+from paperclip.revisions import revision
+from tests.prompts.support import BUILTIN
 
 from .support import ISSUE, make_comment, make_task
 
@@ -74,7 +75,7 @@ def check_v4(envelope: dict[str, Any]) -> None:
 
 def check_readers_roundtrip(envelope: dict[str, Any]) -> None:
     for ownership in (True, False):
-        result = assemble_execution_input(request(ownership=ownership))
+        result = assemble_execution_input(request(ownership=ownership), BUILTIN)
         assert read_execution_input(roundtrip(result.envelope)) == result.execution_input
 
 
@@ -106,7 +107,7 @@ VERSIONED_ENVELOPE_RULES = [
     ids=[r[0] for r in VERSIONED_ENVELOPE_RULES],
 )
 def test_versioned_envelope_rules(ownership: bool, check: Any) -> None:
-    check(roundtrip(assemble_execution_input(request(ownership=ownership)).envelope))
+    check(roundtrip(assemble_execution_input(request(ownership=ownership), BUILTIN).envelope))
 
 
 def test_a_run_persisted_as_v4_before_the_upgrade_resumes() -> None:
@@ -125,7 +126,7 @@ def test_a_run_persisted_as_v4_before_the_upgrade_resumes() -> None:
             provider=previous.provider,
             previous=previous,
         )
-    )
+    , BUILTIN)
     check_v4(roundtrip(resumed.envelope))
     prompt = resumed.prompt
     assert "## Paperclip continuation" in prompt  # restored from the persisted continuation
@@ -134,28 +135,28 @@ def test_a_run_persisted_as_v4_before_the_upgrade_resumes() -> None:
     assert "- Description: unchanged since your brief" in prompt
     check = validate_completion(
         resumed.execution_input, (CompletionReference(SourceKind.TASK, ISSUE),)
-    )
+    , BUILTIN)
     assert check.ok
 
 
 def test_v5_data_survives_a_rollback_of_the_producer() -> None:
     """Rollback: readers for v5/v3 stay, then new ownership production stops."""
-    before = assemble_execution_input(request())
+    before = assemble_execution_input(request(), BUILTIN)
     stored = roundtrip(before.envelope)
     reference = CompletionReference(SourceKind.COMMENT, "c-1", revision(COMMENT.body))
 
     # The rolled-back producer still reads the active v5 session and its completion context.
     active = read_execution_input(stored)
     assert active == before.execution_input
-    assert validate_completion(active, (reference,)).ok
+    assert validate_completion(active, (reference,), BUILTIN).ok
 
     # The active session keeps its schema until its run ends ...
-    resumed = assemble_execution_input(request(ownership=False, previous=active))
+    resumed = assemble_execution_input(request(ownership=False, previous=active), BUILTIN)
     check_v5(roundtrip(resumed.envelope))
     # ... while new sessions return to v4 and legacy wake rendering.
     new = assemble_execution_input(
         AssemblyRequest(TASK, WAKE, Lane.NATIVE, SessionAttempt.FRESH, ownership=False)
-    )
+    , BUILTIN)
     assert new.schema == EXECUTION_INPUT_V4 and new.execution_input.turn_context is None
     assert "### Latest wake comment" in new.prompt
     assert stored == roundtrip(before.envelope)  # nothing rewrote the persisted data
@@ -177,6 +178,6 @@ def test_the_rollback_order_is_documented() -> None:
 def test_build_continuation_for_v4_sessions_drops_the_objective_source() -> None:
     continuation = build_continuation(TASK, DELTA, (COMMENT,))
     assert continuation.objective_source is not None
-    result = assemble_execution_input(request(ownership=False, continuation=continuation))
+    result = assemble_execution_input(request(ownership=False, continuation=continuation), BUILTIN)
     assert result.execution_input.continuation is not None
     assert result.execution_input.continuation.objective_source is None

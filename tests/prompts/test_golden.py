@@ -26,7 +26,8 @@ from paperclip.prompts import (
     AssemblyRequest,
     assemble_execution_input,
 )
-from paperclip.prompts.revisions import short_revision
+from paperclip.revisions import short_revision
+from tests.prompts.support import BUILTIN
 
 from .support import ADA, BUILDER, ISSUE, SCREENSHOT, make_comment, make_task
 
@@ -58,7 +59,7 @@ def request(lane: Lane, attempt: SessionAttempt = SessionAttempt.FRESH) -> Assem
 
 
 def native_full() -> AssembledInput:
-    return assemble_execution_input(request(Lane.NATIVE))
+    return assemble_execution_input(request(Lane.NATIVE), BUILTIN)
 
 
 def native_resumed() -> AssembledInput:
@@ -72,27 +73,27 @@ def native_resumed() -> AssembledInput:
     return assemble_execution_input(
         replace(request(Lane.NATIVE, SessionAttempt.RESUMED), wake=wake, resume_delta=delta,
                 previous=first)
-    )  # fmt: skip
+    , BUILTIN)  # fmt: skip
 
 
 def fresh_retry() -> AssembledInput:
-    resumed = assemble_execution_input(request(Lane.ACP, SessionAttempt.RESUMED))
+    resumed = assemble_execution_input(request(Lane.ACP, SessionAttempt.RESUMED), BUILTIN)
     return assemble_execution_input(
         replace(request(Lane.ACP, SessionAttempt.FRESH_RETRY), previous=resumed.execution_input)
-    )
+    , BUILTIN)
 
 
 def gateway() -> AssembledInput:
     return assemble_execution_input(
         replace(request(Lane.GATEWAY), provider="gateway",
                 carriers=ProviderCarriers(execution_contract=True))
-    )  # fmt: skip
+    , BUILTIN)  # fmt: skip
 
 
 def gateway_legacy() -> AssembledInput:
     return assemble_execution_input(
         replace(request(Lane.GATEWAY), provider="gateway", ownership=False)
-    )
+    , BUILTIN)
 
 
 def pi() -> AssembledInput:
@@ -100,7 +101,7 @@ def pi() -> AssembledInput:
         replace(
             request(Lane.LEGACY_CLI), provider="pi", carriers=ProviderCarriers(default_rules=True)
         )
-    )
+    , BUILTIN)
 
 
 def custom_template() -> AssembledInput:
@@ -109,7 +110,7 @@ def custom_template() -> AssembledInput:
         "{{ taskMarkdownAssignment }}\n\n{{ wakePrompt }}\n\n"
         "Raw wake for your tools:\n{{ wakeJson }}"
     )
-    return assemble_execution_input(replace(request(Lane.CLOUD), custom_template=template))
+    return assemble_execution_input(replace(request(Lane.CLOUD), custom_template=template), BUILTIN)
 
 
 LANES: dict[str, Callable[[], AssembledInput]] = {

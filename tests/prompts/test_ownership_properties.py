@@ -27,7 +27,8 @@ from paperclip_hookspecs.prompts import (
 )
 
 from paperclip.prompts import AssemblyRequest, assemble_execution_input, validate_completion
-from paperclip.prompts.revisions import revision, source_text
+from paperclip.revisions import revision, source_text
+from tests.prompts.support import BUILTIN
 
 from .support import ADA, BUILDER, ISSUE, make_comment, make_task
 
@@ -103,7 +104,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         earlier = make_task(description=draw(st.sampled_from([task.description, "older"])))
         previous = assemble_execution_input(
             AssemblyRequest(earlier, WakeSource("comment"), request.lane, SessionAttempt.FRESH)
-        ).execution_input
+        , BUILTIN).execution_input
         request = AssemblyRequest(**{**_fields(request), "previous": previous})
     return Scenario(request, history)
 
@@ -122,7 +123,7 @@ PROPERTY_SETTINGS = settings(
 def test_every_current_source_has_exactly_one_owner_in_the_rendered_prompt(
     scenario: Scenario,
 ) -> None:
-    result = assemble_execution_input(scenario.request)
+    result = assemble_execution_input(scenario.request, BUILTIN)
     value = result.execution_input
     context = value.turn_context
     assert context is not None
@@ -161,7 +162,7 @@ def test_every_current_source_has_exactly_one_owner_in_the_rendered_prompt(
 @PROPERTY_SETTINGS
 @given(scenarios(), st.data())
 def test_references_validate_only_for_rendered_sources(scenario: Scenario, data: Any) -> None:
-    value = assemble_execution_input(scenario.request).execution_input
+    value = assemble_execution_input(scenario.request, BUILTIN).execution_input
     rendered = {(b.kind, b.id): b.revision for b in value.model.rendered_sources}
 
     candidates = [
@@ -180,7 +181,7 @@ def test_references_validate_only_for_rendered_sources(scenario: Scenario, data:
         candidates.append(CompletionReference(SourceKind.COMMENT, comment.id, revision("stale")))
     references = tuple(data.draw(st.lists(st.sampled_from(candidates), max_size=8)))
 
-    check = validate_completion(value, references)
+    check = validate_completion(value, references, BUILTIN)
     for ref in references:
         key = (ref.kind, ref.id)
         valid = key in rendered and (ref.kind is SourceKind.TASK or rendered[key] == ref.revision)

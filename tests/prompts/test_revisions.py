@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from paperclip.prompts.markdown import fence
-from paperclip.prompts.revisions import revision, revision_matches, sanitize, source_text
+from paperclip.revisions import revision, revision_matches, sanitize, source_text
 
 SANITIZING_RULES = [
     ("trims surrounding whitespace", "  body \n\n", "body"),

@@ -18,6 +18,7 @@ from paperclip_hookspecs.prompts import (
 )
 
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
+from tests.prompts.support import BUILTIN
 
 from .support import make_comment, make_task
 
@@ -107,10 +108,10 @@ def test_paperclip_select_prompt_sections_follows_the_dispatched_attempt() -> No
     task = make_task()
     wake = WakeSource("comment", (make_comment("c-1", "Please continue."),))
     base = dict(task=task, wake=wake, lane=Lane.ACP, run_id="run-1")
-    resumed = assemble_execution_input(AssemblyRequest(**base, attempt=RESUMED))
+    resumed = assemble_execution_input(AssemblyRequest(**base, attempt=RESUMED), BUILTIN)
     retry = assemble_execution_input(
         AssemblyRequest(**base, attempt=RETRY, previous=resumed.execution_input)
-    )
+    , BUILTIN)
     assert resumed.execution_input.attempt is RESUMED
     assert "## Paperclip run" not in resumed.prompt
     assert retry.execution_input.attempt is RETRY

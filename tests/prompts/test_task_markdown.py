@@ -16,8 +16,8 @@ from paperclip_hookspecs.prompts import (
     TaskSource,
 )
 
-from paperclip.prompts.revisions import revision, short_revision
 from paperclip.prompts.task_markdown import build_task_markdown
+from paperclip.revisions import revision, short_revision
 
 from .support import ISSUE, make_comment, make_task
 

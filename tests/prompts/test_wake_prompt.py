@@ -17,8 +17,8 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.prompts.revisions import revision, short_revision
 from paperclip.prompts.sources import normalize_wake
+from paperclip.revisions import revision, short_revision
 
 from .support import BUILDER, SCREENSHOT, make_comment, make_task
 

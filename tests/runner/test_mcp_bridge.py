@@ -17,7 +17,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
-from paperclip.tools.catalog import TOOLS
+from paperclip.wire.tools import TOOLS
 
 INITIALIZE = {
     "jsonrpc": "2.0",

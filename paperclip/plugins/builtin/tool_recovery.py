@@ -18,6 +18,10 @@ def paperclip_recover_tool_input(pending: PendingToolInput) -> ToolRecovery:
         return ToolRecovery.replay(pending.receipt)
     if pending.running_here:
         return ToolRecovery.keep_pending("this process still runs it; its own result settles it")
+    if pending.effect_in_journal and pending.owner_gone:
+        # A core tool's effect commits with its result: without a result it had none,
+        # so running it now cannot repeat anything.
+        return ToolRecovery.redispatch("its effect commits with its result: it had none")
     if pending.admission is Admission.THIS_CONTROLLER:
         # Dispatched here and not running: its dispatch failed or its result is on the
         # way. Recovery has no authority over a live controller's input.

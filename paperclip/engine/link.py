@@ -1,4 +1,4 @@
-"""A runner's live WebSocket on this replica: ordered sending from the outbox, acknowledgements."""
+"""A runner's live connection on this replica: ordered sending from the outbox, acknowledgements."""
 
 from __future__ import annotations
 
@@ -9,20 +9,20 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
-from litestar import WebSocket
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
 from paperclip.engine.journal import CallInput
+from paperclip.engine.transport import Transport
 from paperclip.models import Runner
-from paperclip.runner import protocol
+from paperclip.wire.messages import CLOSE_UNAUTHORIZED, Ack, Message, encode
 
 log = logging.getLogger(__name__)
 
-Dispatch = tuple[uuid.UUID, int, CallInput | None]
-"""An admitted tool call: run id, journal id, and the call when it was just admitted
-(None: read its stored state, which may already hold a result to send again)."""
+Admitted = tuple[uuid.UUID, int, CallInput | None]
+"""An admitted tool call waiting to be executed: run id, journal id, and the call when it
+was just admitted (None: read its stored state, which may already hold a result to send)."""
 
 POLL_SECONDS = 1.0
 FLUSH_SECONDS = 0.5
@@ -44,7 +44,7 @@ class RunnerLink:
         self,
         runner_id: uuid.UUID,
         instance: str,
-        socket: WebSocket[Any, Any, Any],
+        transport: Transport,
         providers: set[str],
         sessions: async_sessionmaker[AsyncSession],
         *,
@@ -53,7 +53,7 @@ class RunnerLink:
     ) -> None:
         self.runner_id = runner_id
         self.instance = instance
-        self.socket = socket
+        self.transport = transport
         self.providers = providers
         self.sessions = sessions
         self.last_in = last_in
@@ -69,7 +69,7 @@ class RunnerLink:
         self.closed = asyncio.Event()
         self._shut = asyncio.Event()
         self._closing: asyncio.Task[None] | None = None
-        self.dispatches: asyncio.Queue[Dispatch] = asyncio.Queue()
+        self.admitted: asyncio.Queue[Admitted] = asyncio.Queue()
         """Admitted tool calls waiting to be executed."""
 
     def start(self) -> None:
@@ -92,7 +92,7 @@ class RunnerLink:
     def runner_acked(self, upto: int) -> None:
         self.acked = max(self.acked, upto)
 
-    async def deliver(self, seq: int, message: dict[str, Any]) -> None:
+    async def deliver(self, seq: int, message: Message) -> None:
         """Send a just-committed outbox message now if it is next in order; else let the loop do it."""
         async with self._order_lock:
             if seq == self.last_sent + 1:
@@ -101,12 +101,15 @@ class RunnerLink:
                 return
         self.kick()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Message) -> None:
+        await self.send_frame(encode(message))
+
+    async def send_frame(self, frame: str) -> None:
         async with self._send_lock:
-            await self.socket.send_text(protocol.encode(message))
+            await self.transport.send(frame)
 
     async def ack(self, upto: int) -> None:
-        await self.send({"type": protocol.ACK, "upto": upto})
+        await self.send(Ack(upto=upto))
 
     async def close(self, code: int = 1000, reason: str = "") -> None:
         """Stop the link's tasks, save its position, close the socket; returns when all that is done."""
@@ -121,7 +124,7 @@ class RunnerLink:
         with contextlib.suppress(Exception):
             await self.flush()
         with contextlib.suppress(Exception):
-            await self.socket.close(code=code, reason=reason)
+            await self.transport.close(code, reason)
         self._shut.set()
 
     async def flush(self) -> None:
@@ -149,7 +152,7 @@ class RunnerLink:
                     log.warning("runner %s was revoked; closing its connection", self.runner_id)
                     # From a task of its own: close() cancels and awaits this one.
                     self._closing = asyncio.create_task(
-                        self.close(protocol.CLOSE_UNAUTHORIZED, "runner credential revoked")
+                        self.close(CLOSE_UNAUTHORIZED, "runner credential revoked")
                     )
                     return
             except asyncio.CancelledError:
@@ -178,7 +181,7 @@ class RunnerLink:
                     for message in pending:
                         if message.seq <= self.last_sent:
                             continue  # delivered directly meanwhile
-                        await self.send(outbox.as_wire(message))
+                        await self.send_frame(outbox.as_frame(message))
                         self.last_sent = message.seq
                 if pending:
                     self._kick.set()  # there may be more than one page

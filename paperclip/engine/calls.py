@@ -1,0 +1,387 @@
+"""The tool-call pipeline: admit -> execute -> settle, one path for every call.
+
+A call is journaled (admitted, with this controller's instance and epoch)
+before it is executed, and its result is saved, in the same transaction as
+its effect and the reply in the runner's outbox, before the reply is sent.
+Calls that arrive together share each step: one statement admits a batch,
+one transaction executes and settles it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
+
+from paperclip_hookspecs.receipts import (
+    TOOL_CALL_INTERRUPTED_BY_RESTART,
+    Admission,
+    PendingToolInput,
+    ReceiptStatus,
+    ToolReceipt,
+    ToolRecovery,
+    ToolRecoveryAction,
+)
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.db.driver import driver_connection
+from paperclip.engine import journal, outbox
+from paperclip.engine.executor import ToolExecutor
+from paperclip.engine.fence import StaleEpochError, lock_runs
+from paperclip.engine.gate import ControlGate
+from paperclip.engine.link import Admitted, RunnerLink
+from paperclip.engine.ownership import RunOwnership
+from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
+from paperclip.models import ToolReceipt as ReceiptRow
+from paperclip.plugins import PluginHost
+from paperclip.services.api_keys import hash_key
+from paperclip.wire.messages import ToolCall as ToolCallMessage
+from paperclip.wire.messages import ToolResult
+from paperclip.wire.tools import BY_NAME
+
+log = logging.getLogger(__name__)
+
+DISPATCH_BATCH = 32
+
+
+class CallPipeline:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: RunOwnership,
+        gate: ControlGate,
+        plugins: PluginHost,
+        *,
+        instance: str,
+    ) -> None:
+        self.sessions = sessions
+        self.ownership = ownership
+        self.gate = gate
+        self.plugins = plugins
+        self.executor = ToolExecutor(plugins)
+        self.instance = instance
+
+    # Admit
+
+    async def admit(self, link: RunnerLink, messages: Sequence[ToolCallMessage]) -> None:
+        """Journal consecutive calls (of any runs) in one statement, then queue them for execution.
+
+        A call whose token is not its run's live token is refused without
+        being journaled; a call of a run that has ended is refused too. A call
+        of a run adopted elsewhere since raises StaleEpochError: this link is stale.
+        """
+        verified: list[ToolCallMessage] = []
+        for message in messages:
+            if not await self.gate.controls(link, message.run_id):
+                await self._refuse(link, message, "run_ended", "this run has ended")
+            else:
+                verified.append(message)
+        await self._verify_tokens(verified)
+        requests: dict[tuple[uuid.UUID, str], journal.Request] = {}
+        repeats: list[tuple[uuid.UUID, str]] = []
+        for message in verified:
+            if not self.ownership.token_verified(message.run_id, message.token):
+                # Not this run's token: nothing is journaled for the run it names.
+                await self._refuse(
+                    link, message, "run_token_refused", "the token does not act as this run"
+                )
+                continue
+            request = journal.Request(
+                message.run_id,
+                self.ownership.epoch(message.run_id),
+                message.call_id,
+                message.tool,
+                message.arguments,
+            )
+            key = (message.run_id, message.call_id)
+            if key in requests:
+                # The same call twice in one batch (a replay) is one input: the first
+                # stands, and the copy is answered with its saved result.
+                repeats.append(key)
+            requests.setdefault(key, request)
+        if requests:
+            async with self.sessions() as session:
+                admitted = await journal.admit_many(
+                    await driver_connection(session), list(requests.values()), instance=self.instance
+                )
+            for key, request in requests.items():
+                entry = admitted.get(key)
+                if entry is None:
+                    raise StaleEpochError(f"run {key[0]} was adopted by another controller")
+                call_db_id, fresh = entry
+                call = (
+                    journal.CallInput(call_db_id, key[0], key[1], request.tool, request.arguments)
+                    if fresh
+                    else None  # admitted before: execution reads its stored state
+                )
+                link.admitted.put_nowait((key[0], call_db_id, call))
+            for key in repeats:
+                link.admitted.put_nowait((key[0], admitted[key][0], None))
+        for message in messages:
+            link.processed(message.seq)
+
+    async def _verify_tokens(self, messages: Sequence[ToolCallMessage]) -> None:
+        """Check the tokens not verified yet against live run tokens, in one query."""
+        unknown = {
+            hash_key(m.token): m
+            for m in messages
+            if m.token and not self.ownership.token_verified(m.run_id, m.token)
+        }
+        if not unknown:
+            return
+        async with self.sessions() as session:
+            rows = await session.execute(
+                select(RunToken.token_hash, RunToken.run_id).where(
+                    RunToken.token_hash.in_(list(unknown)), RunToken.revoked_at.is_(None)
+                )
+            )
+        for token_hash, run_id in rows.all():
+            message = unknown[token_hash]
+            if message.run_id == run_id:
+                self.ownership.remember_token(run_id, message.token)
+
+    async def _refuse(self, link: RunnerLink, message: ToolCallMessage, code: str, text: str) -> None:
+        """Answer a call without journaling it (it acts for no run this replica runs)."""
+        reply = ToolResult(
+            seq=0,
+            run_id=message.run_id,
+            call_id=message.call_id,
+            is_error=True,
+            content={"error": {"code": code, "message": text}},
+        )
+        async with self.sessions.begin() as session:
+            # Not attached to the run's row: the run named may not exist.
+            await outbox.enqueue_one(session, link.runner_id, reply, attach=False)
+        link.kick()
+
+    # Execute and settle
+
+    async def dispatch_loop(self, link: RunnerLink) -> None:
+        """Execute admitted calls in batches: whatever is queued shares one transaction."""
+        while not link.closed.is_set():
+            batch = [await link.admitted.get()]
+            while not link.admitted.empty() and len(batch) < DISPATCH_BATCH:
+                batch.append(link.admitted.get_nowait())
+            await self.dispatch(link, batch)
+
+    async def dispatch(self, link: RunnerLink, batch: list[Admitted]) -> None:
+        """Execute journaled calls and save each result with its reply, in fenced transactions.
+
+        A batch that fails is retried call by call, each reading its stored
+        state again, so one bad call cannot hold up the others.
+        """
+        try:
+            replies = await self.execute_batch(link, batch)
+        except Exception:
+            if len(batch) > 1 or batch[0][2] is not None:
+                for run_id, call_db_id, _ in batch:
+                    await self.dispatch(link, [(run_id, call_db_id, None)])
+            else:
+                log.exception("tool call %s of run %s failed to dispatch", batch[0][1], batch[0][0])
+            return
+        for seq, message in replies:
+            await link.deliver(seq, message)
+
+    async def execute_batch(
+        self, link: RunnerLink, batch: list[Admitted]
+    ) -> list[tuple[int, ToolResult]]:
+        epochs = {
+            run_id: epoch
+            for run_id, _, _ in batch
+            if (epoch := self.ownership.snapshot().get(run_id)) is not None
+        }
+        if not epochs:
+            log.warning("tool calls of runs not controlled here were not dispatched")
+            return []
+        async with self.sessions.begin() as session:
+            runs, refused = await lock_runs(session, epochs, instance=self.instance)
+            for run_id in {run_id for run_id, _, _ in batch} - runs.keys():
+                log.warning(
+                    "tool calls of run %s not dispatched: %s",
+                    run_id,
+                    refused.get(run_id, "this replica does not control it"),
+                )
+            unread = [call_db_id for run_id, call_db_id, call in batch if call is None]
+            stored: dict[int, ToolCall] = {}
+            if unread:
+                rows = await session.execute(select(ToolCall).where(ToolCall.id.in_(unread)))
+                stored = {row.id: row for row in rows.scalars()}
+            answers: dict[int, ToolResult] = {}
+            work: list[tuple[Run, journal.CallInput]] = []
+            for run_id, call_db_id, call in batch:
+                if run_id not in runs or call_db_id in answers:
+                    continue
+                if call is None:
+                    row = stored.get(call_db_id)
+                    if row is None:
+                        continue
+                    if row.status != ToolCallStatus.PENDING:
+                        answers[call_db_id] = _reply(run_id, row.call_id, row.result, row.is_error)
+                        continue
+                    call = journal.CallInput.of(row)
+                answers[call_db_id] = _reply(run_id, call.call_id, {}, False)  # filled in below
+                work.append((runs[run_id], call))
+            outcomes = await self.executor.execute_many(session, work)
+            for (_, call), outcome in zip(work, outcomes, strict=True):
+                answers[call.id] = _reply(call.run_id, call.call_id, outcome.result, outcome.is_error)
+            # One reply per call in the batch: a repeated call is answered again.
+            replies = [answers[db_id] for _, db_id, _ in batch if db_id in answers]
+            seqs = await journal.settle_many(
+                await driver_connection(session),  # in the transaction begun above
+                [
+                    journal.Settlement(
+                        call.id, outcome.result, outcome.is_error, epochs[call.run_id], outcome.receipt
+                    )
+                    for (_, call), outcome in zip(work, outcomes, strict=True)
+                ],
+                replies,
+                instance=self.instance,
+                runner_id=link.runner_id,
+            )
+        return [
+            (seq, _numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)
+        ]
+
+    # Recovery: inputs an earlier controller left without a result
+
+    async def recover_pending(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        """After adoption: ask the tool-recovery hook what becomes of each input without a result.
+
+        This controller just adopted the run (its lease expired and the epoch
+        moved), so the earlier owner is gone. A receipt is replayed, an
+        interrupted input settles with ``tool_call_interrupted_by_restart``, an
+        input that provably had no effect runs now, and a kept one waits.
+        """
+        epoch = self.ownership.epoch(run_id)
+        async with self.sessions() as session:
+            pending = list(
+                (
+                    await session.execute(
+                        select(ToolCall).where(
+                            ToolCall.run_id == run_id, ToolCall.status == ToolCallStatus.PENDING
+                        )
+                    )
+                ).scalars()
+            )
+            receipts = await _receipts_of(session, pending)
+        settle: list[tuple[ToolCall, dict[str, object], bool]] = []
+        for row in pending:
+            decision = self.plugins.recover_tool_input(
+                self._pending_input(row, epoch, receipts.get(row.id))
+            )
+            log.info(
+                "tool call %s of run %s after adoption: %s (%s)",
+                row.call_id,
+                run_id,
+                decision.action.value,
+                decision.reason,
+            )
+            if decision.action is ToolRecoveryAction.REDISPATCH:
+                link.admitted.put_nowait((run_id, row.id, None))
+            elif decision.action is not ToolRecoveryAction.KEEP_PENDING:
+                result, is_error = _settled_result(decision)
+                settle.append((row, result, is_error))
+        if settle:
+            await self._settle_recovered(link, run_id, epoch, settle)
+
+    def _pending_input(
+        self, row: ToolCall, epoch: int, receipt: ToolReceipt | None
+    ) -> PendingToolInput:
+        here = row.admitted_by == self.instance and row.admitted_epoch == epoch
+        return PendingToolInput(
+            run_id=str(row.run_id),
+            input_id=str(row.id),
+            tool_name=row.tool,
+            admission=Admission.THIS_CONTROLLER if here else Admission.EARLIER_CONTROLLER,
+            running_here=False,
+            owner_gone=not here,
+            receipt=receipt,
+            # A core tool's effect commits with its saved result.
+            effect_in_journal=row.tool in BY_NAME,
+        )
+
+    async def _settle_recovered(
+        self,
+        link: RunnerLink,
+        run_id: uuid.UUID,
+        epoch: int,
+        settle: list[tuple[ToolCall, dict[str, object], bool]],
+    ) -> None:
+        replies = [_reply(run_id, row.call_id, result, is_error) for row, result, is_error in settle]
+        async with self.sessions.begin() as session:
+            runs, refused = await lock_runs(session, {run_id: epoch}, instance=self.instance)
+            if run_id not in runs:
+                raise refused[run_id]
+            seqs = await journal.settle_many(
+                await driver_connection(session),
+                [journal.Settlement(row.id, dict(result), is_error, epoch) for row, result, is_error in settle],
+                replies,
+                instance=self.instance,
+                runner_id=link.runner_id,
+            )
+        for seq, reply in zip(seqs, replies, strict=True):
+            await link.deliver(seq, _numbered(reply, seq))
+
+
+def _reply(run_id: uuid.UUID, call_id: str, content: object, is_error: bool) -> ToolResult:
+    return ToolResult(seq=0, run_id=run_id, call_id=call_id, content=content, is_error=is_error)
+
+
+def _numbered(reply: ToolResult, seq: int) -> ToolResult:
+    return ToolResult(
+        seq=seq,
+        run_id=reply.run_id,
+        call_id=reply.call_id,
+        content=reply.content,
+        is_error=reply.is_error,
+    )
+
+
+def _settled_result(decision: ToolRecovery) -> tuple[dict[str, object], bool]:
+    """The saved result of a recovered input: its receipt's, or the interruption."""
+    if decision.action is ToolRecoveryAction.REPLAY_RECEIPT and decision.receipt is not None:
+        receipt = decision.receipt
+        return (
+            {
+                **receipt.result,
+                "receipt": {
+                    "command_id": receipt.command_id,
+                    "outcome": ReceiptStatus.DUPLICATE.value,
+                    "state_revision": receipt.state_revision,
+                },
+            },
+            False,
+        )
+    return (
+        {
+            "error": {
+                "code": decision.error_code or TOOL_CALL_INTERRUPTED_BY_RESTART,
+                "message": "a restart interrupted this call; whether it took effect is unknown. "
+                "Check the current state before you repeat it.",
+                "outcome": "unknown",
+                "retryable": decision.retryable,
+            }
+        },
+        True,
+    )
+
+
+async def _receipts_of(session: AsyncSession, pending: list[ToolCall]) -> dict[int, ToolReceipt]:
+    """The durable receipt of each pending input that has one (by its command id)."""
+    by_command = {journal.CallInput.of(row).command_id: row.id for row in pending}
+    if not by_command:
+        return {}
+    rows = await session.execute(
+        select(ReceiptRow).where(ReceiptRow.command_id.in_(list(by_command)))
+    )
+    found: dict[int, ToolReceipt] = {}
+    for receipt in rows.scalars():
+        row_id = by_command[receipt.command_id]
+        found[row_id] = ToolReceipt(
+            command_id=receipt.command_id,
+            status=ReceiptStatus.APPLIED,
+            result=receipt.result,
+            state_revision=receipt.state_revision,
+        )
+    return found

@@ -1,0 +1,223 @@
+"""Runner connections on this replica: hello, resume, adoption of their runs, and the link's life.
+
+The replica that holds a runner's connection controls (by lease, under the
+epoch fence) every run that runner hosts. A runner that reconnects, here or to
+another replica, resumes where its previous connection stopped: both sides
+replay what the other has not acknowledged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.engine import leases, outbox
+from paperclip.engine.calls import CallPipeline
+from paperclip.engine.endings import finish_run
+from paperclip.engine.fence import StaleEpochError
+from paperclip.engine.inbox import RunnerInbox
+from paperclip.engine.link import RunnerLink
+from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.transport import Transport, TransportClosed
+from paperclip.models import Run, RunStatus
+from paperclip.models import Runner as RunnerRow
+from paperclip.wire.messages import (
+    CLOSE_PROTOCOL_ERROR,
+    CLOSE_REPLACED,
+    PROTOCOL,
+    Hello,
+    ProtocolError,
+    Welcome,
+    decode_from_runner,
+)
+
+log = logging.getLogger(__name__)
+
+HELLO_TIMEOUT = 10.0
+
+
+class RunnerConnections:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: RunOwnership,
+        calls: CallPipeline,
+        inbox: RunnerInbox,
+        *,
+        instance: str,
+        lease_seconds: float,
+        nudge: Callable[[], None],
+    ) -> None:
+        self.sessions = sessions
+        self.ownership = ownership
+        self.calls = calls
+        self.inbox = inbox
+        self.instance = instance
+        self.ttl = lease_seconds
+        self.nudge = nudge
+        self.links: dict[uuid.UUID, RunnerLink] = {}
+
+    def pick_link(self, provider: str | None) -> RunnerLink | None:
+        """A connected runner that offers ``provider`` (None: any), or None."""
+        return next(
+            (
+                link
+                for link in self.links.values()
+                if (provider is None or provider in link.providers) and not link.closed.is_set()
+            ),
+            None,
+        )
+
+    async def serve(self, runner: RunnerRow, transport: Transport) -> None:
+        """The whole life of one authenticated runner connection, until it drops."""
+        try:
+            hello = decode_from_runner(await asyncio.wait_for(transport.receive(), HELLO_TIMEOUT))
+            if not isinstance(hello, Hello) or hello.protocol != PROTOCOL:
+                raise ProtocolError(f"expected a {PROTOCOL} hello")
+        except (ProtocolError, TimeoutError) as exc:
+            await transport.close(CLOSE_PROTOCOL_ERROR, str(exc)[:120])
+            return
+        except TransportClosed:
+            return
+
+        link = await self._register(runner.id, transport, hello)
+        try:
+            await link.send(Welcome(replica=self.instance, acked_seq=link.last_in))
+            await self._adopt_runs_of(link, hello)
+            link.start()
+            link.run_alongside(self.calls.dispatch_loop(link), f"dispatch-{runner.name}")
+            link.kick()
+            self.nudge()
+            await self.inbox.receive_loop(link)
+        except TransportClosed:
+            pass
+        except StaleEpochError as exc:
+            log.warning("runner %s: %s; closing this link", runner.name, exc)
+            await link.close(CLOSE_REPLACED, "run adopted elsewhere")
+        finally:
+            await self._unregister(link)
+
+    async def close_all(self, code: int, reason: str) -> None:
+        for link in list(self.links.values()):
+            await link.close(code, reason)
+
+    async def _register(self, runner_id: uuid.UUID, transport: Transport, hello: Hello) -> RunnerLink:
+        previous = self.links.get(runner_id)
+        if previous is not None:
+            # Closed first: it saves how far it processed, which this link resumes from.
+            await previous.close(CLOSE_REPLACED, "a newer connection of this runner")
+        async with self.sessions.begin() as session:
+            row = await session.get(RunnerRow, runner_id, with_for_update=True)
+            assert row is not None
+            if row.instance != hello.runner_instance:
+                row.in_seq = 0  # a new runner process starts its numbering again
+            row.instance, row.replica = hello.runner_instance, self.instance
+            row.last_seen_at = datetime.now(UTC)
+            await outbox.acknowledge(session, runner_id, hello.received_seq)
+            last_in = row.in_seq
+        link = RunnerLink(
+            runner_id,
+            hello.runner_instance,
+            transport,
+            set(hello.providers),
+            self.sessions,
+            last_in=last_in,
+            last_sent=hello.received_seq,
+        )
+        self.links[runner_id] = link
+        log.info(
+            "runner %s connected (instance %s, providers %s)",
+            runner_id,
+            hello.runner_instance,
+            sorted(link.providers),
+        )
+        return link
+
+    async def _unregister(self, link: RunnerLink) -> None:
+        # Still registered while it closes, so a reconnect of the runner waits
+        # for its position to be saved (see _register).
+        await link.close()
+        if self.links.get(link.runner_id) is link:
+            del self.links[link.runner_id]
+        mine = await self._runs_of(link.runner_id)
+        if link.runner_id in self.links:
+            # A newer connection of this runner took over here: its runs stay
+            # controlled (and leased) by this replica, through that connection.
+            return
+        for run_id in mine:
+            self.ownership.release(run_id)
+        with contextlib.suppress(Exception):
+            async with self.sessions.begin() as session:
+                await leases.release(session, mine, instance=self.instance)
+                if link.runner_id in self.links:
+                    return  # a newer connection registered meanwhile
+                await session.execute(
+                    update(RunnerRow)
+                    .where(
+                        RunnerRow.id == link.runner_id,
+                        RunnerRow.instance == link.instance,
+                        RunnerRow.replica == self.instance,
+                    )
+                    .values(replica=None, last_seen_at=datetime.now(UTC))
+                )
+
+    async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
+        async with self.sessions() as session:
+            return list(
+                (
+                    await session.execute(
+                        select(Run.id).where(
+                            Run.runner_id == runner_id, Run.status.in_(leases.ACTIVE)
+                        )
+                    )
+                ).scalars()
+            )
+
+    async def _adopt_runs_of(self, link: RunnerLink, hello: Hello) -> None:
+        """Become the controller of every active run of this runner, then settle their journals.
+
+        A run still leased by a dead replica is adopted once its lease expires.
+        """
+        hosted = {run.run_id for run in hello.runs}
+        for run_id in await self._runs_of(link.runner_id):
+            if run_id not in hosted and not await self._start_pending(link, run_id):
+                await self._fail_lost_run(run_id)
+                continue
+            deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
+            while run_id not in self.ownership:
+                async with self.sessions.begin() as session:
+                    epoch = await leases.adopt(session, run_id, instance=self.instance, ttl=self.ttl)
+                if epoch is not None:
+                    self.ownership.own(run_id, epoch)
+                    log.info("adopted run %s at epoch %s", run_id, epoch)
+                    break
+                if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
+                    log.warning("could not adopt run %s in time", run_id)
+                    break
+                await asyncio.sleep(min(0.5, self.ttl / 4))
+            if run_id in self.ownership:
+                await self.calls.recover_pending(link, run_id)
+
+    async def _start_pending(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
+        async with self.sessions() as session:
+            return await outbox.has_start_pending(session, link.runner_id, run_id)
+
+    async def _fail_lost_run(self, run_id: uuid.UUID) -> None:
+        async with self.sessions.begin() as session:
+            run = await session.get(Run, run_id, with_for_update=True)
+            if run is not None:
+                await finish_run(
+                    session,
+                    run,
+                    RunStatus.FAILED,
+                    error_code="runner_lost_run",
+                    error_message="the runner that hosted this run no longer has it",
+                )
+        self.nudge()

@@ -1,0 +1,247 @@
+"""The end of a run: the terminal guard, one status decision exactly once, then the presentation.
+
+A turn's end is processed in two transactions, in this order. The status
+decision (the run's terminal status, its reason, the issue's status, the
+turn's final prose) commits first; the presentation decision (is the prose
+the run's answer, posted to the task's thread?) is recorded after it, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from paperclip_hookspecs.completion import CompletionStage
+from paperclip_hookspecs.presentation import (
+    ConversationTurn,
+    PresentationMode,
+    PresentationPath,
+)
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.engine import outbox
+from paperclip.engine.completion import completion_check, report_of
+from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.fence import lock_run
+from paperclip.engine.gate import ControlGate
+from paperclip.engine.link import RunnerLink
+from paperclip.engine.ownership import RunOwnership
+from paperclip.models import Run, RunStatus, RunToken
+from paperclip.plugins import PluginHost
+from paperclip.plugins.errors import PluginError
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import SYSTEM, Actor
+from paperclip.services.comments import add_comment
+from paperclip.services.issues import settle_after_run
+from paperclip.wire.messages import Close, TurnFinished
+
+log = logging.getLogger(__name__)
+
+STATUS_REASONS = {
+    "done": "task_completed",
+    "needs_review": "task_review_requested",
+    "blocked": "task_blocked",
+}
+"""The status decision's reason for each outcome a run can report."""
+
+ANSWER_NAMESPACE = uuid.UUID("0f1c6a43-7d52-4d57-9a3e-5b1d1c0a9e01")
+"""Names the comment that presents a run's answer: one per run, by primary key."""
+
+
+def answer_comment_id(run_id: uuid.UUID) -> uuid.UUID:
+    return uuid.uuid5(ANSWER_NAMESPACE, str(run_id))
+
+
+def decide(run: Run, turn: TurnFinished) -> tuple[RunStatus, str | None, str | None]:
+    """The terminal status of a run whose turn ended, and the error code/message if it failed."""
+    if turn.status != "completed":
+        return (
+            RunStatus.FAILED,
+            turn.error_code or "provider_turn_failed",
+            turn.error or f"the provider ended the turn as {turn.status}",
+        )
+    if run.result is None:
+        return RunStatus.FAILED, "finish_not_called", "the turn ended without a finish or block report"
+    return RunStatus.SUCCEEDED, None, None
+
+
+async def finish_run(
+    session: AsyncSession,
+    run: Run,
+    status: RunStatus,
+    *,
+    error_code: str | None = None,
+    error_message: str | None = None,
+    session_ref: str | None = None,
+    answer: str | None = None,
+) -> bool:
+    """Commit the status decision of the locked ``run``; False when it already was terminal.
+
+    The caller holds the run's row lock (under the epoch fence, for a
+    controller), so this is the only transition: a replayed ``turn_finished``
+    finds a terminal run and does nothing.
+    """
+    if RunStatus(run.status).terminal:
+        return False
+    outcome = (run.result or {}).get("outcome") if status is RunStatus.SUCCEEDED else None
+    run.status = status
+    run.phase = "finished"
+    run.error_code = error_code
+    run.error_message = error_message
+    run.status_reason = STATUS_REASONS.get(outcome or "", error_code or status.value)
+    run.finished_at = datetime.now(UTC)
+    if answer:
+        run.answer = answer
+    if session_ref:
+        run.session_ref = session_ref
+    await session.execute(
+        update(RunToken)
+        .where(RunToken.run_id == run.id, RunToken.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC))
+    )
+    if run.issue_id is not None:
+        await settle_after_run(
+            session, run.issue_id, succeeded=status is RunStatus.SUCCEEDED, outcome=outcome
+        )
+    record_activity(
+        session,
+        SYSTEM,
+        f"run.{status.value}",
+        entity_type="run",
+        entity_id=run.id,
+        company_id=run.company_id,
+        details={"error_code": error_code} if error_code else {"outcome": outcome},
+    )
+    return True
+
+
+class RunEndings:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: RunOwnership,
+        gate: ControlGate,
+        plugins: PluginHost,
+        *,
+        instance: str,
+        nudge: Callable[[], None],
+    ) -> None:
+        self.sessions = sessions
+        self.ownership = ownership
+        self.gate = gate
+        self.plugins = plugins
+        self.instance = instance
+        self.nudge = nudge
+
+    async def turn_finished(self, link: RunnerLink, message: TurnFinished) -> None:
+        run_id = message.run_id
+        if not await self.gate.controls(link, run_id):
+            return  # already ended (a replay): it ends once
+        async with self.sessions.begin() as session:
+            run = await lock_run(
+                session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
+            )
+            status, code, text = decide(run, message)
+            if status is RunStatus.SUCCEEDED:
+                status, code, text = self._terminal_guard(run)
+            ended = await finish_run(
+                session,
+                run,
+                status,
+                error_code=code,
+                error_message=text,
+                session_ref=message.session_ref,
+                answer=message.answer,
+            )
+            if ended:
+                await append_events(
+                    session,
+                    run,
+                    link.instance,
+                    [NewEvent(message.seq, "run.finished", {"status": status.value, "error_code": code})],
+                )
+            await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+        self.ownership.release(run_id)
+        link.kick()
+        self.nudge()
+        if ended and status is RunStatus.SUCCEEDED:
+            await self.present(run_id, PresentationPath.LIVE)
+
+    def _terminal_guard(self, run: Run) -> tuple[RunStatus, str | None, str | None]:
+        """The completion guards again, after the provider ended its turn: a refusal fails the run."""
+        assert run.result is not None
+        try:
+            refusal = self.plugins.check_completion(
+                completion_check(run, CompletionStage.TERMINAL, report_of(run.result))
+            )
+        except PluginError as exc:
+            return RunStatus.FAILED, "plugin_failed", str(exc)
+        if refusal is not None:
+            return RunStatus.FAILED, refusal.code, refusal.message
+        return RunStatus.SUCCEEDED, None, None
+
+    async def present(self, run_id: uuid.UUID, path: PresentationPath) -> bool:
+        """Ask the presentation decision for a succeeded run's answer and record it, once.
+
+        With ``answer`` the final prose is posted to the task's thread as the
+        agent's comment. The comment's id is derived from the run and the
+        decision is written only where none is, under the run's row lock: a
+        second caller (a replay, another replica, recovery) posts nothing.
+        Returns whether this call recorded the decision.
+        """
+        async with self.sessions() as session:
+            run = await session.get(Run, run_id)
+            if run is None or run.status != RunStatus.SUCCEEDED or run.presentation is not None:
+                return False
+            turn = _turn_of(run, path)
+        if turn is None:
+            return False
+        try:
+            decision = self.plugins.decide_presentation(turn)
+        except PluginError:
+            log.exception("the presentation of run %s was not decided", run_id)
+            return False
+        async with self.sessions.begin() as session:
+            run = await session.get(Run, run_id, with_for_update=True, populate_existing=True)
+            if run is None or run.presentation is not None:
+                return False
+            comment_id = None
+            if decision.mode is PresentationMode.ANSWER and run.issue_id is not None and run.answer:
+                actor = Actor(
+                    type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id
+                )
+                comment = await add_comment(
+                    session,
+                    actor,
+                    run.company_id,
+                    run.issue_id,
+                    body=run.answer,
+                    command_id=answer_comment_id(run.id),
+                )
+                comment_id = str(comment.id)
+            run.presentation = {
+                "presentationDecision": decision.mode.value,
+                "reason": decision.reason,
+                "comment_id": comment_id,
+            }
+        return True
+
+
+def _turn_of(run: Run, path: PresentationPath) -> ConversationTurn | None:
+    """The run's turn as the presentation hook sees it; None when there is no prose to present."""
+    if not run.answer:
+        return None
+    outcome = (run.result or {}).get("outcome")
+    return ConversationTurn(
+        run_id=str(run.id),
+        company_id=str(run.company_id),
+        issue_id=str(run.issue_id or ""),
+        turn_id=str(run.id),
+        status_reason=run.status_reason or "",
+        result="done" if outcome == "done" else "yielded",
+        answer=run.answer,
+        path=path,
+    )

@@ -1,0 +1,190 @@
+"""A runner's messages, in order, a batch at a time: events, tool calls, turn endings, steers.
+
+A batch is whatever arrived while the previous one was processed. Its
+consecutive tool calls are admitted together (one statement), its consecutive
+events stored together (one transaction), and one cumulative ack answers the
+batch once its effects are durable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.engine.calls import CallPipeline
+from paperclip.engine.endings import RunEndings
+from paperclip.engine.events import NewEvent, append_many
+from paperclip.engine.fence import lock_runs
+from paperclip.engine.gate import ControlGate
+from paperclip.engine.link import RunnerLink
+from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.transport import TransportClosed
+from paperclip.wire.messages import (
+    Ack,
+    DataMessage,
+    Error,
+    Event,
+    Hello,
+    ProtocolError,
+    SteerResult,
+    ToolCall,
+    TurnFinished,
+    decode_from_runner,
+)
+
+log = logging.getLogger(__name__)
+
+RECEIVE_BATCH = 256
+INBOX_LIMIT = 1024
+"""Runner frames read ahead of processing; past it the connection is not read (back-pressure)."""
+
+
+class RunnerInbox:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        ownership: RunOwnership,
+        gate: ControlGate,
+        calls: CallPipeline,
+        endings: RunEndings,
+    ) -> None:
+        self.sessions = sessions
+        self.ownership = ownership
+        self.gate = gate
+        self.calls = calls
+        self.endings = endings
+
+    async def receive_loop(self, link: RunnerLink) -> None:
+        """Process the runner's messages until the connection ends (TransportClosed)."""
+        frames: asyncio.Queue[str | bytes | Exception] = asyncio.Queue(INBOX_LIMIT)
+        link.run_alongside(self._read(link, frames), f"receive-{link.runner_id}")
+        while True:
+            batch = [await frames.get()]
+            while len(batch) < RECEIVE_BATCH and not frames.empty():
+                batch.append(frames.get_nowait())
+            messages: list[DataMessage] = []
+            ended: Exception | None = None
+            for item in batch:
+                if isinstance(item, Exception):
+                    ended = item
+                    break
+                try:
+                    message = decode_from_runner(item)
+                except ProtocolError as exc:
+                    await link.send(Error(message=str(exc)[:500]))
+                    continue
+                if isinstance(message, Ack):
+                    link.runner_acked(message.upto)
+                elif isinstance(message, DataMessage):
+                    messages.append(message)
+                elif isinstance(message, Hello):
+                    await link.send(Error(message="hello is only the first message"))
+            if messages:
+                await self._process(link, messages)
+                # Durable now: acknowledge it all (replays of durable messages too).
+                # The resume point (runners.in_seq) is saved lazily; a stale one
+                # only causes replays, which every handler deduplicates.
+                await link.ack(link.last_in)
+            if ended is not None:
+                raise ended
+            if link.closed.is_set():
+                raise TransportClosed("the link closed")
+
+    async def _read(
+        self, link: RunnerLink, frames: asyncio.Queue[str | bytes | Exception]
+    ) -> None:
+        """Move the runner's frames to the queue as they arrive, so they batch up meanwhile."""
+        try:
+            while True:
+                await frames.put(await link.transport.receive())
+        except asyncio.CancelledError:
+            # The link was closed from this side. An idle processor waits on an
+            # empty queue: wake it. A busy one sees link.closed after its batch.
+            with contextlib.suppress(asyncio.QueueFull):
+                frames.put_nowait(TransportClosed("the link closed"))
+            raise
+        except Exception as exc:  # the connection closed (or broke): the processor ends the link
+            await frames.put(exc if isinstance(exc, TransportClosed) else TransportClosed(str(exc)))
+
+    async def _process(self, link: RunnerLink, messages: Sequence[DataMessage]) -> None:
+        """Handle messages in seq order; consecutive tool calls, or events, share one step."""
+        group: list[DataMessage] = []
+        highest = link.last_in
+        for message in messages:
+            if message.seq <= highest:
+                continue  # a replay of something already processed
+            highest = message.seq
+            if self._batchable(message):
+                if group and type(group[0]) is not type(message):
+                    await self._process_group(link, group)
+                    group = []
+                group.append(message)
+                continue
+            await self._process_group(link, group)
+            group = []
+            await self._handle(link, message)
+            link.processed(message.seq)
+        await self._process_group(link, group)
+
+    def _batchable(self, message: DataMessage) -> bool:
+        """Tool calls always (their admission decides each); events of runs controlled here."""
+        if isinstance(message, ToolCall):
+            return True
+        return isinstance(message, Event) and message.run_id in self.ownership
+
+    async def _process_group(self, link: RunnerLink, group: list[DataMessage]) -> None:
+        if not group:
+            return
+        if isinstance(group[0], ToolCall):
+            await self.calls.admit(link, [m for m in group if isinstance(m, ToolCall)])
+        else:
+            await self._append_events(link, [m for m in group if isinstance(m, Event)])
+
+    async def _handle(self, link: RunnerLink, message: DataMessage) -> None:
+        if isinstance(message, TurnFinished):
+            await self.endings.turn_finished(link, message)
+        elif isinstance(message, SteerResult):
+            await self._steer_result(link, message)
+        elif isinstance(message, Event):
+            if await self.gate.controls(link, message.run_id):
+                await self._append_events(link, [message])
+            # else: the run has ended, its log is closed
+        else:
+            await link.send(Error(message=f"unexpected {type(message).__name__}", seq=message.seq))
+
+    async def _append_events(self, link: RunnerLink, messages: Sequence[Event]) -> None:
+        """Persist consecutive provider events, of any runs controlled here, in one transaction."""
+        by_run: dict[uuid.UUID, list[NewEvent]] = {}
+        for message in messages:
+            by_run.setdefault(message.run_id, []).append(
+                NewEvent(message.seq, message.event_type, message.payload)
+            )
+        async with self.sessions.begin() as session:
+            runs, refused = await lock_runs(
+                session,
+                {run_id: self.ownership.epoch(run_id) for run_id in by_run},
+                instance=self.calls.instance,
+            )
+            if refused:
+                raise next(iter(refused.values()))  # this link is stale
+            await append_many(
+                session,
+                [(runs[run_id], link.instance, events) for run_id, events in by_run.items()],
+            )
+        for message in messages:
+            link.processed(message.seq)
+
+    async def _steer_result(self, link: RunnerLink, message: SteerResult) -> None:
+        event = Event(
+            seq=message.seq,
+            run_id=message.run_id,
+            event_type="steering_acknowledgement" if message.acknowledged else "steer_refused",
+            payload={"message_id": message.message_id},
+        )
+        if await self.gate.controls(link, message.run_id):
+            await self._append_events(link, [event])

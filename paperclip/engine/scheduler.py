@@ -1,0 +1,234 @@
+"""Wakes to runs: claim queued wakes (``SKIP LOCKED``), create their runs, send ``start_turn``.
+
+A committed wake (or a run that ended and freed its issue) makes PostgreSQL
+``NOTIFY`` every replica (a trigger, migration 0003), which claims at once; a
+slow poll stays as the fallback for a lost notification or listener.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from paperclip.engine import outbox
+from paperclip.engine.link import RunnerLink
+from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.prompt import assemble_for_run
+from paperclip.models import Agent, Issue, Run, RunStatus, WakeRequest
+from paperclip.plugins import PluginHost
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import SYSTEM
+from paperclip.services.issues import start_work
+from paperclip.services.run_tokens import new_run_token
+from paperclip.services.wakes import claimable_wakes, mark_claimed
+from paperclip.wire.messages import StartTurn
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "paperclip_wakes"
+CLAIM_BATCH = 20
+FALLBACK_POLL_SECONDS = 5.0
+"""How often to look for wakes when no notification came (a lost listener, a missed one)."""
+LISTEN_RETRY_SECONDS = 2.0
+
+LinkPicker = Callable[[str | None], RunnerLink | None]
+"""The connected runner link that offers a provider (None: any connected runner), or None."""
+
+
+class WakeScheduler:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        engine: AsyncEngine | None,
+        ownership: RunOwnership,
+        plugins: PluginHost,
+        pick_link: LinkPicker,
+        *,
+        instance: str,
+        lease_seconds: float,
+    ) -> None:
+        self.sessions = sessions
+        self.engine = engine
+        self.ownership = ownership
+        self.plugins = plugins
+        self.pick_link = pick_link
+        self.instance = instance
+        self.ttl = lease_seconds
+        self._nudge = asyncio.Event()
+        self.listening = asyncio.Event()
+        """Set while this replica's LISTEN is in place."""
+
+    def nudge(self) -> None:
+        """Something may be claimable now (a wake, a finished run, a runner)."""
+        self._nudge.set()
+
+    async def run(self) -> None:
+        """Claim whenever nudged or notified, or every FALLBACK_POLL_SECONDS; until cancelled."""
+        listener = asyncio.create_task(self._listen(), name="wake-listener")
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._nudge.wait(), FALLBACK_POLL_SECONDS)
+                self._nudge.clear()
+                try:
+                    if await self.claim_wakes():
+                        self.nudge()  # a full batch may have left more
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("claiming wakes failed")
+                    await asyncio.sleep(LISTEN_RETRY_SECONDS)
+        finally:
+            listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await listener
+
+    async def _listen(self) -> None:
+        """Hold a connection that LISTENs on the wake channel; re-establish it when it breaks."""
+        if self.engine is None:
+            return
+        while True:
+            try:
+                async with self.engine.connect() as connection:
+                    raw = (await connection.get_raw_connection()).driver_connection
+                    lost = asyncio.Event()
+                    raw.add_termination_listener(lambda _conn, lost=lost: lost.set())
+                    await raw.add_listener(CHANNEL, self._notified)
+                    self.listening.set()
+                    self.nudge()  # anything committed before LISTEN took effect
+                    try:
+                        await lost.wait()
+                    finally:
+                        self.listening.clear()
+                        with contextlib.suppress(Exception):
+                            await raw.remove_listener(CHANNEL, self._notified)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("wake notifications unavailable (%s); polling meanwhile", exc)
+            await asyncio.sleep(LISTEN_RETRY_SECONDS)
+
+    def _notified(self, *_: Any) -> None:
+        self.nudge()
+
+    async def claim_wakes(self) -> int:
+        """Turn queued wakes into runs for the runners connected here; how many runs started."""
+        started: list[tuple[uuid.UUID, RunnerLink]] = []
+        if self.pick_link(None) is None:
+            return 0  # no runner here: a replica with one (or a runner still to come) claims
+        async with self.sessions.begin() as session:
+            for wake, agent in await claimable_wakes(session, CLAIM_BATCH):
+                if not any(kind.name == agent.provider for kind in self.plugins.providers()):
+                    await self._refuse(session, wake, agent)
+                    continue
+                link = self.pick_link(agent.provider)
+                if link is None:
+                    continue  # another replica's runner, or a runner still to come, may take it
+                try:
+                    async with session.begin_nested():
+                        run_id = await self._create_run(session, wake, agent, link)
+                except IntegrityError:
+                    continue  # another replica started a run for this issue first
+                started.append((run_id, link))
+        for run_id, link in started:
+            self.ownership.own(run_id, 1)
+            link.kick()
+        return len(started)
+
+    async def _refuse(self, session: AsyncSession, wake: WakeRequest, agent: Agent) -> None:
+        """The core has no plugin for this provider: fail the run at once and say which."""
+        run = Run(
+            id=uuid.uuid4(),
+            company_id=wake.company_id,
+            agent_id=agent.id,
+            issue_id=wake.issue_id,
+            status=RunStatus.FAILED,
+            phase="finished",
+            provider=agent.provider,
+            wake_request_id=wake.id,
+            error_code="provider_not_installed",
+            status_reason="provider_not_installed",
+            error_message=f"no installed plugin provides the provider {agent.provider!r}; "
+            f"install its distribution (e.g. paperclip-{agent.provider}) and restart",
+            finished_at=datetime.now(UTC),
+        )
+        session.add(run)
+        await session.flush()
+        mark_claimed(wake, run.id)
+        record_activity(
+            session,
+            SYSTEM,
+            "run.failed",
+            entity_type="run",
+            entity_id=run.id,
+            company_id=run.company_id,
+            details={"error_code": "provider_not_installed"},
+        )
+
+    async def _create_run(
+        self, session: AsyncSession, wake: WakeRequest, agent: Agent, link: RunnerLink
+    ) -> uuid.UUID:
+        issue = (
+            await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
+        )
+        if issue is not None:
+            # First, so the prompt shows the status the agent works in.
+            start_work(issue)
+        run_id = uuid.uuid4()
+        assembled = await assemble_for_run(
+            session, agent=agent, issue=issue, wake=wake, run_id=str(run_id), hooks=self.plugins
+        )
+        now = datetime.now(UTC)
+        run = Run(
+            id=run_id,
+            company_id=wake.company_id,
+            agent_id=agent.id,
+            issue_id=wake.issue_id,
+            status=RunStatus.RUNNING,
+            phase="turn",
+            provider=agent.provider,
+            execution_input=assembled.envelope,
+            execution_input_schema=assembled.schema,
+            controller_instance=self.instance,
+            controller_epoch=1,
+            lease_expires_at=now + timedelta(seconds=self.ttl),
+            runner_id=link.runner_id,
+            wake_request_id=wake.id,
+            started_at=now,
+        )
+        session.add(run)
+        await session.flush()  # the one-active-run-per-issue index decides here
+        token = new_run_token(session, run)
+        mark_claimed(wake, run.id)
+        await outbox.enqueue_one(
+            session,
+            link.runner_id,
+            StartTurn(
+                seq=0,
+                run_id=run.id,
+                provider=agent.provider,
+                config=agent.provider_config,
+                prompt=assembled.prompt,
+                system=assembled.system,
+                session_ref=None,
+                token=token,
+            ),
+        )
+        record_activity(
+            session,
+            SYSTEM,
+            "run.started",
+            entity_type="run",
+            entity_id=run.id,
+            company_id=run.company_id,
+            details={"wake_request_id": str(wake.id)},
+        )
+        return run.id

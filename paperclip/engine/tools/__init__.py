@@ -1,0 +1,17 @@
+"""The core's server-owned tools, by catalog name (``paperclip.wire.tools``)."""
+
+from __future__ import annotations
+
+from paperclip.engine.tools.base import ToolContext, ToolHandler, ToolOutcome, error
+from paperclip.engine.tools.report import block, finish
+from paperclip.engine.tools.task import get_task_context, post_comment, report_progress
+
+HANDLERS: dict[str, ToolHandler] = {
+    "get_task_context": get_task_context,
+    "post_comment": post_comment,
+    "report_progress": report_progress,
+    "finish": finish,
+    "block": block,
+}
+
+__all__ = ["HANDLERS", "ToolContext", "ToolHandler", "ToolOutcome", "error"]

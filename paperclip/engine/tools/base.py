@@ -1,0 +1,50 @@
+"""What a tool handler gets and returns."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.engine.events import NewEvent
+from paperclip.engine.journal import CallInput, Receipt
+from paperclip.models import Run
+from paperclip.plugins import PluginHost
+from paperclip.services.actor import Actor
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    result: dict[str, Any]
+    is_error: bool = False
+    events: tuple[NewEvent, ...] = ()
+    """Entries for the run's log: appended with the other effects, for the whole batch at once."""
+    receipt: Receipt | None = None
+    """A write tool's new receipt: recorded with the call's result (``journal.settle_many``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """One call's execution: in the dispatch transaction, with its run's row locked."""
+
+    session: AsyncSession
+    run: Run
+    call: CallInput
+    actor: Actor
+    plugins: PluginHost
+    """The plugin facade: guards and reference checks are asked through it."""
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        return self.call.arguments
+
+
+ToolHandler = Callable[[ToolContext], Awaitable[ToolOutcome]]
+"""A write handler returns its result without the receipt; ``_state_revision`` in the
+result names the state it made (popped before the result is saved)."""
+
+
+def error(code: str, message: str, **details: Any) -> ToolOutcome:
+    return ToolOutcome({"error": {"code": code, "message": message, **details}}, is_error=True)

@@ -1,0 +1,65 @@
+"""The task tools: read the task, comment on it, note progress."""
+
+from __future__ import annotations
+
+from paperclip.engine.events import NewEvent
+from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
+from paperclip.models import Comment, Issue
+from paperclip.services.comments import add_comment, issue_comments
+
+
+async def get_task_context(ctx: ToolContext) -> ToolOutcome:
+    run = ctx.run
+    if run.issue_id is None:
+        return ToolOutcome({"issue": None, "comments": []})
+    issue = await ctx.session.get(Issue, run.issue_id)
+    if issue is None:
+        return error("issue_not_found", "the task of this run no longer exists")
+    comments = await issue_comments(ctx.session, issue.id)
+    return ToolOutcome(
+        {
+            "issue": {
+                "id": str(issue.id),
+                "identifier": issue.identifier,
+                "title": issue.title,
+                "description": issue.description,
+                "status": issue.status,
+                "priority": issue.priority,
+                "parent_id": str(issue.parent_id) if issue.parent_id else None,
+            },
+            "comments": [_comment(c) for c in comments],
+        }
+    )
+
+
+def _comment(comment: Comment) -> dict[str, object]:
+    return {
+        "id": str(comment.id),
+        "author": (
+            {"agent_id": str(comment.author_agent_id)}
+            if comment.author_agent_id
+            else {"user_id": comment.author_user_id}
+        ),
+        "body": comment.body,
+        "revision": comment.revision,
+        "created_at": comment.created_at.isoformat(),
+        "edited": comment.edited_at is not None,
+    }
+
+
+async def post_comment(ctx: ToolContext) -> ToolOutcome:
+    run = ctx.run
+    if run.issue_id is None:
+        return error("no_task", "this run has no task to comment on")
+    comment = await add_comment(
+        ctx.session, ctx.actor, run.company_id, run.issue_id, body=ctx.arguments["body"]
+    )
+    return ToolOutcome({"comment_id": str(comment.id), "_state_revision": comment.revision})
+
+
+async def report_progress(ctx: ToolContext) -> ToolOutcome:
+    # The journal row's id is unique, so it is the event's replay key.
+    return ToolOutcome(
+        {"recorded": True},
+        events=(NewEvent(ctx.call.id, "progress", {"summary": ctx.arguments["summary"]}),),
+    )

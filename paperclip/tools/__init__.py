@@ -1,1 +1,0 @@
-"""Server-owned tools: the catalog the model sees, and their execution in the control plane."""

@@ -1,0 +1,200 @@
+"""The runner protocol, version 1: every message a typed struct, validated once at decode.
+
+The control plane and a runner talk over one WebSocket, one JSON object per
+text frame with a string ``type``. Data messages carry the sender's ``seq``
+(1, 2, 3, ... per sender stream) and stay in the sender's outbox until the
+peer acknowledges them; ``ack`` is cumulative. Control messages (``hello``,
+``welcome``, ``ack``, ``error``) carry no ``seq``. A field a receiver does not
+know is ignored, and a field added later has a default, so an older peer still
+decodes. See docs/runner-protocol.md.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, Literal
+
+import msgspec
+
+PROTOCOL = "paperclip.runner.v1"
+PATH = "/api/runner/v1/connect"
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+
+# WebSocket close codes (4000-4999 are the application's)
+CLOSE_PROTOCOL_ERROR = 4400
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_REPLACED = 4409
+"""Another connection of the same runner took over."""
+
+
+class ProtocolError(Exception):
+    """A frame that is not a message of this protocol."""
+
+
+class Message(msgspec.Struct, tag_field="type", kw_only=True):
+    """Any message; ``type`` is the struct's tag."""
+
+
+class DataMessage(Message):
+    """A numbered message: kept in the sender's outbox until acknowledged."""
+
+    seq: int
+
+
+# runner -> control plane
+
+
+class HostedRun(msgspec.Struct, kw_only=True):
+    """A run a runner process still hosts, as it reports it in ``hello``."""
+
+    run_id: uuid.UUID
+    pending_calls: list[str] = []
+    """The ``call_id`` of each tool call still waiting for its result."""
+
+
+class Hello(Message, tag="hello"):
+    protocol: str
+    runner_instance: str
+    """This runner process (``<hostname>:<pid>:<8 hex>``): new on every process start."""
+    providers: list[str] = []
+    received_seq: int = 0
+    """The last control-plane ``seq`` this process processed (0 for a new process)."""
+    runs: list[HostedRun] = []
+
+
+class Event(DataMessage, tag="event"):
+    run_id: uuid.UUID
+    event_type: str
+    payload: dict[str, Any] = {}
+
+
+class ToolCall(DataMessage, tag="tool_call"):
+    run_id: uuid.UUID
+    call_id: str
+    """The runner's id for this call: unique per run."""
+    tool: str
+    arguments: dict[str, Any] = {}
+    token: str = ""
+    """The run's token: the call acts for ``run_id`` only if it is that run's live token."""
+
+
+TurnStatus = Literal["completed", "interrupted", "failed"]
+
+
+class TurnFinished(DataMessage, tag="turn_finished"):
+    run_id: uuid.UUID
+    status: TurnStatus
+    session_ref: str | None = None
+    error: str | None = None
+    error_code: str | None = None
+    """Why the runner refused or lost the turn (``launch_not_allowed``, ...); None: the
+    provider's own failure (``provider_turn_failed``)."""
+    answer: str | None = None
+    """The turn's final prose, when the provider reported one."""
+
+
+class SteerResult(DataMessage, tag="steer_result"):
+    run_id: uuid.UUID
+    message_id: str
+    acknowledged: bool = False
+
+
+# control plane -> runner
+
+
+class Welcome(Message, tag="welcome"):
+    replica: str
+    acked_seq: int = 0
+    """The runner's messages the control plane processed durably (a cumulative ack)."""
+
+
+class StartTurn(DataMessage, tag="start_turn"):
+    run_id: uuid.UUID
+    provider: str
+    token: str
+    config: dict[str, Any] = {}
+    prompt: str = ""
+    system: str | None = None
+    session_ref: str | None = None
+
+
+class ToolResult(DataMessage, tag="tool_result"):
+    run_id: uuid.UUID
+    call_id: str
+    content: Any = None
+    is_error: bool = False
+
+
+class Steer(DataMessage, tag="steer"):
+    run_id: uuid.UUID
+    message_id: str
+    text: str
+
+
+class Interrupt(DataMessage, tag="interrupt"):
+    run_id: uuid.UUID
+
+
+class Close(DataMessage, tag="close"):
+    run_id: uuid.UUID
+
+
+# both ways
+
+
+class Ack(Message, tag="ack"):
+    upto: int
+
+
+class Error(Message, tag="error"):
+    message: str
+    seq: int | None = None
+    """The message it is about, when there is one."""
+
+
+FromRunner = Hello | Event | ToolCall | TurnFinished | SteerResult | Ack | Error
+ToRunner = Welcome | StartTurn | ToolResult | Steer | Interrupt | Close | Ack | Error
+ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close
+
+_from_runner = msgspec.json.Decoder(FromRunner)
+_to_runner = msgspec.json.Decoder(ToRunner)
+_encoder = msgspec.json.Encoder()
+
+
+def encode(message: Message) -> str:
+    return _encoder.encode(message).decode()
+
+
+def decode_from_runner(frame: str | bytes) -> FromRunner:
+    """A runner's frame as its message; ProtocolError when it is not one."""
+    return _decode(_from_runner, frame)  # type: ignore[no-any-return]
+
+
+def decode_to_runner(frame: str | bytes) -> ToRunner:
+    """A control plane's frame as its message; ProtocolError when it is not one."""
+    return _decode(_to_runner, frame)  # type: ignore[no-any-return]
+
+
+def _decode(decoder: msgspec.json.Decoder[Any], frame: str | bytes) -> Any:
+    if len(frame) > MAX_MESSAGE_BYTES:
+        raise ProtocolError("message too large")
+    try:
+        return decoder.decode(frame)
+    except msgspec.DecodeError as exc:
+        raise ProtocolError(str(exc)) from exc
+
+
+def payload_of(message: DataMessage) -> dict[str, Any]:
+    """A data message's fields without ``type``, ``seq`` and ``run_id`` (as an outbox row keeps them)."""
+    body: dict[str, Any] = msgspec.to_builtins(message)
+    for key in ("type", "seq", "run_id"):
+        body.pop(key, None)
+    return body
+
+
+def frame_of(type_: str, seq: int, run_id: uuid.UUID | None, payload: dict[str, Any]) -> str:
+    """The frame of a stored outbox row: its payload with ``type``, ``seq`` and ``run_id``."""
+    body = {"type": type_, "seq": seq, **payload}
+    if run_id is not None:
+        body["run_id"] = run_id
+    return _encoder.encode(body).decode()
