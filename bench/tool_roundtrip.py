@@ -140,7 +140,9 @@ class RunnerPeer:
         await asyncio.sleep(0)
         await self.ws.send(wire.encode(wire.Ack(upto=self.received)))
 
-    async def call(self, run_id: uuid.UUID, tool: str, arguments: dict[str, Any]) -> wire.ToolResult:
+    async def call(
+        self, run_id: uuid.UUID, tool: str, arguments: dict[str, Any]
+    ) -> wire.ToolResult:
         call_id = uuid.uuid4().hex
         future = asyncio.get_running_loop().create_future()
         self.results[call_id] = future

@@ -103,7 +103,9 @@ class CallPipeline:
         if requests:
             async with self.sessions() as session:
                 admitted = await journal.admit_many(
-                    await driver_connection(session), list(requests.values()), instance=self.instance
+                    await driver_connection(session),
+                    list(requests.values()),
+                    instance=self.instance,
                 )
             for key, request in requests.items():
                 entry = admitted.get(key)
@@ -141,7 +143,9 @@ class CallPipeline:
             if message.run_id == run_id:
                 self.ownership.remember_token(run_id, message.token)
 
-    async def _refuse(self, link: RunnerLink, message: ToolCallMessage, code: str, text: str) -> None:
+    async def _refuse(
+        self, link: RunnerLink, message: ToolCallMessage, code: str, text: str
+    ) -> None:
         """Answer a call without journaling it (it acts for no run this replica runs)."""
         reply = ToolResult(
             seq=0,
@@ -224,14 +228,20 @@ class CallPipeline:
                 work.append((runs[run_id], call))
             outcomes = await self.executor.execute_many(session, work)
             for (_, call), outcome in zip(work, outcomes, strict=True):
-                answers[call.id] = _reply(call.run_id, call.call_id, outcome.result, outcome.is_error)
+                answers[call.id] = _reply(
+                    call.run_id, call.call_id, outcome.result, outcome.is_error
+                )
             # One reply per call in the batch: a repeated call is answered again.
             replies = [answers[db_id] for _, db_id, _ in batch if db_id in answers]
             seqs = await journal.settle_many(
                 await driver_connection(session),  # in the transaction begun above
                 [
                     journal.Settlement(
-                        call.id, outcome.result, outcome.is_error, epochs[call.run_id], outcome.receipt
+                        call.id,
+                        outcome.result,
+                        outcome.is_error,
+                        epochs[call.run_id],
+                        outcome.receipt,
                     )
                     for (_, call), outcome in zip(work, outcomes, strict=True)
                 ],
@@ -239,9 +249,7 @@ class CallPipeline:
                 instance=self.instance,
                 runner_id=link.runner_id,
             )
-        return [
-            (seq, _numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)
-        ]
+        return [(seq, _numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
     # Recovery: inputs an earlier controller left without a result
 
@@ -308,14 +316,19 @@ class CallPipeline:
         epoch: int,
         settle: list[tuple[ToolCall, dict[str, object], bool]],
     ) -> None:
-        replies = [_reply(run_id, row.call_id, result, is_error) for row, result, is_error in settle]
+        replies = [
+            _reply(run_id, row.call_id, result, is_error) for row, result, is_error in settle
+        ]
         async with self.sessions.begin() as session:
             runs, refused = await lock_runs(session, {run_id: epoch}, instance=self.instance)
             if run_id not in runs:
                 raise refused[run_id]
             seqs = await journal.settle_many(
                 await driver_connection(session),
-                [journal.Settlement(row.id, dict(result), is_error, epoch) for row, result, is_error in settle],
+                [
+                    journal.Settlement(row.id, dict(result), is_error, epoch)
+                    for row, result, is_error in settle
+                ],
                 replies,
                 instance=self.instance,
                 runner_id=link.runner_id,

@@ -41,7 +41,9 @@ def completion_check(run: Run, stage: CompletionStage, report: CompletionReport)
 
 def report_of(result: dict[str, Any]) -> CompletionReport:
     """The completion report a run's saved result holds."""
-    return CompletionReport(status=str(result.get("outcome", "")), summary=str(result.get("summary", "")))
+    return CompletionReport(
+        status=str(result.get("outcome", "")), summary=str(result.get("summary", ""))
+    )
 
 
 def refusal_body(refusal: CompletionRefusal) -> dict[str, Any]:

@@ -108,7 +108,9 @@ class RunnerConnections:
         for link in list(self.links.values()):
             await link.close(code, reason)
 
-    async def _register(self, runner_id: uuid.UUID, transport: Transport, hello: Hello) -> RunnerLink:
+    async def _register(
+        self, runner_id: uuid.UUID, transport: Transport, hello: Hello
+    ) -> RunnerLink:
         previous = self.links.get(runner_id)
         if previous is not None:
             # Closed first: it saves how far it processed, which this link resumes from.
@@ -193,7 +195,9 @@ class RunnerConnections:
             deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
             while run_id not in self.ownership:
                 async with self.sessions.begin() as session:
-                    epoch = await leases.adopt(session, run_id, instance=self.instance, ttl=self.ttl)
+                    epoch = await leases.adopt(
+                        session, run_id, instance=self.instance, ttl=self.ttl
+                    )
                 if epoch is not None:
                     self.ownership.own(run_id, epoch)
                     log.info("adopted run %s at epoch %s", run_id, epoch)

@@ -64,7 +64,11 @@ def decide(run: Run, turn: TurnFinished) -> tuple[RunStatus, str | None, str | N
             turn.error or f"the provider ended the turn as {turn.status}",
         )
     if run.result is None:
-        return RunStatus.FAILED, "finish_not_called", "the turn ended without a finish or block report"
+        return (
+            RunStatus.FAILED,
+            "finish_not_called",
+            "the turn ended without a finish or block report",
+        )
     return RunStatus.SUCCEEDED, None, None
 
 
@@ -161,7 +165,13 @@ class RunEndings:
                     session,
                     run,
                     link.instance,
-                    [NewEvent(message.seq, "run.finished", {"status": status.value, "error_code": code})],
+                    [
+                        NewEvent(
+                            message.seq,
+                            "run.finished",
+                            {"status": status.value, "error_code": code},
+                        )
+                    ],
                 )
             await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
         self.ownership.release(run_id)

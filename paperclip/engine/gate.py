@@ -16,9 +16,7 @@ from paperclip.wire.messages import Close
 
 
 class ControlGate:
-    def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], ownership: RunOwnership
-    ) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], ownership: RunOwnership) -> None:
         self.sessions = sessions
         self.ownership = ownership
 

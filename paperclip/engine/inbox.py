@@ -95,9 +95,7 @@ class RunnerInbox:
             if link.closed.is_set():
                 raise TransportClosed("the link closed")
 
-    async def _read(
-        self, link: RunnerLink, frames: asyncio.Queue[str | bytes | Exception]
-    ) -> None:
+    async def _read(self, link: RunnerLink, frames: asyncio.Queue[str | bytes | Exception]) -> None:
         """Move the runner's frames to the queue as they arrive, so they batch up meanwhile."""
         try:
             while True:

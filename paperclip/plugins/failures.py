@@ -51,7 +51,9 @@ def bad_result(
     candidates: Sequence[PluginRecord] = (),
 ) -> PluginHookError:
     who = record.label if record is not None else "one of " + ", ".join(r.label for r in candidates)
-    return failure(f"{who} returned {type(got).__name__} from {hook}, expected {expected}", hook, record)
+    return failure(
+        f"{who} returned {type(got).__name__} from {hook}, expected {expected}", hook, record
+    )
 
 
 def failure(

@@ -122,9 +122,7 @@ class OwnershipError(RuntimeError):
     """A rendered prompt breaks the ownership contract (a source rendered zero or two times)."""
 
 
-def assemble_execution_input(
-    request: AssemblyRequest, hooks: PromptHooks
-) -> AssembledInput:
+def assemble_execution_input(request: AssemblyRequest, hooks: PromptHooks) -> AssembledInput:
     """Assemble the execution input and prompt of one session attempt.
 
     Call it for the attempt that is dispatched: if a resume fails and recovery

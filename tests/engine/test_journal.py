@@ -141,10 +141,10 @@ async def dispatch(pipeline, runs, call_ids, *, stale=False):
     engine, link = pipeline
     async with engine.sessions() as session:
         rows = (await session.execute(select(ToolCall).where(ToolCall.id.in_(call_ids)))).scalars()
-        batch = [
-            (row.run_id, row.id, journal.CallInput.of(row) if stale else None) for row in rows
-        ]
+        batch = [(row.run_id, row.id, journal.CallInput.of(row) if stale else None) for row in rows]
     return await engine.execute_batch(link, batch)
+
+
 async def events_of(container, run_id):
     async with container.sessions()() as session:
         rows = await session.execute(

@@ -94,9 +94,7 @@ def test_replayed_messages_are_deduplicated(control_plane):
         start = await started(peer)
         run_id = start["run_id"]
         for n in (1, 2):
-            await peer.send(
-                "event", run_id=run_id, event_type="item/completed", payload={"n": n}
-            )
+            await peer.send("event", run_id=run_id, event_type="item/completed", payload={"n": n})
             assert (await peer.expect("ack"))["upto"] == n
         # the same seqs again, as after a reconnect: acknowledged, not stored twice
         for n in (1, 2):

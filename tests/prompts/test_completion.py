@@ -101,8 +101,8 @@ def test_paperclip_validate_completion_references_legacy_inputs_only_cite_the_ta
     value = assembled(ownership=False)
     assert "Keep the query string." in value.model.prompt
     check = validate_completion(
-        value, (CompletionReference(T, ISSUE), CompletionReference(C, "c-2", COMMENT_REV))
-    , BUILTIN)
+        value, (CompletionReference(T, ISSUE), CompletionReference(C, "c-2", COMMENT_REV)), BUILTIN
+    )
     assert check.accepted == (CompletionReference(T, ISSUE),)
     assert [r.reason for r in check.refused] == ["not_rendered"]
 
@@ -125,7 +125,8 @@ def test_paperclip_render_completion_recovery_restores_criteria_and_drops_source
             CompletionReference(T, ISSUE),
             CompletionReference(D, ISSUE, DESCRIPTION_REV),
             CompletionReference(C, "c-2", COMMENT_REV),
-        ), BUILTIN,
+        ),
+        BUILTIN,
     )
     assert check.accepted == (CompletionReference(T, ISSUE),)
     assert {r.reason for r in check.refused} == {"not_rendered"}

@@ -91,8 +91,9 @@ def test_paperclip_render_continuation_suppressed_comment_is_rendered_once_end_t
     wake = WakeSource("comment", (make_comment("c-4", "Start."), CURRENT))
     delta = (message("c-4", "Start, edited."), message("c-5", "Also keep the query string."))
     result = assemble_execution_input(
-        AssemblyRequest(TASK, wake, Lane.NATIVE, SessionAttempt.RESUMED, resume_delta=delta)
-    , BUILTIN)
+        AssemblyRequest(TASK, wake, Lane.NATIVE, SessionAttempt.RESUMED, resume_delta=delta),
+        BUILTIN,
+    )
     assert result.prompt.count("Also keep the query string.") == 1
     assert "Its text is shown unchanged in the continuation above" in result.prompt
     assert "Start.\n" in result.prompt  # the edited comment stays visible in the wake prompt
@@ -212,7 +213,8 @@ def test_paperclip_render_continuation_a_message_id_repeated_in_the_delta_is_ren
             lane=Lane.NATIVE,
             attempt=SessionAttempt.RESUMED,
             resume_delta=(message, message),
-        )
-    , BUILTIN)
+        ),
+        BUILTIN,
+    )
     owned = [b for b in result.execution_input.model.rendered_sources if b.id == "c-0"]
     assert len(owned) == 1

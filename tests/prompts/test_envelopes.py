@@ -125,8 +125,9 @@ def test_a_run_persisted_as_v4_before_the_upgrade_resumes() -> None:
             run_id=previous.run_id,
             provider=previous.provider,
             previous=previous,
-        )
-    , BUILTIN)
+        ),
+        BUILTIN,
+    )
     check_v4(roundtrip(resumed.envelope))
     prompt = resumed.prompt
     assert "## Paperclip continuation" in prompt  # restored from the persisted continuation
@@ -134,8 +135,8 @@ def test_a_run_persisted_as_v4_before_the_upgrade_resumes() -> None:
     assert "### Latest wake comment" in prompt  # legacy wake behaviour: no ownership metadata
     assert "- Description: unchanged since your brief" in prompt
     check = validate_completion(
-        resumed.execution_input, (CompletionReference(SourceKind.TASK, ISSUE),)
-    , BUILTIN)
+        resumed.execution_input, (CompletionReference(SourceKind.TASK, ISSUE),), BUILTIN
+    )
     assert check.ok
 
 
@@ -155,8 +156,8 @@ def test_v5_data_survives_a_rollback_of_the_producer() -> None:
     check_v5(roundtrip(resumed.envelope))
     # ... while new sessions return to v4 and legacy wake rendering.
     new = assemble_execution_input(
-        AssemblyRequest(TASK, WAKE, Lane.NATIVE, SessionAttempt.FRESH, ownership=False)
-    , BUILTIN)
+        AssemblyRequest(TASK, WAKE, Lane.NATIVE, SessionAttempt.FRESH, ownership=False), BUILTIN
+    )
     assert new.schema == EXECUTION_INPUT_V4 and new.execution_input.turn_context is None
     assert "### Latest wake comment" in new.prompt
     assert stored == roundtrip(before.envelope)  # nothing rewrote the persisted data

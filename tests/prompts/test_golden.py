@@ -79,8 +79,9 @@ def native_resumed() -> AssembledInput:
 def fresh_retry() -> AssembledInput:
     resumed = assemble_execution_input(request(Lane.ACP, SessionAttempt.RESUMED), BUILTIN)
     return assemble_execution_input(
-        replace(request(Lane.ACP, SessionAttempt.FRESH_RETRY), previous=resumed.execution_input)
-    , BUILTIN)
+        replace(request(Lane.ACP, SessionAttempt.FRESH_RETRY), previous=resumed.execution_input),
+        BUILTIN,
+    )
 
 
 def gateway() -> AssembledInput:
@@ -92,16 +93,17 @@ def gateway() -> AssembledInput:
 
 def gateway_legacy() -> AssembledInput:
     return assemble_execution_input(
-        replace(request(Lane.GATEWAY), provider="gateway", ownership=False)
-    , BUILTIN)
+        replace(request(Lane.GATEWAY), provider="gateway", ownership=False), BUILTIN
+    )
 
 
 def pi() -> AssembledInput:
     return assemble_execution_input(
         replace(
             request(Lane.LEGACY_CLI), provider="pi", carriers=ProviderCarriers(default_rules=True)
-        )
-    , BUILTIN)
+        ),
+        BUILTIN,
+    )
 
 
 def custom_template() -> AssembledInput:

@@ -103,8 +103,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         # A session whose previous brief may or may not match the current description.
         earlier = make_task(description=draw(st.sampled_from([task.description, "older"])))
         previous = assemble_execution_input(
-            AssemblyRequest(earlier, WakeSource("comment"), request.lane, SessionAttempt.FRESH)
-        , BUILTIN).execution_input
+            AssemblyRequest(earlier, WakeSource("comment"), request.lane, SessionAttempt.FRESH),
+            BUILTIN,
+        ).execution_input
         request = AssemblyRequest(**{**_fields(request), "previous": previous})
     return Scenario(request, history)
 

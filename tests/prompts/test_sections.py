@@ -110,8 +110,8 @@ def test_paperclip_select_prompt_sections_follows_the_dispatched_attempt() -> No
     base = dict(task=task, wake=wake, lane=Lane.ACP, run_id="run-1")
     resumed = assemble_execution_input(AssemblyRequest(**base, attempt=RESUMED), BUILTIN)
     retry = assemble_execution_input(
-        AssemblyRequest(**base, attempt=RETRY, previous=resumed.execution_input)
-    , BUILTIN)
+        AssemblyRequest(**base, attempt=RETRY, previous=resumed.execution_input), BUILTIN
+    )
     assert resumed.execution_input.attempt is RESUMED
     assert "## Paperclip run" not in resumed.prompt
     assert retry.execution_input.attempt is RETRY

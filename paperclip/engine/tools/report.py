@@ -29,9 +29,7 @@ async def finish(ctx: ToolContext) -> ToolOutcome:
             refused=refused,
         )
     report = CompletionReport(status=arguments["outcome"], summary=arguments["summary"])
-    refusal = ctx.plugins.check_completion(
-        completion_check(run, CompletionStage.FEEDBACK, report)
-    )
+    refusal = ctx.plugins.check_completion(completion_check(run, CompletionStage.FEEDBACK, report))
     if refusal is not None:
         body = refusal_body(refusal)
         return error(body.pop("code"), body.pop("message"), **body)
