@@ -268,6 +268,13 @@ class RunOut(msgspec.Struct):
     started_at: datetime | None
     finished_at: datetime | None
     created_at: datetime
+    status_reason: str | None
+    """The committed status decision (``task_completed``, ``finish_not_called``, ...)."""
+    answer: str | None
+    """The final prose of the run's turn, as the provider reported it."""
+    presentation: JsonObject | None
+    """The presentation decision, once recorded: ``presentationDecision`` (``answer`` or
+    ``none``), ``reason``, and ``comment_id`` of the comment that presented the answer."""
 
     @classmethod
     def of(cls, row: Run) -> RunOut:
@@ -290,6 +297,9 @@ class RunOut(msgspec.Struct):
             row.started_at,
             row.finished_at,
             row.created_at,
+            row.status_reason,
+            row.answer,
+            row.presentation,
         )
 
 

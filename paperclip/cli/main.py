@@ -4,52 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
-from pydantic import ValidationError
 
 import paperclip
+from paperclip.cli.context import load_settings, with_database
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.runner import runner, runners
-from paperclip.settings import ConfigurationError, Settings
-
-T = TypeVar("T")
-
-
-def load_settings(**overrides: Any) -> Settings:
-    try:
-        return Settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"PAPERCLIP_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}"
-            for e in exc.errors()
-        )
-        fail(f"invalid settings: {problems}", hint="See docs/configuration.md.")
-        raise  # unreachable: fail() exits
-
-
-def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``work(container)`` with the database up, then stop what was started."""
-    from paperclip.container import Container
-    from paperclip.db import migrate
-
-    container = Container(settings=settings)
-    container.init_resources()
-    try:
-        migrate.upgrade(container.database_url())
-
-        async def run() -> T:
-            try:
-                return await work(container)
-            finally:
-                await container.engine().dispose()
-
-        return asyncio.run(run())
-    finally:
-        container.shutdown_resources()
+from paperclip.settings import ConfigurationError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -14,7 +14,7 @@ def plugins(as_json: bool) -> None:
 
     Exits 1 when the plugins would stop `paperclip serve` (strict mode, a conflict).
     """
-    from paperclip.cli.main import load_settings
+    from paperclip.cli.context import load_settings
     from paperclip.container import Container
 
     # Discovery only: no database is started.

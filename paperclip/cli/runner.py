@@ -101,7 +101,7 @@ def runners() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def runners_create(name: str, as_json: bool) -> None:
     """Register a runner; its credential is shown once."""
-    from paperclip.cli.main import load_settings, with_database
+    from paperclip.cli.context import load_settings, with_database
 
     async def work(container: Any) -> tuple[Any, str]:
         return await container.runners().create(name)
@@ -126,7 +126,7 @@ def runners_create(name: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def runners_list(as_json: bool) -> None:
     """List runners and where they are connected."""
-    from paperclip.cli.main import load_settings, with_database
+    from paperclip.cli.context import load_settings, with_database
 
     async def work(container: Any) -> list[Any]:
         return await container.runners().list()
@@ -163,7 +163,7 @@ def runners_list(as_json: bool) -> None:
 @click.argument("runner_id", type=click.UUID)
 def runners_revoke(runner_id: uuid.UUID) -> None:
     """Revoke a runner's credential; it can no longer connect."""
-    from paperclip.cli.main import load_settings, with_database
+    from paperclip.cli.context import load_settings, with_database
     from paperclip.errors import NotFoundError
 
     async def work(container: Any) -> Any:

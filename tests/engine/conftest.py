@@ -26,9 +26,12 @@ class Stack:
     servers: list[ServerProcess] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
     runner: RunnerProcess | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    """More environment for the control-plane processes (e.g. PYTHONPATH to installed plugins)."""
 
     def server_env(self, index: int) -> dict[str, str]:
         return {
+            **self.extra_env,
             "PAPERCLIP_DATABASE_URL": self.database_url,
             "PAPERCLIP_DATA_DIR": str(self.tmp / f"cp{index}"),
             "PAPERCLIP_PORT": str(self.ports[index]),
@@ -118,7 +121,17 @@ class Stack:
                 f"/companies/{company['id']}/issues",
                 json={"title": title, "description": "The build is red."},
             ).json()
-        return {"company": company, "agent": agent, "issue": issue, "fake_log": log_path}
+        return {
+            "company": company,
+            "agent": agent,
+            "issue": issue,
+            "fake_log": log_path,
+            "script_path": script_path,
+        }
+
+    def rewrite_script(self, ctx: dict, script: dict) -> None:
+        """Change the fake's script before its run starts (it reads it when it starts)."""
+        ctx["script_path"].write_text(json.dumps(script))
 
     def assign(self, ctx: dict) -> None:
         with self.api() as api:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.processes import wait_until
+
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 SCRIPT = {
@@ -47,10 +49,19 @@ def test_assignment_runs_the_agent_to_success(stack):
     assert "- Status: in_progress" in str(run["execution_input"])
     assert "- Status: todo" not in str(run["execution_input"])
 
+    # The presentation is recorded right after the status decision, in its own transaction.
+    run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
     comments = stack.comments(ctx)
     agent_comments = [c for c in comments if c["author_agent_id"] == ctx["agent"]["id"]]
-    assert [c["body"] for c in agent_comments] == ["On it: the build is red."]
-    assert agent_comments[0]["created_by_run_id"] == run["id"]
+    # Its own comment, then its final prose, presented once as the run's answer.
+    assert [c["body"] for c in agent_comments] == ["On it: the build is red.", "I fixed the build."]
+    assert {c["created_by_run_id"] for c in agent_comments} == {run["id"]}
+    assert (run["status_reason"], run["answer"]) == ("task_completed", "I fixed the build.")
+    assert run["presentation"] == {
+        "presentationDecision": "answer",
+        "reason": "task_completed",
+        "comment_id": agent_comments[1]["id"],
+    }
 
     with stack.api() as api:
         issue = api.get(f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}").json()

@@ -152,6 +152,8 @@ class CodexDriver:
         self._settings = CodexSettings()
         self._running = False
         self._thread_id: str | None = None
+        self._answer: str | None = None
+        """The last agent message of the running turn: its final prose."""
         self._turn_request: asyncio.Future[Any] | None = None
         self._turn_id: str | None = None
         self._turn_known = asyncio.Event()
@@ -176,6 +178,7 @@ class CodexDriver:
         self._running = True
         self._idle.clear()
         self._thread_id = turn.session_ref
+        self._answer = None
         try:
             return await self._run_turn(turn, emit)
         except _TurnAborted as exc:
@@ -436,7 +439,7 @@ class CodexDriver:
                     f"turn {turn_id} exceeded {settings.turn_timeout_seconds:g}s and was interrupted",
                 )
         if how == "completed":
-            return _turn_result(thread_id, detail)
+            return _turn_result(thread_id, detail, self._answer)
         raise await self._exited(session, ConnectionClosed(str(detail)))
 
     async def _pump(self, session: _Session, emit: EventSink, stop: _Stop) -> tuple[str, Any]:
@@ -458,6 +461,10 @@ class CodexDriver:
                 else ({} if params is None else {"value": params})
             )
             await emit(ProviderEvent(type=str(method), payload=payload))
+            if method == "item/completed" and _dig(payload, "item", "type") == "agentMessage":
+                text = _dig(payload, "item", "text")
+                if isinstance(text, str) and text.strip():
+                    self._answer = text  # the last one is the turn's final prose
             if method == "turn/completed" and "id" not in item and self._is_this_turn(payload):
                 return ("completed", payload)
 
@@ -584,11 +591,11 @@ def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResul
     return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))
 
 
-def _turn_result(thread_id: str, payload: Mapping[str, Any]) -> TurnResult:
+def _turn_result(thread_id: str, payload: Mapping[str, Any], answer: str | None) -> TurnResult:
     turn = payload.get("turn")
     status = turn.get("status") if isinstance(turn, Mapping) else None
     if status == "completed":
-        return TurnResult(status="completed", session_ref=thread_id)
+        return TurnResult(status="completed", session_ref=thread_id, answer=answer)
     if status == "interrupted":
         return TurnResult(status="interrupted", session_ref=thread_id)
     error = turn.get("error") if isinstance(turn, Mapping) else None

@@ -1,0 +1,375 @@
+"""The engine's branches, driven in memory: a real PostgreSQL, the real engine, a runner without a socket.
+
+The runner peer speaks the typed wire contract over an in-memory transport,
+so every way a run can end, and every error a tool can answer, is reached
+here without processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
+from sqlalchemy import select, text
+
+from paperclip.engine.engine import RunEngine
+from paperclip.models import Issue, Run, RunEvent, ToolReceipt
+from paperclip.services.actor import LOCAL_OPERATOR
+from paperclip.wire import messages as wire
+from tests.support.memory import MemoryRunner
+
+PROVIDER = "echo"
+
+
+class EchoProvider:
+    """A provider kind for claims; the memory runner plays its part, so no driver is made."""
+
+    @hookimpl
+    def paperclip_providers(self) -> list[ProviderKind]:
+        return [
+            ProviderKind(
+                name=PROVIDER,
+                capabilities=ProviderCapabilities(),
+                create_driver=lambda context: None,  # type: ignore[arg-type,return-value]
+            )
+        ]
+
+
+@dataclass
+class World:
+    engine: RunEngine
+    container: Any
+    company_id: uuid.UUID
+    agent_id: uuid.UUID
+
+    async def connect(
+        self, runner_id: uuid.UUID, peer: MemoryRunner | None = None, **hello: Any
+    ) -> tuple[MemoryRunner, asyncio.Task[None]]:
+        peer = peer or MemoryRunner()
+        runner = await self._runner_row(runner_id)
+        task = asyncio.create_task(self.engine.serve_runner(runner, peer.transport))
+        peer.hello([PROVIDER], **hello)
+        await peer.expect(wire.Welcome)
+        return peer, task
+
+    async def _runner_row(self, runner_id: uuid.UUID) -> Any:
+        from paperclip.models import Runner
+
+        async with self.container.sessions()() as session:
+            return await session.get(Runner, runner_id)
+
+    async def new_runner(self) -> uuid.UUID:
+        row, _ = await self.container.runners().create(f"memory-{uuid.uuid4().hex[:8]}")
+        return row.id
+
+    async def assign(self, title: str = "Fix the build") -> uuid.UUID:
+        issue = await self.container.issues().create(
+            LOCAL_OPERATOR,
+            self.company_id,
+            title=title,
+            description="The build is red.",
+            status="todo",
+            priority="medium",
+            assignee_agent_id=self.agent_id,
+            parent_id=None,
+        )
+        return issue.id
+
+    async def run(self, run_id: uuid.UUID) -> Run:
+        async with self.container.sessions()() as session:
+            run = await session.get(Run, run_id)
+            assert run is not None
+            return run
+
+    async def issue_status(self, issue_id: uuid.UUID) -> str:
+        async with self.container.sessions()() as session:
+            issue = await session.get(Issue, issue_id)
+            assert issue is not None
+            return issue.status
+
+    async def events(self, run_id: uuid.UUID) -> list[str]:
+        async with self.container.sessions()() as session:
+            rows = await session.execute(
+                select(RunEvent.type).where(RunEvent.run_id == run_id).order_by(RunEvent.seq)
+            )
+            return list(rows.scalars())
+
+    async def until_ended(self, run_id: uuid.UUID, within: float = 10) -> Run:
+        return await eventually(lambda: self.run(run_id), lambda r: r.finished_at, within)
+
+
+async def eventually(fetch: Any, done: Any, within: float = 10, step: float = 0.05) -> Any:
+    """Poll the database until ``done(await fetch())``; that value."""
+    deadline = asyncio.get_running_loop().time() + within
+    for _ in itertools.count():
+        value = await fetch()
+        if done(value):
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"not reached in {within} s: {value!r}")
+        await asyncio.sleep(step)
+    raise AssertionError("unreachable")
+
+
+@pytest.fixture
+async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]:
+    register_plugin(EchoProvider(), name="echo-provider")
+    company = await container.companies().create(LOCAL_OPERATOR, name="Memory", issue_prefix=None)
+    agent = await container.agents().create(
+        LOCAL_OPERATOR,
+        company.id,
+        name=f"coder-{uuid.uuid4().hex[:6]}",
+        role="",
+        provider=PROVIDER,
+        provider_config={},
+    )
+    engine = RunEngine(
+        container.sessions(),
+        plugin_host,
+        instance=f"memory-replica-{uuid.uuid4().hex[:6]}",
+        lease_seconds=2.0,
+        database=container.engine(),
+    )
+    await engine.start()
+    try:
+        yield World(engine, container, company.id, agent.id)
+    finally:
+        await engine.stop()
+
+
+async def started(peer: MemoryRunner) -> wire.StartTurn:
+    return await peer.expect(wire.StartTurn)
+
+
+async def call(peer: MemoryRunner, start: wire.StartTurn, tool: str, **arguments: Any):
+    call_id = uuid.uuid4().hex
+    peer.send(
+        wire.ToolCall(
+            seq=0,
+            run_id=start.run_id,
+            call_id=call_id,
+            tool=tool,
+            arguments=arguments,
+            token=start.token,
+        )
+    )
+    return await peer.expect(wire.ToolResult, call_id=call_id)
+
+
+def finished(start: wire.StartTurn, **fields: Any) -> wire.TurnFinished:
+    return wire.TurnFinished(seq=0, run_id=start.run_id, **{"status": "completed", **fields})
+
+
+# How a run ends
+
+
+async def test_provider_turn_failed_puts_the_issue_back_to_todo(world):
+    peer, _ = await world.connect(await world.new_runner())
+    issue_id = await world.assign()
+    start = await started(peer)
+    assert await world.issue_status(issue_id) == "in_progress"
+
+    peer.send(finished(start, status="failed", error="the model endpoint refused the key"))
+    await peer.expect(wire.Close, run_id=start.run_id)
+    run = await world.until_ended(start.run_id)
+    assert (run.status, run.error_code) == ("failed", "provider_turn_failed")
+    assert run.error_message == "the model endpoint refused the key"
+    assert await world.issue_status(issue_id) == "todo"
+
+
+async def test_finish_not_called_fails_the_run_and_requeues_the_issue(world):
+    peer, _ = await world.connect(await world.new_runner())
+    issue_id = await world.assign()
+    start = await started(peer)
+
+    peer.send(finished(start, answer="I looked around."))
+    run = await world.until_ended(start.run_id)
+    assert (run.status, run.error_code, run.status_reason) == (
+        "failed",
+        "finish_not_called",
+        "finish_not_called",
+    )
+    assert await world.issue_status(issue_id) == "todo"
+    assert run.presentation is None  # a failed run presents nothing
+
+
+async def test_the_block_tool_ends_the_run_with_the_issue_blocked(world):
+    peer, _ = await world.connect(await world.new_runner())
+    issue_id = await world.assign()
+    start = await started(peer)
+
+    result = await call(peer, start, "block", reason="I need the staging credentials.")
+    assert result.content["accepted"] and result.content["outcome"] == "blocked"
+    again = await call(peer, start, "finish", outcome="done", summary="done anyway")
+    assert again.is_error and again.content["error"]["code"] == "already_finished"
+
+    peer.send(finished(start, answer="Blocked on credentials."))
+    run = await world.until_ended(start.run_id)
+    assert (run.status, run.status_reason) == ("succeeded", "task_blocked")
+    assert await world.issue_status(issue_id) == "blocked"
+
+
+async def test_a_paused_agent_is_not_claimed_until_it_is_resumed(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.container.agents().update(
+        LOCAL_OPERATOR, world.company_id, world.agent_id, {"status": "paused"}
+    )
+    await world.assign()
+    assert await world.engine.claim_wakes() == 0
+    with pytest.raises(TimeoutError):
+        await peer.expect(wire.StartTurn, within=0.5)
+
+    await world.container.agents().update(
+        LOCAL_OPERATOR, world.company_id, world.agent_id, {"status": "active"}
+    )
+    world.engine.nudge()
+    await started(peer)
+
+
+# The tools' error paths
+
+
+async def test_tool_errors_name_what_is_wrong(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+
+    unknown = await call(peer, start, "delete_repository")
+    assert unknown.is_error and unknown.content["error"]["code"] == "unknown_tool"
+    invalid = await call(peer, start, "post_comment", body="")
+    assert invalid.is_error and invalid.content["error"]["code"] == "invalid_arguments"
+    assert "post_comment" in invalid.content["error"]["message"]
+
+
+async def test_a_run_without_a_task_has_nothing_to_comment_on(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.container.wakes().wake_agent(
+        LOCAL_OPERATOR,
+        world.company_id,
+        world.agent_id,
+        issue_id=None,
+        reason="look around",
+        payload={},
+        idempotency_key=None,
+    )
+    start = await started(peer)
+
+    context = await call(peer, start, "get_task_context")
+    assert context.content == {"issue": None, "comments": []}
+    comment = await call(peer, start, "post_comment", body="hello")
+    assert comment.is_error and comment.content["error"]["code"] == "no_task"
+
+
+async def test_a_receipt_of_another_run_is_refused(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+    other = await world.assign("another task")
+    # A receipt stored under this run's command id but naming another run (the
+    # command id embeds the run, so only corrupted data can look like this).
+    async with world.container.sessions().begin() as session:
+        session.add(
+            ToolReceipt(
+                command_id=f"{start.run_id}:cmd:c-1",
+                company_id=world.company_id,
+                run_id=await _any_other_run(session, start.run_id, other),
+                tool="post_comment",
+                state_revision="x",
+                result={},
+            )
+        )
+    refused = await call(peer, start, "post_comment", body="hi", command_id="c-1")
+    assert refused.is_error and refused.content["error"]["code"] == "foreign_receipt"
+
+
+async def _any_other_run(session: Any, run_id: uuid.UUID, issue_id: uuid.UUID) -> uuid.UUID:
+    other = Run(
+        id=uuid.uuid4(),
+        company_id=(await session.get(Run, run_id)).company_id,
+        agent_id=(await session.get(Run, run_id)).agent_id,
+        issue_id=issue_id,
+        provider=PROVIDER,
+        status="failed",
+    )
+    session.add(other)
+    await session.flush()
+    return other.id
+
+
+# Runner connections
+
+
+async def test_the_steer_result_is_a_run_event(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+
+    peer.send(wire.SteerResult(seq=0, run_id=start.run_id, message_id="m-1", acknowledged=True))
+    peer.send(wire.SteerResult(seq=0, run_id=start.run_id, message_id="m-2", acknowledged=False))
+    events = await eventually(lambda: world.events(start.run_id), lambda e: len(e) >= 2)
+    assert events == ["steering_acknowledgement", "steer_refused"]
+
+
+async def test_a_runner_replacing_its_own_connection_keeps_its_runs(world):
+    runner_id = await world.new_runner()
+    first, first_task = await world.connect(runner_id)
+    await world.assign()
+    start = await started(first)
+
+    second = MemoryRunner(instance=first.instance)  # the same process, a new connection
+    _, second_task = await world.connect(
+        runner_id, second, runs=[wire.HostedRun(run_id=start.run_id)]
+    )
+    await asyncio.wait_for(first.transport.is_closed.wait(), 5)
+    assert first.transport.closed[0] == wire.CLOSE_REPLACED
+    await asyncio.wait_for(first_task, 5)
+
+    # The run is still controlled here, through the new connection.
+    result = await call(second, start, "get_task_context")
+    assert not result.is_error
+    second.send(finished(start, status="failed", error="stop"))
+    await world.until_ended(start.run_id)
+    second.transport.hang_up()
+    await asyncio.wait_for(second_task, 5)
+
+
+async def test_a_runner_that_lost_its_run_fails_it(world):
+    runner_id = await world.new_runner()
+    first, first_task = await world.connect(runner_id)
+    issue_id = await world.assign()
+    start = await started(first)
+    first.transport.hang_up()
+    await asyncio.wait_for(first_task, 5)
+
+    # A new process of the runner (new instance), hosting nothing: the run is gone.
+    await world.connect(runner_id, MemoryRunner(), runs=[])
+    run = await world.until_ended(start.run_id)
+    assert (run.status, run.error_code) == ("failed", "runner_lost_run")
+    assert await world.issue_status(issue_id) == "todo"
+
+
+async def test_stopping_releases_the_leases_for_another_replica(world):
+    peer, _ = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+
+    await world.engine.stop()
+    async with world.container.sessions()() as session:
+        expired = (
+            await session.execute(
+                text("SELECT lease_expires_at <= now() FROM runs WHERE id = :id"),
+                {"id": start.run_id},
+            )
+        ).scalar_one()
+    assert expired  # adoptable at once, not after the lease
+    assert world.engine.ownership.runs() == []
+    with contextlib.suppress(Exception):
+        await world.engine.start()  # the fixture stops it again
