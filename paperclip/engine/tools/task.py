@@ -12,9 +12,8 @@ async def get_task_context(ctx: ToolContext) -> ToolOutcome:
     run = ctx.run
     if run.issue_id is None:
         return ToolOutcome({"issue": None, "comments": []})
-    issue = await ctx.session.get(Issue, run.issue_id)
-    if issue is None:
-        return error("issue_not_found", "the task of this run no longer exists")
+    # The run's row is locked and its issue's deletion cascades to it: the issue exists.
+    issue = await ctx.session.get_one(Issue, run.issue_id)
     comments = await issue_comments(ctx.session, issue.id)
     return ToolOutcome(
         {
