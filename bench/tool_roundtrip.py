@@ -20,39 +20,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
-import asyncpg
 import httpx
-import websockets
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from paperclip.wire import messages as wire  # noqa: E402
-from tests.support.processes import ServerProcess, free_port  # noqa: E402
+from support import RunnerPeer, connect, control_plane, run
 
 TARGET = 0.4
-
-
-async def connect(url: str) -> asyncpg.Connection:
-    from sqlalchemy.engine import make_url
-
-    parsed = make_url(url)
-    return await asyncpg.connect(
-        user=parsed.username,
-        password=parsed.password or None,
-        database=parsed.database,
-        host=parsed.query.get("host", parsed.host),
-        port=parsed.port,
-    )
 
 
 async def baseline_inserts(url: str, seconds: float) -> float:
@@ -85,83 +64,6 @@ async def vacuum(url: str) -> None:
         await conn.close()
 
 
-class RunnerPeer:
-    """A runner that hosts no provider: it answers start_turn by calling tools itself."""
-
-    def __init__(self, base_url: str, credential: str) -> None:
-        self.base_url, self.credential = base_url, credential
-        self.seq = 0
-        self.runs: dict[uuid.UUID, str] = {}  # run_id -> token
-        self.started = asyncio.Event()
-        self.results: dict[str, asyncio.Future[wire.ToolResult]] = {}
-        self.ws: Any = None
-        self.received = 0
-        self.acking: asyncio.Future[None] | None = None
-
-    async def open(self, expected_runs: int) -> None:
-        url = self.base_url.replace("http", "ws", 1) + wire.PATH
-        self.ws = await websockets.connect(
-            url,
-            additional_headers={"Authorization": f"Bearer {self.credential}"},
-            max_size=None,
-            compression=None,
-        )
-        await self.ws.send(
-            wire.encode(
-                wire.Hello(
-                    protocol=wire.PROTOCOL,
-                    runner_instance=f"bench-{uuid.uuid4().hex[:8]}",
-                    providers=["codex"],
-                )
-            )
-        )
-        self.expected = expected_runs
-        self.reader = asyncio.create_task(self.read())
-
-    async def read(self) -> None:
-        async for raw in self.ws:
-            message = wire.decode_to_runner(raw)
-            if not isinstance(message, wire.DataMessage):
-                continue
-            if isinstance(message, wire.StartTurn):
-                self.runs[message.run_id] = message.token
-                if len(self.runs) >= self.expected:
-                    self.started.set()
-            elif isinstance(message, wire.ToolResult):
-                future = self.results.pop(message.call_id, None)
-                if future is not None:
-                    future.set_result(message)
-            # Like the runner: one cumulative ack per burst of messages.
-            self.received = message.seq
-            if self.acking is None or self.acking.done():
-                self.acking = asyncio.ensure_future(self.acknowledge())
-
-    async def acknowledge(self) -> None:
-        await asyncio.sleep(0)
-        await self.ws.send(wire.encode(wire.Ack(upto=self.received)))
-
-    async def call(
-        self, run_id: uuid.UUID, tool: str, arguments: dict[str, Any]
-    ) -> wire.ToolResult:
-        call_id = uuid.uuid4().hex
-        future = asyncio.get_running_loop().create_future()
-        self.results[call_id] = future
-        self.seq += 1
-        await self.ws.send(
-            wire.encode(
-                wire.ToolCall(
-                    seq=self.seq,
-                    run_id=run_id,
-                    call_id=call_id,
-                    tool=tool,
-                    arguments=arguments,
-                    token=self.runs[run_id],
-                )
-            )
-        )
-        return await future
-
-
 async def journaled_round_trips(peer: RunnerPeer, runs: list[uuid.UUID], calls: int) -> float:
     async def one_run(run_id: uuid.UUID) -> None:
         for i in range(calls):
@@ -188,14 +90,16 @@ def setup(base: str, runs: int) -> None:
 
 async def measure(base: str, credential: str, database_url: str, runs: int, calls: int) -> float:
     peer = RunnerPeer(base, credential)
-    await peer.open(runs)
+    started = asyncio.Event()
+    peer.on_start = lambda start: started.set() if len(peer.runs) >= runs else None
+    await peer.open()
     setup(base, runs)
-    await asyncio.wait_for(peer.started.wait(), 60)
+    await asyncio.wait_for(started.wait(), 60)
     run_ids = list(peer.runs)[:runs]
     await journaled_round_trips(peer, run_ids, max(3, calls // 10))  # warm-up
     await vacuum(database_url)
     rate = await journaled_round_trips(peer, run_ids, calls)
-    await peer.ws.close()
+    await peer.close()
     return rate
 
 
@@ -205,43 +109,15 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="paperclip-bench-", dir="/var/tmp") as tmp:
-        os.chmod(tmp, 0o755)
-        env = {
-            "PAPERCLIP_DATA_DIR": tmp,
-            "PAPERCLIP_PORT": str(free_port()),
-            "PAPERCLIP_LOG_LEVEL": "WARNING",
-        }
-        server = ServerProcess(env, Path(tmp) / "serve.log", "--no-runner").start()
-        try:
-            database_url = os.environ.get("PAPERCLIP_DATABASE_URL") or embedded_url(tmp)
-            credential = json.loads(
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-m",
-                        "paperclip",
-                        "runners",
-                        "create",
-                        f"bench-{uuid.uuid4().hex[:6]}",
-                        "--json",
-                    ],
-                    env={**os.environ, **env},
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-            )["credential"]
-            figures: dict[str, float] = {}
-            for concurrency in (1, 8):
-                baseline = run(baseline_inserts(database_url, 3.0))
-                rate = run(measure(server.url, credential, database_url, concurrency, args.calls))
-                figures[f"baseline_inserts_per_s_{concurrency}"] = baseline
-                figures[f"tool_round_trips_per_s_{concurrency}"] = rate
-                figures[f"ratio_{concurrency}"] = rate / baseline
-        finally:
-            server.terminate()
-            server.stop()
+    with control_plane() as cp:
+        credential = cp.runner_credential()
+        figures: dict[str, float] = {}
+        for concurrency in (1, 8):
+            baseline = run(baseline_inserts(cp.database_url, 3.0))
+            rate = run(measure(cp.url, credential, cp.database_url, concurrency, args.calls))
+            figures[f"baseline_inserts_per_s_{concurrency}"] = baseline
+            figures[f"tool_round_trips_per_s_{concurrency}"] = rate
+            figures[f"ratio_{concurrency}"] = rate / baseline
     if args.json:
         print(json.dumps({k: round(v, 3) for k, v in figures.items()}))
     else:
@@ -253,22 +129,6 @@ def main() -> int:
             )
         print(f"target at 8 runs: >= {TARGET}")
     return 0 if figures["ratio_8"] >= TARGET else 1
-
-
-def run(main: Any) -> Any:
-    """Both sides on the loop a runner uses (uvloop where installed): the baseline too, for fairness."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    return uvloop.run(main)
-
-
-def embedded_url(data_dir: str) -> str:
-    """The URL of the embedded server the control plane started in ``data_dir``."""
-    from paperclip.db.embedded import DATABASE_NAME
-
-    return f"postgresql://postgres:@/{DATABASE_NAME}?host={Path(data_dir) / 'pgdata'}"
 
 
 if __name__ == "__main__":

@@ -93,10 +93,12 @@ class RunEngine:
         ]
 
     async def stop(self) -> None:
-        for task in self._loops:
+        """Close runner connections and hand this replica's leases over; a second call does nothing."""
+        loops, self._loops = self._loops, []
+        for task in loops:
             task.cancel()
         await self.connections.close_all(STOPPING, "control plane stopping")
-        for task in self._loops:
+        for task in loops:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         with contextlib.suppress(Exception):

@@ -172,7 +172,8 @@ class RunnerLink:
         # commit order equal seq order, so nothing is skipped or reordered.
         while not self.closed.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), POLL_SECONDS)
+                async with asyncio.timeout(POLL_SECONDS):  # not wait_for: see scheduler.run
+                    await self._kick.wait()
             self._kick.clear()
             try:
                 async with self.sessions() as session:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -75,8 +76,11 @@ class WakeScheduler:
         listener = asyncio.create_task(self._listen(), name="wake-listener")
         try:
             while True:
+                # asyncio.timeout, not wait_for: on 3.11 a cancel that races wait_for's own
+                # timeout can be lost, and stopping the engine would hang.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._nudge.wait(), FALLBACK_POLL_SECONDS)
+                    async with asyncio.timeout(FALLBACK_POLL_SECONDS):
+                        await self._nudge.wait()
                 self._nudge.clear()
                 try:
                     if await self.claim_wakes():
@@ -121,7 +125,7 @@ class WakeScheduler:
 
     async def claim_wakes(self) -> int:
         """Turn queued wakes into runs for the runners connected here; how many runs started."""
-        started: list[tuple[uuid.UUID, RunnerLink]] = []
+        started: list[tuple[RunnerLink, int, StartTurn]] = []
         if self.pick_link(None) is None:
             return 0  # no runner here: a replica with one (or a runner still to come) claims
         async with self.sessions.begin() as session:
@@ -134,13 +138,14 @@ class WakeScheduler:
                     continue  # another replica's runner, or a runner still to come, may take it
                 try:
                     async with session.begin_nested():
-                        run_id = await self._create_run(session, wake, agent, link)
+                        seq, start = await self._create_run(session, wake, agent, link)
                 except IntegrityError:
                     continue  # another replica started a run for this issue first
-                started.append((run_id, link))
-        for run_id, link in started:
-            self.ownership.own(run_id, 1)
-            link.kick()
+                started.append((link, seq, start))
+        for link, seq, start in started:
+            self.ownership.own(start.run_id, 1)
+            # Committed: send it now rather than when the link next reads its outbox.
+            await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
         return len(started)
 
     async def _refuse(self, session: AsyncSession, wake: WakeRequest, agent: Agent) -> None:
@@ -175,7 +180,8 @@ class WakeScheduler:
 
     async def _create_run(
         self, session: AsyncSession, wake: WakeRequest, agent: Agent, link: RunnerLink
-    ) -> uuid.UUID:
+    ) -> tuple[int, StartTurn]:
+        """The run of a claimed wake, its token and its ``start_turn`` (queued: its seq)."""
         issue = (
             await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
         )
@@ -208,20 +214,17 @@ class WakeScheduler:
         await session.flush()  # the one-active-run-per-issue index decides here
         token = new_run_token(session, run)
         mark_claimed(wake, run.id)
-        await outbox.enqueue_one(
-            session,
-            link.runner_id,
-            StartTurn(
-                seq=0,
-                run_id=run.id,
-                provider=agent.provider,
-                config=agent.provider_config,
-                prompt=assembled.prompt,
-                system=assembled.system,
-                session_ref=None,
-                token=token,
-            ),
+        start = StartTurn(
+            seq=0,
+            run_id=run.id,
+            provider=agent.provider,
+            config=agent.provider_config,
+            prompt=assembled.prompt,
+            system=assembled.system,
+            session_ref=None,
+            token=token,
         )
+        seq = await outbox.enqueue_one(session, link.runner_id, start)
         record_activity(
             session,
             SYSTEM,
@@ -231,4 +234,4 @@ class WakeScheduler:
             company_id=run.company_id,
             details={"wake_request_id": str(wake.id)},
         )
-        return run.id
+        return seq, start

@@ -8,7 +8,6 @@ here without processes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import uuid
 from collections.abc import AsyncIterator
@@ -371,5 +370,3 @@ async def test_stopping_releases_the_leases_for_another_replica(world):
         ).scalar_one()
     assert expired  # adoptable at once, not after the lease
     assert world.engine.ownership.runs() == []
-    with contextlib.suppress(Exception):
-        await world.engine.start()  # the fixture stops it again

@@ -75,8 +75,10 @@ def test_sigkill_between_two_tool_calls(stack):
     run = stack.wait_for_terminal_run(ctx)
     assert run["status"] == "succeeded", stack.runner.tail()
     assert run["controller_epoch"] >= 2  # adopted by the restarted control plane
-    bodies = [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]]
-    assert bodies == ["first", "second"]
+    bodies = wait_until(
+        lambda: (b := [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]])[2:] and b
+    )
+    assert bodies == ["first", "second", "both written"]  # the last: the presented answer
     assert_log_is_clean(stack, ctx, run)
     calls = journal(stack, run["id"])
     assert [c["tool"] for c in calls] == [
