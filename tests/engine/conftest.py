@@ -70,7 +70,10 @@ class Stack:
     def fake_log(self) -> Path:
         return self.tmp / "fake.log"
 
-    def start_runner(self, launch: dict | None = None) -> RunnerProcess:
+    def start_runner(
+        self, launch: dict | None = None, env: dict[str, str] | None = None
+    ) -> RunnerProcess:
+        """The runner, offering the fake app-server (or the given launch profiles)."""
         self.script_dir.mkdir(parents=True, exist_ok=True)
         profiles = launch if launch is not None else fake_launch(self.script_dir, self.fake_log)
         self.runner = RunnerProcess(
@@ -78,7 +81,7 @@ class Stack:
             self.runner_credential(),
             self.tmp / "runner",
             self.tmp / "runner.log",
-            env={"PAPERCLIP_RUNNER_LAUNCH": json.dumps(profiles)},
+            env={**(env or {}), "PAPERCLIP_RUNNER_LAUNCH": json.dumps(profiles)},
         ).start()
         return self.runner
 
@@ -120,7 +123,8 @@ class Stack:
         model = f"scripted-{free_port()}"
         self.script_dir.mkdir(parents=True, exist_ok=True)
         script_path = self.script_dir / f"{model}.json"
-        script_path.write_text(json.dumps(script))
+        if provider_config is None:
+            script_path.write_text(json.dumps(script))
         config = provider_config or {"launch": FAKE_PROFILE, "model": model}
         with self.api() as api:
             company = api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}).json()
