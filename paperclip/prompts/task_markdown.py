@@ -76,7 +76,7 @@ def build_task_markdown(
     return RenderedSection(SECTION, join_blocks(blocks), tuple(sources), truncated)
 
 
-_CUT_COMMENT = "\n[Comment cut here; read it in full through the Paperclip tools.]"
+_CUT_COMMENT = "\n[Comment cut here; read it in full with get_task_context.]"
 
 
 def task_header(task: TaskSource) -> str:
@@ -107,7 +107,7 @@ def _description(
     text, cut = truncate(task.description, options.limits.max_description_chars)
     note = (
         f"\n[Description cut at {options.limits.max_description_chars:,} characters; "
-        "read the full issue through the Paperclip tools.]"
+        "read the full issue with get_task_context.]"
         if cut
         else ""
     )

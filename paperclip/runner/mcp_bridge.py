@@ -111,7 +111,15 @@ class McpBridge:
             self._validators[spec.name] = cls(spec.input_schema)
         self._listing = types.ListToolsResult(
             tools=[
-                types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+                types.Tool(
+                    name=s.name,
+                    title=s.title or None,
+                    description=s.description,
+                    input_schema=s.input_schema,
+                    # Without annotations Codex treats a tool as a risky write and
+                    # refuses it under approval policy "never".
+                    annotations=types.ToolAnnotations.model_validate(s.annotations),
+                )
                 for s in self._specs.values()
             ]
         )

@@ -17,6 +17,29 @@ class ToolSpec:
     input_schema: dict[str, Any]
     writes: bool
     """A write tool records an idempotent receipt keyed by its command id."""
+    title: str = ""
+    """A short human name, sent to MCP clients as the tool's title."""
+    destructive: bool = False
+    """May it delete or overwrite something? (MCP ``destructiveHint``; none of ours does.)"""
+    open_world: bool = False
+    """Does it reach beyond the task's own records? (MCP ``openWorldHint``; none of ours does.)"""
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        """The MCP tool annotations: how a client judges the tool without calling it.
+
+        Clients gate tool calls on them: Codex asks for approval (or refuses the
+        call outright under approval policy ``never``) when a tool does not say
+        it is read-only, non-destructive and closed-world.
+        """
+        return {
+            "title": self.title or self.name,
+            "readOnlyHint": not self.writes,
+            "destructiveHint": self.destructive,
+            # Repeating a write with the same command_id returns the first receipt.
+            "idempotentHint": not self.writes,
+            "openWorldHint": self.open_world,
+        }
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -44,6 +67,7 @@ def _write(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name="get_task_context",
+        title="Read the task",
         description=(
             "Read the task you are working on: its title, description, status, and its "
             "comments, oldest first. Call it before you act on the task."
@@ -53,6 +77,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="post_comment",
+        title="Post a comment",
         description="Post a comment on your task, visible to the people working with you.",
         input_schema=_write(
             {"body": {"type": "string", "minLength": 1, "maxLength": 100_000}}, ["body"]
@@ -61,6 +86,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="report_progress",
+        title="Report progress",
         description="Record a short progress note on the run (not a comment).",
         input_schema=_write(
             {"summary": {"type": "string", "minLength": 1, "maxLength": 2_000}}, ["summary"]
@@ -69,6 +95,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="finish",
+        title="Finish the task",
         description=(
             "Report that your work on the task is complete. outcome 'done' closes the task; "
             "'needs_review' asks a person to review it. Give a summary of what you did."
@@ -101,6 +128,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         name="block",
+        title="Report a blocker",
         description="Report that you cannot go on without help, and why.",
         input_schema=_write(
             {"reason": {"type": "string", "minLength": 1, "maxLength": 20_000}}, ["reason"]

@@ -14,6 +14,15 @@ import pytest
 from tests.support.processes import RunnerProcess, ServerProcess, free_port, wait_until
 
 FAKE_CODEX = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+FAKE_PROFILE = "fake"
+"""The runner's launch profile for the fake app-server; agents select it by name."""
+
+
+def fake_launch(script_dir: Path, log_path: Path) -> dict[str, dict[str, list[str]]]:
+    """``PAPERCLIP_RUNNER_LAUNCH`` offering the fake: each agent's ``model`` picks its script
+    in ``script_dir``, the way a model endpoint answers by model name."""
+    argv = [*FAKE_CODEX, "--script-dir", str(script_dir), "--log", str(log_path)]
+    return {"codex": {FAKE_PROFILE: argv}}
 
 
 @dataclass
@@ -55,12 +64,27 @@ class Stack:
     def url(self, index: int = 0) -> str:
         return f"http://127.0.0.1:{self.ports[index]}"
 
-    def start_runner(self) -> RunnerProcess:
+    @property
+    def script_dir(self) -> Path:
+        """Where agents' fake scripts live, one ``<model>.json`` each."""
+        return self.tmp / "fake-scripts"
+
+    @property
+    def fake_log(self) -> Path:
+        return self.tmp / "fake.log"
+
+    def start_runner(
+        self, launch: dict | None = None, env: dict[str, str] | None = None
+    ) -> RunnerProcess:
+        """The runner, offering the fake app-server (or the given launch profiles)."""
+        self.script_dir.mkdir(parents=True, exist_ok=True)
+        profiles = launch if launch is not None else fake_launch(self.script_dir, self.fake_log)
         self.runner = RunnerProcess(
             [self.url(i) for i in range(len(self.ports))],
             self.runner_credential(),
             self.tmp / "runner",
             self.tmp / "runner.log",
+            env={**(env or {}), "PAPERCLIP_RUNNER_LAUNCH": json.dumps(profiles)},
         ).start()
         return self.runner
 
@@ -95,26 +119,24 @@ class Stack:
     def api(self, index: int = 0) -> httpx.Client:
         return httpx.Client(base_url=f"{self.url(index)}/api", timeout=30)
 
-    def setup_issue(self, script: dict, *, title: str = "Fix the build") -> dict:
-        script_path = self.tmp / f"script-{free_port()}.json"
-        script_path.write_text(json.dumps(script))
-        log_path = self.tmp / f"fake-{script_path.stem}.log"
+    def setup_issue(
+        self, script: dict, *, title: str = "Fix the build", provider_config: dict | None = None
+    ) -> dict:
+        """A company, an agent on the fake (its model names its script) and an issue."""
+        model = f"scripted-{free_port()}"
+        self.script_dir.mkdir(parents=True, exist_ok=True)
+        script_path = self.script_dir / f"{model}.json"
+        if provider_config is None:
+            script_path.write_text(json.dumps(script))
+        config = provider_config or {"launch": FAKE_PROFILE, "model": model}
         with self.api() as api:
             company = api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}).json()
             agent = api.post(
                 f"/companies/{company['id']}/agents",
                 json={
-                    "name": f"coder-{script_path.stem}",
+                    "name": f"coder-{model}",
                     "provider": "codex",
-                    "provider_config": {
-                        "command": [
-                            *FAKE_CODEX,
-                            "--script",
-                            str(script_path),
-                            "--log",
-                            str(log_path),
-                        ],
-                    },
+                    "provider_config": config,
                 },
             ).json()
             issue = api.post(
@@ -125,8 +147,9 @@ class Stack:
             "company": company,
             "agent": agent,
             "issue": issue,
-            "fake_log": log_path,
+            "model": model,
             "script_path": script_path,
+            "fake_log": self.fake_log,
         }
 
     def rewrite_script(self, ctx: dict, script: dict) -> None:

@@ -80,8 +80,7 @@ def test_a_v4_run_resumes_after_the_upgrade(stack):
             ]
         ]
     }
-    script_path = next(stack.tmp.glob("script-*.json"))
-    script_path.write_text(json.dumps(script))
+    ctx["script_path"].write_text(json.dumps(script))
     stack.assign(ctx)
     wait_until(reached.exists, 60, message="the fake reached the gate")
 

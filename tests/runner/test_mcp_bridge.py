@@ -109,6 +109,28 @@ async def test_lists_the_catalog(bridge: McpBridge) -> None:
     ]
 
 
+async def test_tools_carry_annotations_that_let_clients_call_them_unprompted(
+    bridge: McpBridge,
+) -> None:
+    # Codex refuses an unannotated tool under approval policy "never" (issue 9).
+    async with connect(bridge.url, "token-a") as session:
+        listed = await session.list_tools()
+    hints = {
+        t.name: (t.annotations.read_only_hint, t.annotations.destructive_hint)
+        for t in listed.tools
+        if t.annotations is not None
+    }
+    assert hints == {
+        "get_task_context": (True, False),
+        "post_comment": (False, False),
+        "report_progress": (False, False),
+        "finish": (False, False),
+        "block": (False, False),
+    }
+    assert all(t.annotations and t.annotations.open_world_hint is False for t in listed.tools)
+    assert all(t.title for t in listed.tools)
+
+
 async def test_call_is_dispatched_as_the_run_of_the_token(
     bridge: McpBridge, recorder: Recorder
 ) -> None:

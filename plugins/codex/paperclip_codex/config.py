@@ -1,7 +1,8 @@
 """The agent's Codex settings, and the Codex configuration derived from them.
 
 Static settings (model provider, approval policy, update checks, feature
-switches) go to ``$CODEX_HOME/config.toml``. Everything that belongs to one run
+switches) go to ``$CODEX_HOME/config.toml``. An agent's config selects and
+tunes; it never names a program or a path (see :data:`ALLOWED_OVERRIDES`). Everything that belongs to one run
 (the MCP endpoint of the run's tools, the variable holding its bearer token)
 goes on the command line as ``-c key=value`` overrides, so concurrent runs that
 share a home never race on one file.
@@ -22,6 +23,9 @@ from typing import Any, Literal
 from paperclip_hookspecs.providers import McpEndpoint
 
 DEFAULT_COMMAND: tuple[str, ...] = ("codex", "app-server")
+"""The ``default`` launch profile: the runner host may replace it (PAPERCLIP_RUNNER_LAUNCH)."""
+SUPPORTED_CLI = "0.171.0"
+"""The Codex CLI version this plugin is tested against (tox env ``codex-cli``)."""
 MODEL_PROVIDER_NAME = "paperclip"
 """The ``[model_providers.<name>]`` entry written when ``base_url`` is set."""
 MCP_TOKEN_ENV_VAR = "PAPERCLIP_MCP_BEARER_TOKEN"
@@ -29,11 +33,17 @@ MCP_TOKEN_ENV_VAR = "PAPERCLIP_MCP_BEARER_TOKEN"
 CONFIG_MARKER = "# Written by paperclip-codex."
 """First line of a config.toml we own; a file without it is never overwritten."""
 
-APPROVAL_POLICIES = ("never", "on-request", "on-failure", "untrusted")
+# What codex-cli 0.171 accepts: "untrusted" is refused at config load and
+# "on-failure" at thread/start; "granular" is a table, not a name.
+APPROVAL_POLICIES = ("never", "on-request")
 SANDBOX_MODES = ("read-only", "workspace-write", "danger-full-access")
+TOOL_APPROVAL_MODES = ("approve", "auto")
+"""``default_tools_approval_mode`` of the run's MCP server: ``approve`` runs Paperclip's tools
+without asking (they are guarded by the control plane), ``auto`` lets Codex judge each tool by
+its MCP annotations."""
 
-# Features that make Codex look up hosts outside the run (PROVIDERS.md); a
-# control plane's agent has no use for them, so they are off by default.
+# Features that make Codex look up hosts outside the run, or offer the model
+# tools a Paperclip run has no use for (goals); all off by default.
 DISABLED_FEATURES = (
     "plugins",
     "apps",
@@ -44,13 +54,44 @@ DISABLED_FEATURES = (
     "skill_mcp_dependency_install",
     "goals",
     "image_generation",
+    "browser_use",
+    "browser_use_external",
+    "computer_use",
 )
 
+ALLOWED_OVERRIDES = frozenset(
+    {
+        "model_reasoning_effort",
+        "model_reasoning_summary",
+        "model_verbosity",
+        "model_context_window",
+        "model_auto_compact_token_limit",
+        "tool_output_token_limit",
+        "project_doc_max_bytes",
+        f"model_providers.{MODEL_PROVIDER_NAME}.request_max_retries",
+        f"model_providers.{MODEL_PROVIDER_NAME}.stream_max_retries",
+        f"model_providers.{MODEL_PROVIDER_NAME}.stream_idle_timeout_ms",
+    }
+)
+"""The Codex settings an agent may override. Anything else could start a program
+(``notify``, ``mcp_servers.*.command``), read a file (``model_instructions_file``) or
+undo the switches above, so it is refused."""
+
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
+_PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_MODEL = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,200}$")
 
 Approvals = Literal["decline", "approve"]
 ResumeFallback = Literal["fail", "fresh"]
+
+# Bounds of the numeric settings: (minimum, maximum).
+TIMEOUT_BOUNDS = {
+    "request_timeout_seconds": (1.0, 3600.0),
+    "turn_timeout_seconds": (1.0, 86400.0),
+    "close_timeout_seconds": (0.1, 120.0),
+    "mcp_tool_timeout_seconds": (1.0, 86400.0),
+}
 
 
 class ConfigError(ValueError):
@@ -59,17 +100,21 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CodexSettings:
-    """The agent's provider configuration, validated. Build it with :meth:`from_config`."""
+    """The agent's provider configuration, validated. Build it with :meth:`from_config`.
 
-    command: tuple[str, ...] = DEFAULT_COMMAND
+    It selects and tunes; it never names a program or a path. The command comes
+    from the runner's launch profile (``launch``), the home is the run's own.
+    """
+
+    launch: str = "default"
     base_url: str | None = None
     model: str | None = None
     env_key: str = "OPENAI_API_KEY"
     approval_policy: str = "never"
     sandbox: str = "workspace-write"
     approvals: Approvals = "decline"
+    tool_approval: str = "approve"
     resume_fallback: ResumeFallback = "fail"
-    codex_home: str | None = None
     request_timeout_seconds: float = 60.0
     turn_timeout_seconds: float | None = None
     close_timeout_seconds: float = 5.0
@@ -82,34 +127,41 @@ class CodexSettings:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(config) - known)
         if unknown:
+            hint = ""
+            if "command" in unknown:
+                hint = (
+                    "; an agent selects a launch profile of the runner by name "
+                    "('launch'), the runner host decides the command"
+                )
+            if "codex_home" in unknown:
+                hint += "; each run has its own CODEX_HOME"
             raise ConfigError(
-                f"unknown codex config key(s): {', '.join(unknown)}; known: {', '.join(sorted(known))}"
+                f"unknown codex config key(s): {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(known))}{hint}"
             )
         values: dict[str, Any] = {}
-        if "command" in config:
-            values["command"] = _argv(config["command"])
-        for key in ("base_url", "model", "codex_home"):
-            if key in config and config[key] is not None:
-                values[key] = _text(key, config[key])
+        if "launch" in config:
+            values["launch"] = _matching("launch", config["launch"], _PROFILE, "a profile name")
+        if config.get("base_url") is not None:
+            values["base_url"] = _url("base_url", config["base_url"])
+        if config.get("model") is not None:
+            values["model"] = _matching("model", config["model"], _MODEL, "a model name")
         if "env_key" in config:
-            values["env_key"] = _env_name("env_key", config["env_key"])
-        if "approval_policy" in config:
-            values["approval_policy"] = _choice(
-                "approval_policy", config["approval_policy"], APPROVAL_POLICIES
-            )
-        if "sandbox" in config:
-            values["sandbox"] = _choice("sandbox", config["sandbox"], SANDBOX_MODES)
-        if "approvals" in config:
-            values["approvals"] = _choice("approvals", config["approvals"], ("decline", "approve"))
-        if "resume_fallback" in config:
-            values["resume_fallback"] = _choice(
-                "resume_fallback", config["resume_fallback"], ("fail", "fresh")
-            )
+            values["env_key"] = _env_key(config["env_key"])
+        for key, choices in (
+            ("approval_policy", APPROVAL_POLICIES),
+            ("sandbox", SANDBOX_MODES),
+            ("approvals", ("decline", "approve")),
+            ("tool_approval", TOOL_APPROVAL_MODES),
+            ("resume_fallback", ("fail", "fresh")),
+        ):
+            if key in config:
+                values[key] = _choice(key, config[key], choices)
         for key in ("request_timeout_seconds", "close_timeout_seconds"):
             if key in config:
                 values[key] = _seconds(key, config[key])
         for key in ("turn_timeout_seconds", "mcp_tool_timeout_seconds"):
-            if key in config and config[key] is not None:
+            if config.get(key) is not None:
                 values[key] = _seconds(key, config[key])
         if "config_overrides" in config:
             values["config_overrides"] = _overrides(config["config_overrides"])
@@ -121,12 +173,16 @@ class CodexSettings:
             "approval_policy": self.approval_policy,
             "sandbox_mode": self.sandbox,
             "check_for_update_on_startup": False,
+            # The model searches nothing outside the run (Codex's default is a cached index).
+            "web_search": "disabled",
         }
         if self.model is not None:
             doc["model"] = self.model
         if self.base_url is not None:
             doc["model_provider"] = MODEL_PROVIDER_NAME
         doc["analytics"] = {"enabled": False}
+        # No sub-agents: a run is one agent on one task, reporting through one thread.
+        doc["agents"] = {"enabled": False}
         doc["features"] = dict.fromkeys(DISABLED_FEATURES, False)
         if self.base_url is not None:
             doc["model_providers"] = {
@@ -141,7 +197,7 @@ class CodexSettings:
 
 
 def mcp_overrides(
-    endpoint: McpEndpoint, tool_timeout_seconds: float | None
+    endpoint: McpEndpoint, tool_timeout_seconds: float | None, tool_approval: str = "approve"
 ) -> list[tuple[str, Any]]:
     """The ``-c`` overrides that configure the run's tools as a streamable-HTTP MCP server."""
     name = endpoint.name
@@ -152,6 +208,9 @@ def mcp_overrides(
         (f"{prefix}.url", endpoint.url),
         # Codex rejects an inline bearer token; it reads the token from this variable.
         (f"{prefix}.bearer_token_env_var", MCP_TOKEN_ENV_VAR),
+        # Codex's default ("auto") asks before any tool whose annotations do not say it
+        # is harmless, and under approval policy "never" asking means refusing.
+        (f"{prefix}.default_tools_approval_mode", tool_approval),
     ]
     if tool_timeout_seconds is not None:
         pairs.append((f"{prefix}.tool_timeout_sec", tool_timeout_seconds))
@@ -256,25 +315,35 @@ def _toml_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
-def _argv(value: Any) -> tuple[str, ...]:
-    if (
-        not isinstance(value, (list, tuple))
-        or not value
-        or not all(isinstance(part, str) and part for part in value)
-    ):
-        raise ConfigError("command must be a non-empty list of non-empty strings (an argv)")
-    return tuple(value)
-
-
-def _text(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{key} must be a non-empty string")
+def _matching(key: str, value: Any, pattern: re.Pattern[str], what: str) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ConfigError(f"{key} must be {what} matching {pattern.pattern}")
     return value
 
 
-def _env_name(key: str, value: Any) -> str:
-    if not isinstance(value, str) or not _ENV_NAME.match(value):
-        raise ConfigError(f"{key} must be an environment variable name")
+def _url(key: str, value: Any) -> str:
+    if (
+        not isinstance(value, str)
+        or len(value) > 2000
+        or not re.match(r"^https?://[^\s/]+(/\S*)?$", value)
+    ):
+        raise ConfigError(f"{key} must be an http(s) URL, e.g. http://127.0.0.1:8000/v1")
+    return value
+
+
+def _env_key(value: Any) -> str:
+    # The variable's value is sent to base_url as the API key: it must be a key
+    # meant for a model, never one of the runner's own secrets.
+    if (
+        not isinstance(value, str)
+        or not _ENV_NAME.match(value)
+        or not value.endswith("_API_KEY")
+        or value.startswith("PAPERCLIP_")
+    ):
+        raise ConfigError(
+            "env_key must name the variable holding the endpoint's key: upper case, "
+            "ending in _API_KEY, not a PAPERCLIP_ variable (e.g. OPENAI_API_KEY)"
+        )
     return value
 
 
@@ -285,10 +354,11 @@ def _choice(key: str, value: Any, choices: Sequence[str]) -> Any:
 
 
 def _seconds(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ConfigError(f"{key} must be a positive number of seconds")
-    if math.isinf(value):
-        raise ConfigError(f"{key} must be finite")
+    low, high = TIMEOUT_BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        raise ConfigError(f"{key} must be a number of seconds")
+    if not low <= value <= high:
+        raise ConfigError(f"{key} must be between {low:g} and {high:g} seconds")
     return float(value)
 
 
@@ -297,13 +367,22 @@ def _overrides(value: Any) -> tuple[tuple[str, Any], ...]:
         raise ConfigError(
             "config_overrides must be a mapping of dotted Codex config keys to values"
         )
+    if len(value) > len(ALLOWED_OVERRIDES):
+        raise ConfigError("config_overrides has more keys than are allowed")
     pairs: list[tuple[str, Any]] = []
     for key, item in value.items():
-        if not isinstance(key, str) or not all(_BARE_KEY.match(p) for p in key.split(".")):
-            raise ConfigError(f"config_overrides key {key!r} must be a dotted path of bare keys")
-        try:
-            toml_value(item)  # fail now, with the key in hand, rather than at spawn time
-        except ConfigError as exc:
-            raise ConfigError(f"config_overrides[{key!r}]: {exc}") from None
+        if key not in ALLOWED_OVERRIDES:
+            raise ConfigError(
+                f"config_overrides key {key!r} is not allowed; allowed: "
+                f"{', '.join(sorted(ALLOWED_OVERRIDES))}"
+            )
+        scalar = isinstance(item, (bool, int, float)) or (
+            isinstance(item, str) and len(item) <= 200
+        )
+        if not scalar or (isinstance(item, float) and not math.isfinite(item)):
+            raise ConfigError(
+                f"config_overrides[{key!r}] must be a string (at most 200 characters), "
+                "a finite number or a boolean"
+            )
         pairs.append((key, item))
     return tuple(pairs)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import os
 from collections.abc import Mapping
@@ -21,7 +20,10 @@ from paperclip_hookspecs.providers import (
 )
 
 from paperclip_codex import __version__
+from paperclip_codex.approvals import answer_server_request
+from paperclip_codex.channel import Ended, EventChannel, Stop
 from paperclip_codex.config import (
+    DEFAULT_COMMAND,
     MCP_TOKEN_ENV_VAR,
     CodexSettings,
     ConfigError,
@@ -30,7 +32,9 @@ from paperclip_codex.config import (
     override_args,
     write_config,
 )
-from paperclip_codex.jsonrpc import METHOD_NOT_FOUND, ConnectionClosed, JsonRpcError
+from paperclip_codex.errors import ErrorCode, TurnAborted, error_text
+from paperclip_codex.jsonrpc import ConnectionClosed, JsonRpcError
+from paperclip_codex.probe import install_hint
 from paperclip_codex.process import AppServerProcess, SpawnError
 
 logger = logging.getLogger(__name__)
@@ -38,37 +42,9 @@ logger = logging.getLogger(__name__)
 EVENT_BUFFER = 1024
 """Provider messages buffered ahead of the event sink; beyond it the provider is made to wait."""
 CLIENT_INFO = {"name": "paperclip", "title": "Paperclip", "version": __version__}
-
-
-class ErrorCode(enum.StrEnum):
-    """Machine-readable prefixes of :attr:`TurnResult.error` (``"<code>: <message>"``)."""
-
-    INVALID_CONFIG = "invalid_config"
-    SPAWN_FAILED = "spawn_failed"
-    STARTUP_FAILED = "startup_failed"
-    PROVIDER_EXITED = "provider_exited"
-    THREAD_START_FAILED = "thread_start_failed"
-    RESUME_FAILED = "resume_failed"
-    TURN_START_FAILED = "turn_start_failed"
-    TURN_FAILED = "turn_failed"
-    TURN_TIMEOUT = "turn_timeout"
-    REQUEST_TIMEOUT = "request_timeout"
-    TURN_IN_PROGRESS = "turn_in_progress"
-    DRIVER_CLOSED = "driver_closed"
-
-
-def error_text(code: ErrorCode, message: str) -> str:
-    """Format a turn error as ``"<code>: <message>"``."""
-    return f"{code.value}: {message}"
-
-
-class _TurnAborted(Exception):
-    """Ends a turn early with a failed result."""
-
-    def __init__(self, code: ErrorCode, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+HIDDEN_ENV_PREFIX = "PAPERCLIP_"
+"""The runner's own settings and secrets (its credential among them) never reach the
+provider process, whose model can read its environment through the shell."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,55 +56,12 @@ class _Launch:
     codex_home: str
 
 
-class _Stop:
-    """Put after the last message a turn should emit, to end that turn's pump early."""
-
-
-@dataclass(slots=True)
-class _Ended:
-    reason: str
-
-
-class _EventChannel:
-    """Bounded FIFO of provider messages, with an end marker that never blocks."""
-
-    def __init__(self, maxsize: int) -> None:
-        self._queue: asyncio.Queue[object] = asyncio.Queue(maxsize)
-        self._ended: str | None = None
-        self._end = asyncio.Event()
-
-    async def put(self, item: object) -> None:
-        await self._queue.put(item)
-
-    def end(self, reason: str) -> None:
-        if self._ended is None:
-            self._ended = reason
-            self._end.set()
-
-    async def get(self) -> object:
-        while True:
-            if not self._queue.empty():
-                return self._queue.get_nowait()
-            if self._ended is not None:
-                return _Ended(self._ended)
-            getter = asyncio.ensure_future(self._queue.get())
-            ender = asyncio.ensure_future(self._end.wait())
-            try:
-                await asyncio.wait({getter, ender}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                ender.cancel()
-                if not getter.done():
-                    getter.cancel()
-            if getter.done() and not getter.cancelled():
-                return getter.result()
-
-
 class _Session:
     """A running provider process with its event channel and what it has loaded."""
 
     def __init__(self, launch: _Launch) -> None:
         self.launch = launch
-        self.channel = _EventChannel(EVENT_BUFFER)
+        self.channel = EventChannel(EVENT_BUFFER)
         self.process: AppServerProcess | None = None
         self.thread_id: str | None = None
 
@@ -150,6 +83,7 @@ class CodexDriver:
         self._context = context
         self._session: _Session | None = None
         self._settings = CodexSettings()
+        self._mcp_name: str | None = None
         self._running = False
         self._thread_id: str | None = None
         self._answer: str | None = None
@@ -181,7 +115,7 @@ class CodexDriver:
         self._answer = None
         try:
             return await self._run_turn(turn, emit)
-        except _TurnAborted as exc:
+        except TurnAborted as exc:
             return _failed(self._thread_id, exc.code, exc.message)
         finally:
             self._running = False
@@ -248,16 +182,17 @@ class CodexDriver:
             settings = CodexSettings.from_config(turn.config)
             launch = self._launch_for(turn, settings)
         except ConfigError as exc:
-            raise _TurnAborted(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            raise TurnAborted(ErrorCode.INVALID_CONFIG, str(exc)) from None
         self._settings = settings
+        self._mcp_name = turn.mcp.name if turn.mcp is not None else None
         session = await self._ensure_session(launch, settings, turn)
-        stop = _Stop()
+        stop = Stop()
         pump = asyncio.create_task(self._pump(session, emit, stop), name="codex-event-pump")
         try:
             try:
                 thread_id = await self._open_thread(session, turn, settings)
                 turn_id = await self._start_turn(session, thread_id, turn, settings)
-            except _TurnAborted:
+            except TurnAborted:
                 await self._finish_pump(session, pump, stop)
                 raise
             return await self._await_completion(session, pump, stop, thread_id, turn_id, settings)
@@ -267,14 +202,20 @@ class CodexDriver:
                 with contextlib.suppress(asyncio.CancelledError):
                     await pump
 
+    @property
+    def command(self) -> tuple[str, ...]:
+        """The program this driver starts: the runner's launch profile, never the agent's config."""
+        return tuple(self._context.command) or DEFAULT_COMMAND
+
     def _launch_for(self, turn: TurnInput, settings: CodexSettings) -> _Launch:
-        home = settings.codex_home or os.path.join(self._context.state_dir, "codex-home")
+        home = os.path.join(self._context.state_dir, "codex-home")
         pairs = list(settings.config_overrides)
         env = {**self._context.env, "CODEX_HOME": home}
         if turn.mcp is not None:
-            pairs = mcp_overrides(turn.mcp, settings.mcp_tool_timeout_seconds) + pairs
+            mcp = mcp_overrides(turn.mcp, settings.mcp_tool_timeout_seconds, settings.tool_approval)
+            pairs = mcp + pairs
             env[MCP_TOKEN_ENV_VAR] = turn.mcp.bearer_token
-        argv = (*settings.command, *override_args(pairs))
+        argv = (*self.command, *override_args(pairs))
         return _Launch(argv=argv, env=tuple(sorted(env.items())), codex_home=home)
 
     async def _ensure_session(
@@ -285,23 +226,24 @@ class CodexDriver:
             return current
         await self._stop_session()
         if self._closed:
-            raise _TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
+            raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
         home = Path(launch.codex_home)
         argv = launch.argv
         try:
             if not write_config(home, settings.config_document()):
                 # Someone else's config.toml: ours rides on the command line, which wins.
                 argv = (
-                    *settings.command,
+                    *self.command,
                     *override_args(flatten(settings.config_document())),
-                    *argv[len(settings.command) :],
+                    *argv[len(self.command) :],
                 )
         except OSError as exc:
-            raise _TurnAborted(
+            raise TurnAborted(
                 ErrorCode.SPAWN_FAILED, f"cannot prepare CODEX_HOME {home}: {exc}"
             ) from None
         session = _Session(launch)
-        env = {**os.environ, **dict(launch.env)}
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
+        env = {**inherited, **dict(launch.env)}
         try:
             session.process = await AppServerProcess.spawn(
                 argv,
@@ -312,11 +254,14 @@ class CodexDriver:
                 on_close=session.channel.end,
             )
         except SpawnError as exc:
-            raise _TurnAborted(ErrorCode.SPAWN_FAILED, str(exc)) from None
+            message = str(exc)
+            if exc.missing:
+                message += f". {install_hint(argv[0])}"
+            raise TurnAborted(ErrorCode.SPAWN_FAILED, message) from None
         self._session = session
         if self._closed:  # close() ran while we were spawning
             await self._stop_session()
-            raise _TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
+            raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
         connection = session.process.connection
         try:
             await connection.request(
@@ -329,8 +274,8 @@ class CodexDriver:
             detail = await session.process.exit_description(wait=0.5)
             await self._stop_session()
             if self._closed:
-                raise _TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed") from None
-            raise _TurnAborted(
+                raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed") from None
+            raise TurnAborted(
                 ErrorCode.STARTUP_FAILED, f"initialize failed ({_describe(exc)}); {detail}"
             ) from None
         return session
@@ -345,6 +290,9 @@ class CodexDriver:
         }
         if settings.model is not None:
             overrides["model"] = settings.model
+        if turn.system:
+            # Standing rules ride as developer instructions, beside Codex's own.
+            overrides["developerInstructions"] = turn.system
         ref = turn.session_ref
         if ref is not None and ref == session.thread_id:
             return ref  # already loaded in this process
@@ -355,7 +303,7 @@ class CodexDriver:
                 )
             except JsonRpcError as exc:
                 if settings.resume_fallback != "fresh":
-                    raise _TurnAborted(
+                    raise TurnAborted(
                         ErrorCode.RESUME_FAILED, f"thread {ref} could not be resumed: {exc.message}"
                     ) from None
                 logger.warning(
@@ -366,13 +314,13 @@ class CodexDriver:
         try:
             result = await self._request(session, "thread/start", overrides)
         except JsonRpcError as exc:
-            raise _TurnAborted(ErrorCode.THREAD_START_FAILED, exc.message) from None
+            raise TurnAborted(ErrorCode.THREAD_START_FAILED, exc.message) from None
         return self._adopt_thread(session, result, "thread/start")
 
     def _adopt_thread(self, session: _Session, result: Any, method: str) -> str:
         thread_id = _dig(result, "thread", "id")
         if not isinstance(thread_id, str):
-            raise _TurnAborted(ErrorCode.THREAD_START_FAILED, f"{method} returned no thread id")
+            raise TurnAborted(ErrorCode.THREAD_START_FAILED, f"{method} returned no thread id")
         session.thread_id = thread_id
         self._thread_id = thread_id
         return thread_id
@@ -397,7 +345,7 @@ class CodexDriver:
         result = await self._await_response(session, future, "turn/start")
         turn_id = _dig(result, "turn", "id")
         if not isinstance(turn_id, str):
-            raise _TurnAborted(ErrorCode.TURN_START_FAILED, "turn/start returned no turn id")
+            raise TurnAborted(ErrorCode.TURN_START_FAILED, "turn/start returned no turn id")
         self._turn_id = turn_id
         self._turn_known.set()
         if self._interrupt_pending:
@@ -408,7 +356,7 @@ class CodexDriver:
         self,
         session: _Session,
         pump: asyncio.Task[tuple[str, Any]],
-        stop: _Stop,
+        stop: Stop,
         thread_id: str,
         turn_id: str,
         settings: CodexSettings,
@@ -442,15 +390,15 @@ class CodexDriver:
             return _turn_result(thread_id, detail, self._answer)
         raise await self._exited(session, ConnectionClosed(str(detail)))
 
-    async def _pump(self, session: _Session, emit: EventSink, stop: _Stop) -> tuple[str, Any]:
+    async def _pump(self, session: _Session, emit: EventSink, stop: Stop) -> tuple[str, Any]:
         """Emit provider messages in order until this turn's ``turn/completed`` (or the end)."""
         while True:
             item = await session.channel.get()
             if item is stop:
                 return ("stopped", None)
-            if isinstance(item, _Stop):
+            if isinstance(item, Stop):
                 continue  # left over from an earlier turn's early end
-            if isinstance(item, _Ended):
+            if isinstance(item, Ended):
                 return ("ended", item.reason)
             assert isinstance(item, dict)
             method = item.get("method")
@@ -484,7 +432,7 @@ class CodexDriver:
         return isinstance(turn_id, str) and turn_id == _dig(future.result(), "turn", "id")
 
     async def _finish_pump(
-        self, session: _Session, pump: asyncio.Task[tuple[str, Any]], stop: _Stop
+        self, session: _Session, pump: asyncio.Task[tuple[str, Any]], stop: Stop
     ) -> None:
         """Let the pump emit what has arrived so far, then stop it (bounded)."""
         if pump.done():
@@ -521,13 +469,13 @@ class CodexDriver:
             # An app-server that stops answering is not trusted with the next turn.
             if self._session is session:
                 await self._stop_session()
-            raise _TurnAborted(
+            raise TurnAborted(
                 ErrorCode.REQUEST_TIMEOUT,
                 f"{method} got no answer within {self._settings.request_timeout_seconds:g}s",
             ) from None
         except JsonRpcError as exc:
             if method == "turn/start":
-                raise _TurnAborted(ErrorCode.TURN_START_FAILED, exc.message) from None
+                raise TurnAborted(ErrorCode.TURN_START_FAILED, exc.message) from None
             raise
 
     async def _send_interrupt(self) -> None:
@@ -546,40 +494,22 @@ class CodexDriver:
 
     async def _answer_server_request(self, method: str, params: Any) -> Any:
         """Answer Codex's requests to the client without a person: by policy, and at once."""
-        approve = self._settings.approvals == "approve"
-        if method in ("item/commandExecution/requestApproval", "item/fileChange/requestApproval"):
-            return {"decision": "accept" if approve else "decline"}
-        if method in ("execCommandApproval", "applyPatchApproval"):
-            return {"decision": "approved" if approve else "denied"}
-        if method == "item/permissions/requestApproval":
-            granted = (
-                params.get("permissions", {}) if approve and isinstance(params, Mapping) else {}
-            )
-            return {"permissions": granted, "scope": "turn"}
-        if method == "mcpServer/elicitation/request":
-            meta = _dig(params, "meta") or _dig(params, "_meta") or {}
-            is_tool_approval = (
-                isinstance(meta, Mapping) and meta.get("codex_approval_kind") == "mcp_tool_call"
-            )
-            if approve and is_tool_approval:
-                return {"action": "accept", "content": {}}
-            return {"action": "decline", "content": None}
-        if method == "item/tool/requestUserInput":
-            return {"answers": {}}
-        raise JsonRpcError(METHOD_NOT_FOUND, f"paperclip does not handle {method}")
+        return answer_server_request(
+            method, params, approve=self._settings.approvals == "approve", own_server=self._mcp_name
+        )
 
     # Process lifecycle
 
-    async def _exited(self, session: _Session, exc: Exception) -> _TurnAborted:
+    async def _exited(self, session: _Session, exc: Exception) -> TurnAborted:
         """The failure for a provider that went away; the process is reaped."""
         if self._closed:
-            return _TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed during the turn")
+            return TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed during the turn")
         detail = (
             await session.process.exit_description() if session.process is not None else str(exc)
         )
         if self._session is session:
             await self._stop_session()
-        return _TurnAborted(ErrorCode.PROVIDER_EXITED, detail)
+        return TurnAborted(ErrorCode.PROVIDER_EXITED, detail)
 
     async def _stop_session(self) -> None:
         session, self._session = self._session, None

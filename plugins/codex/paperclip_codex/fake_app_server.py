@@ -2,44 +2,29 @@
 
 Run it as::
 
-    python -m paperclip_codex.fake_app_server --script PATH [--log PATH] [-c key=value ...]
+    python -m paperclip_codex.fake_app_server (--script PATH | --script-dir DIR) [--log PATH]
+        [-c key=value ...]
 
 It speaks the app-server's JSON-RPC subset as JSON lines on stdio
 (``initialize``, ``thread/start``, ``thread/resume``, ``turn/start``,
-``turn/steer``, ``turn/interrupt``) and emits the real notification shapes. It
+``turn/steer``, ``turn/interrupt``) with the shapes codex-cli 0.171.0 sends. It
 reads its configuration the way Codex does, from ``$CODEX_HOME/config.toml``
 and ``-c`` overrides, so a driver starts it exactly as it starts the real CLI;
-``mcp_servers.<name>.url`` and ``bearer_token_env_var`` tell it where the run's
-tools are, and it calls them with the official MCP client over streamable HTTP.
+``mcp_servers.<name>`` tells it where the run's tools are: it lists them at
+thread start (``mcpServer/startupStatus/updated``), gates each call by approval
+the way Codex does (:mod:`paperclip_codex.fake_tools`), and calls them with the
+official MCP client over streamable HTTP.
 
-The script is JSON: a list of steps run on every turn, or an object::
-
-    {"turns": [[step, ...], [step, ...]], "consume_steer": true}
-
-The thread's n-th turn runs ``turns[n]`` (the last list repeats); ``"steps"``
-may stand for a single list. Steps (one key each):
-
-- ``{"message": "text"}``: an ``agentMessage`` item, streamed as deltas.
-- ``{"call_tool": {"name": ..., "arguments": {...}, "server": ...}}``: an
-  ``mcpToolCall`` item carrying the tool's result (or error).
-- ``{"sleep": seconds}``; ``{"touch_file": path}`` (writes the pid into it);
-  ``{"wait_for_file": path, "timeout": seconds}`` (default 60 s, then the turn fails).
-- ``{"fail": "reason"}``: the turn ends ``failed`` with that message.
-- ``{"request_approval": "commandExecution" | "fileChange"}``: asks the client.
-- ``{"notify": {"method": ..., "params": {...}}}``: any notification.
-- ``{"exit": status}``: the process exits at once, mid-turn.
-
-A steer is acknowledged at once; with ``"consume_steer": true`` it enters the
-turn as a ``userMessage`` item at the next step boundary, as Codex does. With
-``--log PATH`` every received message, tool result and approval answer is
-appended there as a JSON line.
+Scripts and steps: :mod:`paperclip_codex.fake_script`. With ``--log PATH``
+every received message, tool result and approval answer is appended there as
+a JSON line.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
+import itertools
 import json
 import os
 import re
@@ -48,89 +33,19 @@ import tempfile
 import time
 import tomllib
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-STEP_KINDS = frozenset(
-    {
-        "message",
-        "call_tool",
-        "sleep",
-        "wait_for_file",
-        "touch_file",
-        "fail",
-        "request_approval",
-        "notify",
-        "exit",
-    }
-)
-STEP_OPTIONS = {"wait_for_file": {"timeout"}}
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
+from paperclip_codex import __version__
+from paperclip_codex.fake_script import ScriptError, ScriptSource
+from paperclip_codex.fake_tools import list_mcp_tools
+from paperclip_codex.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
+from paperclip_codex.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, decode, encode
+
 _THREAD_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
-
-
-class ScriptError(ValueError):
-    """The script file is not a valid fake script."""
-
-
-@dataclass(frozen=True, slots=True)
-class Script:
-    """What the fake does on each turn."""
-
-    turns: list[list[dict[str, Any]]]
-    consume_steer: bool = False
-
-    def steps_for(self, turn_index: int) -> list[dict[str, Any]]:
-        """The steps of a thread's ``turn_index``-th turn (the last list repeats)."""
-        if not self.turns:
-            return []
-        return self.turns[min(turn_index, len(self.turns) - 1)]
-
-
-def load_script(path: str | os.PathLike[str]) -> Script:
-    """Read and validate a script file."""
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
-    consume_steer = False
-    if isinstance(data, list):
-        turns = [data]
-    elif isinstance(data, dict):
-        consume_steer = bool(data.get("consume_steer", False))
-        if "turns" in data:
-            turns = data["turns"]
-        elif "steps" in data:
-            turns = [data["steps"]]
-        else:
-            raise ScriptError("a script object needs 'turns' or 'steps'")
-    else:
-        raise ScriptError("a script is a list of steps or an object")
-    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
-        raise ScriptError("'turns' must be a list of step lists")
-    for steps in turns:
-        for step in steps:
-            _check_step(step)
-    return Script(turns=turns, consume_steer=consume_steer)
-
-
-def _check_step(step: Any) -> None:
-    if not isinstance(step, dict):
-        raise ScriptError(f"a step must be an object: {step!r}")
-    kinds = STEP_KINDS & step.keys()
-    if len(kinds) != 1:
-        raise ScriptError(f"a step needs exactly one of {sorted(STEP_KINDS)}: {step!r}")
-    (kind,) = kinds
-    extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
-    if extra:
-        raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
-    if kind == "call_tool" and not (
-        isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
-    ):
-        raise ScriptError(f"call_tool needs an object with a 'name': {step!r}")
+FAKE_VERSION = f"paperclip-fake-codex {__version__}"
 
 
 def load_config(home: Path, overrides: list[str]) -> dict[str, Any]:
@@ -181,82 +96,82 @@ class EventLog:
 
 
 @dataclass(slots=True)
-class ThreadState:
-    id: str
-    cwd: str | None
-    turns: int = 0
-    created_at: int = field(default_factory=lambda: int(time.time()))
+class _Handled:
+    response: Any
+    then: list[Callable[[], None]] = field(default_factory=list)
+    """Run after the response is written: notifications that follow it on the wire."""
 
 
-@dataclass(slots=True)
-class TurnRun:
-    id: str
-    thread: ThreadState
-    steps: list[dict[str, Any]]
-    interrupt: asyncio.Event = field(default_factory=asyncio.Event)
-    steers: list[list[dict[str, Any]]] = field(default_factory=list)
-    task: asyncio.Task[None] | None = None
-
-
-class _Failure(Exception):
-    """A step ended the turn as failed."""
-
-
-class _Interrupted(Exception):
-    """The client interrupted the turn."""
+class _RpcError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
 class FakeAppServer:
     """The JSON-RPC server: requests in on stdin, responses and notifications out on stdout."""
 
     def __init__(
-        self, script: Script, config: dict[str, Any], home: Path, log: EventLog, out: IO[bytes]
+        self,
+        scripts: ScriptSource,
+        config: dict[str, Any],
+        home: Path,
+        log: EventLog,
+        out: IO[bytes],
     ) -> None:
-        self.script = script
+        self.scripts = scripts
         self.config = config
         self.home = home
-        self.log = log
+        self._log = log
         self._out = out
+        self.tools: dict[str, dict[str, dict[str, Any]]] = {}
         self._initialized = False
         self._threads: dict[str, ThreadState] = {}
+        self._startup: dict[str, asyncio.Future[None]] = {}
         self._turns: dict[str, TurnRun] = {}
-        self._next_request = 0
+        self._request_ids = itertools.count(0)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
-        self._items = 0
+        self._items = itertools.count(1)
 
-    # Wire
-
-    def send(self, message: Mapping[str, Any]) -> None:
-        self._out.write((json.dumps(message, ensure_ascii=False) + "\n").encode())
-        self._out.flush()
+    # What a turn uses (fake_turn.Host)
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None:
-        self.send({"method": method, "params": params})
+        self._send({"method": method, "params": params, "emittedAtMs": int(time.time() * 1000)})
 
     async def ask(self, method: str, params: Mapping[str, Any], wait_seconds: float) -> Any:
-        """Send a server-to-client request and wait for the answer."""
-        self._next_request += 1
-        request_id = self._next_request
+        """Send a server-to-client request and wait for the answer; then ``serverRequest/resolved``."""
+        request_id = next(self._request_ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[request_id] = future
-        self.send({"method": method, "id": request_id, "params": params})
+        self._send({"method": method, "id": request_id, "params": params})
         try:
             return await asyncio.wait_for(future, wait_seconds)
         finally:
             self._waiting.pop(request_id, None)
+            resolved = {"threadId": params.get("threadId"), "requestId": request_id}
+            self.notify("serverRequest/resolved", resolved)
+
+    def log(self, entry: Mapping[str, Any]) -> None:
+        self._log.write(entry)
+
+    def item_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._items):06d}"
+
+    # Wire
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        self._out.write(encode(dict(message)))
+        self._out.flush()
 
     async def serve(self, reader: asyncio.StreamReader) -> None:
         """Handle messages until stdin closes."""
         try:
             while line := await reader.readline():
-                if not line.strip():
+                message = decode(line)
+                if message is None:
                     continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    print(f"fake app-server: not JSON: {line[:200]!r}", file=sys.stderr)
-                    continue
-                self.log.write({"type": "received", "message": message})
+                self._log.write({"type": "received", "message": message})
                 self._dispatch(message)
         finally:
             for run in list(self._turns.values()):
@@ -275,13 +190,12 @@ class FakeAppServer:
             return
         if "id" not in message:
             return  # `initialized` and any other notification: logged, nothing to do
-        params = message.get("params") or {}
         try:
-            result = self._handle(method, params)
+            result = self._handle(method, message.get("params") or {})
         except _RpcError as exc:
-            self.send({"id": message["id"], "error": {"code": exc.code, "message": exc.message}})
+            self._send({"id": message["id"], "error": {"code": exc.code, "message": exc.message}})
             return
-        self.send({"id": message["id"], "result": result.response})
+        self._send({"id": message["id"], "result": result.response})
         for after in result.then:
             after()
 
@@ -294,7 +208,7 @@ class FakeAppServer:
             self._initialized = True
             return _Handled(
                 {
-                    "userAgent": "paperclip-fake-codex/0.1.0",
+                    "userAgent": f"{FAKE_VERSION} (fake)",
                     "codexHome": str(self.home),
                     "platformFamily": "unix",
                     "platformOs": sys.platform,
@@ -314,22 +228,70 @@ class FakeAppServer:
         return handler(params)
 
     def _thread_start(self, params: dict[str, Any]) -> _Handled:
-        thread = ThreadState(id=str(uuid.uuid4()), cwd=params.get("cwd"))
+        thread = ThreadState(
+            id=str(uuid.uuid4()),
+            cwd=params.get("cwd"),
+            model=params.get("model") or self.config.get("model"),
+            approval_policy=self._policy(params),
+        )
+        self._load_script(thread)
         self._threads[thread.id] = thread
         self._save(thread)
-        response = self._thread_response(thread, params)
+        response = self._thread_response(thread)
         started = {"thread": response["thread"]}
-        return _Handled(response, [lambda: self.notify("thread/started", started)])
+        return _Handled(
+            response,
+            [lambda: self.notify("thread/started", started), lambda: self._start_servers(thread)],
+        )
 
     def _thread_resume(self, params: dict[str, Any]) -> _Handled:
         thread_id = params.get("threadId")
         thread = self._load(thread_id) if isinstance(thread_id, str) else None
         if thread is None:
             raise _RpcError(INVALID_REQUEST, f"no rollout found for thread id {thread_id}")
-        if params.get("cwd"):
-            thread.cwd = params["cwd"]
+        thread.cwd = params.get("cwd") or thread.cwd
+        thread.model = params.get("model") or thread.model
+        thread.approval_policy = self._policy(params, thread.approval_policy)
+        self._load_script(thread)
         self._threads[thread.id] = thread
-        return _Handled(self._thread_response(thread, params))
+        return _Handled(self._thread_response(thread), [lambda: self._start_servers(thread)])
+
+    def _policy(self, params: Mapping[str, Any], current: str | None = None) -> str:
+        policy = params.get("approvalPolicy") or current or self.config.get("approval_policy")
+        return str(policy or "on-request")
+
+    def _load_script(self, thread: ThreadState) -> None:
+        try:
+            thread.script = self.scripts.for_model(thread.model)
+        except (OSError, ValueError) as exc:
+            raise _RpcError(INVALID_REQUEST, f"fake app-server: {exc}") from None
+
+    def _start_servers(self, thread: ThreadState) -> None:
+        """List each MCP server's tools, with the startup notifications Codex sends."""
+
+        async def start() -> None:
+            servers = self.config.get("mcp_servers") or {}
+            for name, settings in servers.items():
+                status = {"threadId": thread.id, "name": name, "environmentId": None}
+                self.notify(
+                    "mcpServer/startupStatus/updated",
+                    {**status, "status": "starting", "error": None, "failureReason": None},
+                )
+                ok, listed = await list_mcp_tools(settings if isinstance(settings, dict) else {})
+                if ok:
+                    assert isinstance(listed, dict)
+                    self.tools[name] = listed
+                    self.notify(
+                        "mcpServer/startupStatus/updated",
+                        {**status, "status": "ready", "error": None, "failureReason": None},
+                    )
+                else:
+                    self.notify(
+                        "mcpServer/startupStatus/updated",
+                        {**status, "status": "failed", "error": str(listed), "failureReason": None},
+                    )
+
+        self._startup[thread.id] = asyncio.ensure_future(start())
 
     def _turn_start(self, params: dict[str, Any]) -> _Handled:
         thread = self._threads.get(params.get("threadId", ""))
@@ -337,20 +299,29 @@ class FakeAppServer:
             raise _RpcError(INVALID_REQUEST, f"thread not found: {params.get('threadId')}")
         if thread.id in self._turns:
             raise _RpcError(INVALID_REQUEST, "a turn is already running on this thread")
+        assert thread.script is not None
         run = TurnRun(
-            id=str(uuid.uuid4()), thread=thread, steps=self.script.steps_for(thread.turns)
+            id=str(uuid.uuid4()), thread=thread, steps=thread.script.steps_for(thread.turns)
         )
         self._turns[thread.id] = run
         # Counted when it starts, as a rollout records it: a turn cut short by a
         # crash still moves the thread on to the script's next list.
         thread.turns += 1
         self._save(thread)
-        user_input = params.get("input") or []
+        runner = TurnRunner(self, run, thread.script.consume_steer)
+        startup = self._startup.get(thread.id)
+
+        async def execute() -> None:
+            if startup is not None:
+                await startup  # the tools are listed before the model first runs
+            await runner.execute(
+                params.get("input") or [], lambda: self._turns.pop(thread.id, None)
+            )
 
         def begin() -> None:
-            run.task = asyncio.ensure_future(self._run_turn(run, user_input))
+            run.task = asyncio.ensure_future(execute())
 
-        return _Handled({"turn": _turn(run.id, "inProgress")}, [begin])
+        return _Handled({"turn": turn_shape(run.id, "inProgress")}, [begin])
 
     def _turn_steer(self, params: dict[str, Any]) -> _Handled:
         run = self._turns.get(params.get("threadId", ""))
@@ -370,14 +341,16 @@ class FakeAppServer:
         run.interrupt.set()
         return _Handled({})
 
-    def _thread_response(self, thread: ThreadState, params: dict[str, Any]) -> dict[str, Any]:
+    def _thread_response(self, thread: ThreadState) -> dict[str, Any]:
         provider = str(self.config.get("model_provider", "openai"))
         return {
             "thread": {
                 "id": thread.id,
+                "sessionId": thread.id,
                 "preview": "",
                 "ephemeral": False,
                 "modelProvider": provider,
+                "model": thread.model,
                 "createdAt": thread.created_at,
                 "updatedAt": int(time.time()),
                 "status": {"type": "idle"},
@@ -387,11 +360,11 @@ class FakeAppServer:
                 "source": "appServer",
                 "turns": [],
             },
-            "model": params.get("model") or self.config.get("model", "fake-model"),
+            "model": thread.model or "fake-model",
             "modelProvider": provider,
             "cwd": thread.cwd,
-            "approvalPolicy": params.get("approvalPolicy") or self.config.get("approval_policy"),
-            "sandbox": params.get("sandbox") or self.config.get("sandbox_mode"),
+            "approvalPolicy": thread.approval_policy,
+            "sandbox": self.config.get("sandbox_mode"),
         }
 
     # Threads on disk, so a later process can resume them (as Codex rollouts do).
@@ -405,6 +378,8 @@ class FakeAppServer:
         state = {
             "id": thread.id,
             "cwd": thread.cwd,
+            "model": thread.model,
+            "approvalPolicy": thread.approval_policy,
             "turns": thread.turns,
             "createdAt": thread.created_at,
         }
@@ -422,297 +397,11 @@ class FakeAppServer:
         return ThreadState(
             id=state["id"],
             cwd=state.get("cwd"),
+            model=state.get("model"),
+            approval_policy=state.get("approvalPolicy") or "on-request",
             turns=state["turns"],
             created_at=state["createdAt"],
         )
-
-    # The turn
-
-    async def _run_turn(self, run: TurnRun, user_input: list[Any]) -> None:
-        ids = {"threadId": run.thread.id, "turnId": run.id}
-        self.notify(
-            "turn/started", {"threadId": run.thread.id, "turn": _turn(run.id, "inProgress")}
-        )
-        self._user_message(run, user_input)
-        status, error = "completed", None
-        try:
-            for step in run.steps:
-                if run.interrupt.is_set():
-                    raise _Interrupted
-                self._consume_steers(run)
-                await self._interruptible(run, self._step(run, step))
-            self._consume_steers(run)
-        except _Interrupted:
-            status = "interrupted"
-        except _Failure as exc:
-            status, error = "failed", {"message": str(exc), "codexErrorInfo": "other"}
-            self.notify("error", {"error": error, "willRetry": False, **ids})
-        except Exception as exc:  # a fake bug still ends the turn, or the client would wait forever
-            status, error = "failed", {"message": f"fake app-server error: {exc!r}"}
-        self._turns.pop(run.thread.id, None)
-        self.notify(
-            "turn/completed", {"threadId": run.thread.id, "turn": _turn(run.id, status, error)}
-        )
-
-    async def _interruptible(self, run: TurnRun, work: Any) -> None:
-        step = asyncio.ensure_future(work)
-        stop = asyncio.ensure_future(run.interrupt.wait())
-        try:
-            await asyncio.wait({step, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop.cancel()
-        if not step.done():
-            step.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await step
-            raise _Interrupted
-        step.result()
-
-    def _consume_steers(self, run: TurnRun) -> None:
-        if not self.script.consume_steer:
-            return
-        while run.steers:
-            self._user_message(run, run.steers.pop(0))
-
-    def _user_message(self, run: TurnRun, content: list[Any]) -> None:
-        item = {"type": "userMessage", "id": self._item_id(), "clientId": None, "content": content}
-        self._item_started(run, item)
-        self._item_completed(run, item)
-
-    async def _step(self, run: TurnRun, step: dict[str, Any]) -> None:
-        if "message" in step:
-            self._message(run, str(step["message"]))
-        elif "call_tool" in step:
-            await self._call_tool(run, step["call_tool"])
-        elif "sleep" in step:
-            await asyncio.sleep(float(step["sleep"]))
-        elif "wait_for_file" in step:
-            await self._wait_for_file(Path(step["wait_for_file"]), float(step.get("timeout", 60)))
-        elif "touch_file" in step:
-            _write_atomically(Path(step["touch_file"]), str(os.getpid()))
-        elif "fail" in step:
-            raise _Failure(str(step["fail"]))
-        elif "request_approval" in step:
-            await self._request_approval(run, str(step["request_approval"]))
-        elif "notify" in step:
-            self.notify(str(step["notify"]["method"]), step["notify"].get("params") or {})
-        elif "exit" in step:
-            self._out.flush()
-            os._exit(int(step["exit"]))
-
-    def _message(self, run: TurnRun, text: str) -> None:
-        item = {"type": "agentMessage", "id": self._item_id(), "text": "", "phase": None}
-        self._item_started(run, item)
-        for chunk in re.findall(r"\S+\s*|\s+", text):
-            self.notify(
-                "item/agentMessage/delta",
-                {"threadId": run.thread.id, "turnId": run.id, "itemId": item["id"], "delta": chunk},
-            )
-        self._item_completed(run, {**item, "text": text})
-
-    async def _call_tool(self, run: TurnRun, call: dict[str, Any]) -> None:
-        servers = self.config.get("mcp_servers") or {}
-        server = call.get("server") or (next(iter(servers)) if len(servers) == 1 else "paperclip")
-        name, arguments = call["name"], call.get("arguments") or {}
-        item: dict[str, Any] = {
-            "type": "mcpToolCall",
-            "id": self._item_id(),
-            "server": server,
-            "tool": name,
-            "status": "inProgress",
-            "arguments": arguments,
-            "result": None,
-            "error": None,
-            "durationMs": None,
-        }
-        self._item_started(run, item)
-        started = time.monotonic()
-        settings = servers.get(server)
-        outcome: dict[str, Any] | str
-        if not isinstance(settings, dict):
-            ok, outcome = False, f"unknown MCP server {server!r}"
-        else:
-            ok, outcome = await call_mcp_tool(settings, name, arguments)
-        duration = int((time.monotonic() - started) * 1000)
-        record = {
-            "type": "tool_result",
-            "server": server,
-            "name": name,
-            "arguments": arguments,
-            "ok": ok,
-        }
-        if ok:
-            assert isinstance(outcome, dict)
-            failed = bool(outcome.get("isError"))
-            result = {
-                "content": outcome.get("content", []),
-                "structuredContent": outcome.get("structuredContent"),
-            }
-            item |= {"status": "failed" if failed else "completed", "result": result}
-            record["result"] = result
-        else:
-            item |= {"status": "failed", "error": {"message": str(outcome)}}
-            record["error"] = str(outcome)
-        self.log.write(record)
-        self._item_completed(run, item | {"durationMs": duration})
-
-    async def _wait_for_file(self, path: Path, limit: float) -> None:
-        deadline = time.monotonic() + limit
-        while not _exists(path):
-            if time.monotonic() > deadline:
-                raise _Failure(f"wait_for_file {path} timed out after {limit:g}s")
-            await asyncio.sleep(0.01)
-
-    async def _request_approval(self, run: TurnRun, kind: str) -> None:
-        ids = {"threadId": run.thread.id, "turnId": run.id}
-        if kind == "fileChange":
-            item: dict[str, Any] = {
-                "type": "fileChange",
-                "id": self._item_id(),
-                "changes": [],
-                "status": "inProgress",
-            }
-            method, params = (
-                "item/fileChange/requestApproval",
-                {**ids, "itemId": item["id"], "reason": "fake"},
-            )
-        else:
-            item = {
-                "type": "commandExecution",
-                "id": self._item_id(),
-                "command": "echo fake",
-                "cwd": run.thread.cwd,
-                "processId": None,
-                "source": "agent",
-                "status": "inProgress",
-                "commandActions": [],
-                "aggregatedOutput": None,
-                "exitCode": None,
-                "durationMs": None,
-            }
-            method = "item/commandExecution/requestApproval"
-            params = {
-                **ids,
-                "itemId": item["id"],
-                "command": "echo fake",
-                "cwd": run.thread.cwd,
-                "reason": "fake",
-            }
-        self._item_started(run, item)
-        try:
-            answer = await self.ask(method, params, 30)
-            decision = answer.get("decision") if isinstance(answer, dict) else None
-        except (TimeoutError, RuntimeError) as exc:
-            decision = f"no answer: {exc}"
-        self.log.write({"type": "approval", "method": method, "decision": decision})
-        accepted = decision in ("accept", "acceptForSession")
-        self._item_completed(run, item | {"status": "completed" if accepted else "declined"})
-
-    def _item_started(self, run: TurnRun, item: Mapping[str, Any]) -> None:
-        self.notify("item/started", {"item": item, "threadId": run.thread.id, "turnId": run.id})
-
-    def _item_completed(self, run: TurnRun, item: Mapping[str, Any]) -> None:
-        self.notify("item/completed", {"item": item, "threadId": run.thread.id, "turnId": run.id})
-
-    def _item_id(self) -> str:
-        self._items += 1
-        return f"item_{self._items}"
-
-
-@dataclass(slots=True)
-class _Handled:
-    response: Any
-    then: list[Any] = field(default_factory=list)
-    """Run after the response is written: notifications that follow it on the wire."""
-
-
-class _RpcError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def _turn(turn_id: str, status: str, error: Any = None) -> dict[str, Any]:
-    return {"id": turn_id, "items": [], "status": status, "error": error}
-
-
-def _exists(path: Path) -> bool:
-    return path.exists()  # a stat of a local file: cheap enough for a test fake's poll
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-
-
-# MCP
-
-
-async def call_mcp_tool(
-    settings: Mapping[str, Any], name: str, arguments: Mapping[str, Any]
-) -> tuple[bool, dict[str, Any] | str]:
-    """Call one tool on a configured streamable-HTTP MCP server; (ok, result or error text)."""
-    url = settings.get("url")
-    if not isinstance(url, str):
-        return False, "the MCP server has no url (only streamable HTTP is supported by the fake)"
-    headers = {str(k): str(v) for k, v in (settings.get("http_headers") or {}).items()}
-    for header, variable in (settings.get("env_http_headers") or {}).items():
-        if os.environ.get(variable):
-            headers[str(header)] = os.environ[variable]
-    token_variable = settings.get("bearer_token_env_var")
-    if isinstance(token_variable, str) and os.environ.get(token_variable):
-        headers["Authorization"] = f"Bearer {os.environ[token_variable]}"
-    try:
-        from mcp import ClientSession
-    except ImportError:
-        return (
-            False,
-            "the fake app-server needs the mcp package: pip install 'paperclip-codex[fake]'",
-        )
-    wait = float(settings.get("tool_timeout_sec", 60))
-    try:
-        async with asyncio.timeout(wait), _mcp_streams(url, headers) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                result = await session.call_tool(name, dict(arguments))
-    except TimeoutError:
-        return False, f"MCP call to {name} timed out after {wait:g}s"
-    except Exception as exc:
-        return False, _error_text(exc)
-    dumped = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return True, dumped
-
-
-@asynccontextmanager
-async def _mcp_streams(url: str, headers: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
-    # mcp 2 (and late 1.x) takes a configured HTTP client; early 1.x takes headers.
-    try:
-        from mcp.client.streamable_http import streamable_http_client
-    except ImportError:
-        from mcp.client.streamable_http import (  # type: ignore[attr-defined, unused-ignore]
-            streamablehttp_client,
-        )
-
-        async with streamablehttp_client(url, headers=headers) as streams:
-            yield streams[0], streams[1]
-        return
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams[0], streams[1]
-
-
-def _error_text(exc: BaseException) -> str:
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_error_text(inner) for inner in exc.exceptions)
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 # Entry point
@@ -721,16 +410,26 @@ def _error_text(exc: BaseException) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until stdin closes."""
     parser = argparse.ArgumentParser(prog="python -m paperclip_codex.fake_app_server")
-    parser.add_argument("--script", required=True, help="the JSON script to follow")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--script", type=Path, help="the JSON script every thread follows")
+    source.add_argument(
+        "--script-dir", type=Path, help="a folder of <model>.json scripts, one per model name"
+    )
+    source.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--log", help="append every received message and tool result here")
     parser.add_argument(
         "-c", "--config", dest="overrides", action="append", default=[], metavar="key=value"
     )
     args = parser.parse_args(argv)
-    try:
-        script = load_script(args.script)
-    except (OSError, ValueError) as exc:
-        parser.exit(2, f"fake app-server: bad script {args.script}: {exc}\n")
+    if args.version:
+        print(FAKE_VERSION)
+        return
+    scripts = ScriptSource(file=args.script, folder=args.script_dir)
+    if args.script is not None:
+        try:
+            scripts.for_model(None)  # a bad script fails at startup, where it is seen
+        except (OSError, ScriptError, ValueError) as exc:
+            parser.exit(2, f"fake app-server: bad script {args.script}: {exc}\n")
     home = Path(os.environ.get("CODEX_HOME") or tempfile.mkdtemp(prefix="fake-codex-home-"))
     config = load_config(home, args.overrides)
     # stdout is the protocol channel: keep a private handle on it and send
@@ -750,14 +449,16 @@ def main(argv: list[str] | None = None) -> None:
                     "url": s.get("url"),
                     "bearer_token_env_var": s.get("bearer_token_env_var"),
                     "bearer_token_set": bool(os.environ.get(str(s.get("bearer_token_env_var")))),
+                    "default_tools_approval_mode": s.get("default_tools_approval_mode"),
                 }
                 for name, s in servers.items()
                 if isinstance(s, dict)
             },
             "config": {k: v for k, v in config.items() if k != "mcp_servers"},
+            "env": sorted(k for k in os.environ if k.startswith("PAPERCLIP_")),
         }
     )
-    server = FakeAppServer(script, config, home, log, out)
+    server = FakeAppServer(scripts, config, home, log, out)
     asyncio.run(_serve(server))
 
 

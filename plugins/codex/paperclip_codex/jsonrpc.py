@@ -1,5 +1,7 @@
 """JSON-RPC 2.0 as JSON lines over a byte stream, the way ``codex app-server`` speaks it.
 
+The one framing of the package: the driver's connection and the fake app-server both use it.
+
 Codex omits the ``"jsonrpc": "2.0"`` member on the wire, and so do we. Either
 side may send requests: the provider asks the client for approvals, so a
 connection both issues requests and answers them.
@@ -25,7 +27,9 @@ RequestHandler = Callable[[str, Any], Awaitable[Any]]
 CloseHandler = Callable[[str], None]
 """Told once, synchronously, why the stream ended."""
 
+INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 
@@ -46,6 +50,22 @@ class ConnectionClosed(Exception):
 def encode(message: Message) -> bytes:
     """One JSON line."""
     return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def decode(line: bytes) -> Message | None:
+    """The message on one line, or None for a blank, non-JSON or non-object line (logged)."""
+    line = line.strip()
+    if not line:
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError:
+        logger.warning("ignoring a non-JSON line from the peer: %.200r", line)
+        return None
+    if not isinstance(message, dict):
+        logger.warning("ignoring a non-object JSON line from the peer: %.200r", line)
+        return None
+    return message
 
 
 class JsonRpcConnection:
@@ -154,18 +174,8 @@ class JsonRpcConnection:
                     break
                 if not line:
                     break
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    logger.warning("ignoring a non-JSON line from the provider: %.200r", line)
-                    continue
-                if not isinstance(message, dict):
-                    logger.warning(
-                        "ignoring a non-object JSON line from the provider: %.200r", line
-                    )
+                message = decode(line)
+                if message is None:
                     continue
                 await self._dispatch(message)
         except asyncio.CancelledError:

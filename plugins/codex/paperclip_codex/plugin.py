@@ -10,9 +10,14 @@ from paperclip_hookspecs.providers import (
     ProviderKind,
 )
 
+from paperclip_codex.config import DEFAULT_COMMAND
 from paperclip_codex.driver import CodexDriver
+from paperclip_codex.probe import probe
+from paperclip_codex.schema import CONFIG_SCHEMA
 
-CAPABILITIES = ProviderCapabilities(steer=True, resume=True, mcp_tools=True, fresh_retry=True)
+CAPABILITIES = ProviderCapabilities(
+    steer=True, resume=True, mcp_tools=True, fresh_retry=True, system_prompt=True
+)
 
 
 def create_driver(context: DriverContext) -> ProviderDriver:
@@ -29,6 +34,8 @@ def paperclip_providers() -> list[ProviderKind]:
             capabilities=CAPABILITIES,
             create_driver=create_driver,
             description="OpenAI Codex via `codex app-server`: steerable turns, resumable threads, MCP tools",
-            launch={"default": ("codex", "app-server")},
+            config_schema=CONFIG_SCHEMA,
+            launch={"default": DEFAULT_COMMAND},
+            probe=probe,
         )
     ]

@@ -19,6 +19,11 @@ STDERR_LINES = 40
 class SpawnError(Exception):
     """The provider command could not be started."""
 
+    def __init__(self, message: str, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
+        """The executable was not found."""
+
 
 class AppServerProcess:
     """One ``codex app-server`` (or compatible) process and its JSON-RPC connection.
@@ -57,6 +62,8 @@ class AppServerProcess:
                 limit=STREAM_LIMIT,
                 start_new_session=True,
             )
+        except FileNotFoundError as exc:
+            raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc
         except OSError as exc:
             raise SpawnError(f"cannot start {argv[0]!r}: {exc}") from exc
         assert process.stdin is not None and process.stdout is not None

@@ -63,9 +63,9 @@ class FakeCodex:
         """The pid of the fake process started last."""
         return int(self.entries("started")[-1]["pid"])
 
-    def config(self, **extra: Any) -> dict[str, Any]:
-        """The agent's provider config that runs the fake instead of the real CLI."""
-        command = [
+    def command(self) -> tuple[str, ...]:
+        """The runner's launch profile for the fake: the command a DriverContext carries."""
+        return (
             sys.executable,
             "-m",
             "paperclip_codex.fake_app_server",
@@ -73,13 +73,11 @@ class FakeCodex:
             str(self.script_path),
             "--log",
             str(self.log_path),
-        ]
-        return {
-            "command": command,
-            "request_timeout_seconds": WAIT,
-            "close_timeout_seconds": 5,
-            **extra,
-        }
+        )
+
+    def config(self, **extra: Any) -> dict[str, Any]:
+        """The agent's provider config (it tunes the driver; the command is the runner's)."""
+        return {"request_timeout_seconds": WAIT, "close_timeout_seconds": 5, **extra}
 
     def log(self) -> list[dict[str, Any]]:
         if not self.log_path.exists():
@@ -103,10 +101,12 @@ def reach(name: str) -> dict[str, Any]:
     return {"notify": {"method": "test/point", "params": {"name": name}}}
 
 
-def driver_context(state_dir: Path) -> DriverContext:
+def driver_context(state_dir: Path, command: tuple[str, ...] = ()) -> DriverContext:
     # The fake runs as `python -m paperclip_codex...`: make the package importable
     # there however these tests were launched.
-    return DriverContext(state_dir=str(state_dir), env={"PYTHONPATH": str(PLUGIN_ROOT)})
+    return DriverContext(
+        state_dir=str(state_dir), env={"PYTHONPATH": str(PLUGIN_ROOT)}, command=command
+    )
 
 
 class Events:

@@ -86,8 +86,8 @@ def state_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def driver(state_dir: Path) -> AsyncIterator[CodexDriver]:
-    codex = CodexDriver(driver_context(state_dir))
+async def driver(state_dir: Path, fake: FakeCodex) -> AsyncIterator[CodexDriver]:
+    codex = CodexDriver(driver_context(state_dir, fake.command()))
     try:
         yield codex
     finally:

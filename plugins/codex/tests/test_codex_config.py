@@ -21,12 +21,15 @@ from paperclip_codex.config import (
     write_config,
 )
 from paperclip_codex.fake_app_server import load_config
+from paperclip_codex.schema import CONFIG_SCHEMA
 from paperclip_hookspecs.providers import McpEndpoint
 
 
 def test_defaults() -> None:
     settings = CodexSettings.from_config({})
-    assert settings.command == DEFAULT_COMMAND == ("codex", "app-server")
+    assert DEFAULT_COMMAND == ("codex", "app-server")
+    assert settings.launch == "default"
+    assert settings.tool_approval == "approve"
     assert settings.approval_policy == "never"
     assert settings.sandbox == "workspace-write"
     assert settings.approvals == "decline"
@@ -37,16 +40,27 @@ def test_defaults() -> None:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ({"command": "codex app-server"}, "command must be a non-empty list"),
-        ({"command": []}, "command must be a non-empty list"),
+        # Nothing in an agent's config names a program or a path (issue 9).
+        ({"command": ["/bin/sh", "-c", "id"]}, "selects a launch profile of the runner"),
+        ({"codex_home": "/etc"}, "each run has its own CODEX_HOME"),
+        ({"config_overrides": {"notify": ["/bin/sh"]}}, "'notify' is not allowed"),
+        ({"config_overrides": {"mcp_servers.x.command": "sh"}}, "is not allowed"),
+        ({"config_overrides": {"model_instructions_file": "/etc/shadow"}}, "is not allowed"),
+        ({"config_overrides": {"model_reasoning_effort": ["high"]}}, "must be a string"),
+        ({"env_key": "PAPERCLIP_RUNNER_CREDENTIAL"}, "not a PAPERCLIP_ variable"),
+        ({"env_key": "HOME"}, "ending in _API_KEY"),
+        ({"launch": "../x y"}, "launch must be a profile name"),
+        ({"base_url": "file:///etc/passwd"}, "http(s) URL"),
+        ({"model": "a b"}, "model must be a model name"),
+        # Values codex-cli 0.171 refuses are refused here, before a process starts.
+        ({"approval_policy": "untrusted"}, "approval_policy must be one of never, on-request"),
+        ({"approval_policy": "on-failure"}, "approval_policy must be one of"),
         ({"sandbox": "none"}, "sandbox must be one of"),
-        ({"approval_policy": "always"}, "approval_policy must be one of"),
         ({"approvals": "yes"}, "approvals must be one of"),
-        ({"request_timeout_seconds": 0}, "positive number"),
-        ({"request_timeout_seconds": True}, "positive number"),
-        ({"env_key": "not a name"}, "environment variable name"),
-        ({"config_overrides": {"a b": 1}}, "dotted path of bare keys"),
-        ({"config_overrides": {"a": None}}, "config_overrides['a']"),
+        ({"tool_approval": "prompt"}, "tool_approval must be one of approve, auto"),
+        ({"request_timeout_seconds": 0}, "between 1 and 3600 seconds"),
+        ({"request_timeout_seconds": 1e9}, "between 1 and 3600 seconds"),
+        ({"request_timeout_seconds": True}, "number of seconds"),
         ({"modle": "gpt"}, "unknown codex config key(s): modle"),
     ],
 )
@@ -65,9 +79,11 @@ def test_config_document_round_trips_through_toml() -> None:
         "approval_policy": "never",
         "sandbox_mode": "read-only",
         "check_for_update_on_startup": False,
+        "web_search": "disabled",
         "model": "m-1",
         "model_provider": "paperclip",
         "analytics": {"enabled": False},
+        "agents": {"enabled": False},
         "features": dict.fromkeys(DISABLED_FEATURES, False),
         "model_providers": {
             "paperclip": {
@@ -109,6 +125,7 @@ def test_mcp_overrides_reach_the_fake_like_they_reach_codex(tmp_path: Path) -> N
     assert config["mcp_servers"]["paperclip"] == {
         "url": "http://127.0.0.1:5/mcp?run=a&b=c",
         "bearer_token_env_var": MCP_TOKEN_ENV_VAR,
+        "default_tools_approval_mode": "approve",
         "tool_timeout_sec": 120.0,
     }
 
@@ -148,3 +165,48 @@ def test_fake_reads_config_toml_then_overrides(tmp_path: Path) -> None:
         "features": {"apps": False, "goals": False},
         "sandbox_mode": "read-only",
     }
+
+
+def test_allowed_overrides_pass_and_reach_the_command_line() -> None:
+    settings = CodexSettings.from_config(
+        {"config_overrides": {"model_reasoning_effort": "high", "tool_output_token_limit": 9}}
+    )
+    assert override_args(settings.config_overrides) == [
+        "-c",
+        'model_reasoning_effort="high"',
+        "-c",
+        "tool_output_token_limit=9",
+    ]
+
+
+SCHEMA_CASES = [
+    ({}, True),
+    ({"base_url": "http://127.0.0.1:8000/v1", "model": "gpt-5", "launch": "fake"}, True),
+    ({"config_overrides": {"model_reasoning_effort": "low"}}, True),
+    ({"turn_timeout_seconds": None, "approval_policy": "on-request"}, True),
+    ({"command": ["codex"]}, False),
+    ({"config_overrides": {"notify": "x"}}, False),
+    ({"env_key": "PAPERCLIP_RUNNER_CREDENTIAL"}, False),
+    ({"request_timeout_seconds": 0}, False),
+    ({"request_timeout_seconds": 4000}, False),
+    ({"approval_policy": "untrusted"}, False),
+    ({"model": "a b"}, False),
+]
+
+
+@pytest.mark.parametrize(("config", "valid"), SCHEMA_CASES)
+def test_the_json_schema_and_the_driver_agree(config: dict[str, object], valid: bool) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(CONFIG_SCHEMA)
+    validator.check_schema(CONFIG_SCHEMA)
+    assert validator.is_valid(config) is valid
+    if valid:
+        CodexSettings.from_config(config)
+    else:
+        with pytest.raises(ConfigError):
+            CodexSettings.from_config(config)
+
+
+def test_the_schema_lists_every_setting() -> None:
+    assert set(CONFIG_SCHEMA["properties"]) == set(CodexSettings.__dataclass_fields__)
+    assert CONFIG_SCHEMA["additionalProperties"] is False

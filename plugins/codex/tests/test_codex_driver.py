@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import sys
@@ -38,6 +39,12 @@ def turn_input(
     )
 
 
+def turn_events(events: Events) -> list[str]:
+    """Event types without the status notifications around them."""
+    noise = {"thread/status/changed", "mcpServer/startupStatus/updated"}
+    return [t for t in events.types() if t not in noise]
+
+
 def pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -65,6 +72,9 @@ async def test_turn_calls_two_tools_and_sends_a_message(
     # Every notification, in wire order, up to and including turn/completed.
     assert events.types() == [
         "thread/started",
+        "mcpServer/startupStatus/updated",  # starting: the tools are listed
+        "mcpServer/startupStatus/updated",  # ready
+        "thread/status/changed",  # active
         "turn/started",
         "item/started",  # the prompt, as a userMessage item
         "item/completed",
@@ -77,10 +87,16 @@ async def test_turn_calls_two_tools_and_sends_a_message(
         "item/agentMessage/delta",
         "item/agentMessage/delta",
         "item/completed",
+        "thread/status/changed",  # idle
         "turn/completed",
     ]
+    startup = [e.payload["status"] for e in events.items if e.type.startswith("mcpServer/")]
+    assert startup == ["starting", "ready"]
     assert events.items[0].payload["thread"]["id"] == result.session_ref
     assert events.items[-1].payload["turn"]["status"] == "completed"
+    # Like Codex, turn/completed carries the turn's final message.
+    (final,) = events.items[-1].payload["turn"]["items"]
+    assert final["type"] == "agentMessage" and final["text"] == "Both tools worked."
 
     # The tools ran on the server, with the model's arguments, and their results
     # came back to the provider (its log) and into the events.
@@ -130,6 +146,8 @@ async def test_turn_calls_two_tools_and_sends_a_message(
             "url": tool_server.url,
             "bearer_token_env_var": MCP_TOKEN_ENV_VAR,
             "bearer_token_set": True,
+            # Paperclip's own tools run without asking Codex's approval (issue 9).
+            "default_tools_approval_mode": "approve",
         }
     }
     # ... and the static settings from config.toml in CODEX_HOME, inside state_dir.
@@ -149,7 +167,7 @@ async def test_model_endpoint_settings_reach_codex(
         tmp_path,
         base_url="http://127.0.0.1:9/v1",
         model="gpt-test",
-        env_key="TEST_MODEL_KEY",
+        env_key="TEST_MODEL_API_KEY",
         config_overrides={"model_providers.paperclip.request_max_retries": 0},
     )
     result = await bounded(driver.run_turn(turn, events))
@@ -161,7 +179,7 @@ async def test_model_endpoint_settings_reach_codex(
     assert config["model_providers"]["paperclip"] == {
         "name": "Paperclip model endpoint",
         "base_url": "http://127.0.0.1:9/v1",
-        "env_key": "TEST_MODEL_KEY",
+        "env_key": "TEST_MODEL_API_KEY",
         "wire_api": "responses",
         "request_max_retries": 0,
     }
@@ -177,14 +195,14 @@ async def test_resume_continues_the_thread_in_a_new_process(
     fake: FakeCodex, state_dir: Path, tmp_path: Path
 ) -> None:
     fake.script({"turns": [[{"message": "first"}], [{"message": "second"}]]})
-    first = CodexDriver(driver_context(state_dir))
+    first = CodexDriver(driver_context(state_dir, fake.command()))
     try:
         one = await bounded(first.run_turn(turn_input(fake, tmp_path), Events()))
     finally:
         await first.close()
     assert one.status == "completed", one.error
 
-    second = CodexDriver(driver_context(state_dir))
+    second = CodexDriver(driver_context(state_dir, fake.command()))
     events = Events()
     try:
         two = await bounded(
@@ -345,7 +363,7 @@ async def test_provider_killed_mid_turn_fails_the_turn_and_the_next_turn_recover
     assert result.error is not None and result.error.startswith("provider_exited: ")
     assert "signal 9" in result.error
     assert result.session_ref is not None
-    assert events.types()[:2] == ["thread/started", "turn/started"]
+    assert turn_events(events)[:2] == ["thread/started", "turn/started"]
     assert "turn/completed" not in events.types()
 
     # The next turn starts a new process and resumes the same thread.
@@ -427,7 +445,7 @@ async def test_failed_turn_carries_codex_error(
     assert result.error is not None
     assert result.error.startswith("turn_failed: model endpoint returned 500")
     assert result.session_ref is not None
-    assert events.types()[-2:] == ["error", "turn/completed"]
+    assert turn_events(events)[-2:] == ["error", "turn/completed"]
 
 
 async def test_close_during_a_turn_stops_the_process(
@@ -472,20 +490,29 @@ async def test_second_concurrent_turn_is_refused(
     assert (await bounded(running)).status == "completed"
 
 
-async def test_missing_command_fails_to_spawn(
-    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+async def test_missing_cli_fails_with_how_to_install_it_and_point_it_at_a_model(
+    fake: FakeCodex, state_dir: Path, tmp_path: Path
 ) -> None:
-    turn = turn_input(fake, tmp_path, command=["/nonexistent/codex", "app-server"])
-    result = await bounded(driver.run_turn(turn, Events()))
+    driver = CodexDriver(driver_context(state_dir, ("/nonexistent/codex", "app-server")))
+    try:
+        result = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    finally:
+        await driver.close()
     assert result.status == "failed"
     assert result.error is not None and result.error.startswith("spawn_failed: ")
+    assert "npm install -g @openai/codex@0.171.0" in result.error
+    assert '"base_url"' in result.error and '"model"' in result.error
 
 
 async def test_provider_that_exits_at_startup_fails_with_its_stderr(
-    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+    fake: FakeCodex, state_dir: Path, tmp_path: Path
 ) -> None:
-    command = [sys.executable, "-c", "import sys; sys.stderr.write('no auth\\n'); sys.exit(4)"]
-    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, command=command), Events()))
+    command = (sys.executable, "-c", "import sys; sys.stderr.write('no auth\\n'); sys.exit(4)")
+    driver = CodexDriver(driver_context(state_dir, command))
+    try:
+        result = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
+    finally:
+        await driver.close()
     assert result.status == "failed"
     assert result.error is not None and result.error.startswith("startup_failed: ")
     assert "status 4" in result.error
@@ -505,7 +532,7 @@ async def test_turn_timeout_interrupts_the_turn(
     driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
 ) -> None:
     fake.script([{"wait_for_file": str(fake.point("never"))}])
-    turn = turn_input(fake, tmp_path, turn_timeout_seconds=0.5)
+    turn = turn_input(fake, tmp_path, turn_timeout_seconds=1)
     result = await bounded(driver.run_turn(turn, events))
     assert result.status == "failed"
     assert result.error is not None and result.error.startswith("turn_timeout: ")
@@ -538,3 +565,93 @@ async def test_steer_racing_turn_start_waits_for_the_turn(
     assert result.status == "completed", result.error
     texts = [m["content"][0]["text"] for m in events.items_of("userMessage")]
     assert texts == ["Fix the failing test.", "Early but welcome."]
+
+
+async def test_under_codex_tool_gating_an_unannotated_tool_is_refused_under_never(
+    driver: CodexDriver, fake: FakeCodex, tool_server: ToolServer, events: Events, tmp_path: Path
+) -> None:
+    # `echo` has no MCP annotations: Codex's own gate ("auto") refuses it under "never".
+    fake.script([{"call_tool": {"name": "echo", "arguments": {"text": "x"}}}, {"message": "ok"}])
+    turn = turn_input(fake, tmp_path, tools=tool_server, tool_approval="auto")
+    result = await bounded(driver.run_turn(turn, events))
+    assert result.status == "completed", result.error
+    assert tool_server.calls == []
+    (call,) = events.items_of("mcpToolCall")
+    assert call["status"] == "failed"
+    assert call["error"]["message"] == (
+        "MCP tool call requires approval, but approval policy is never"
+    )
+    assert "mcpServer/elicitation/request" not in events.types()
+
+
+async def test_a_tool_approval_asked_on_request_is_granted_for_the_runs_own_tools(
+    driver: CodexDriver, fake: FakeCodex, tool_server: ToolServer, events: Events, tmp_path: Path
+) -> None:
+    fake.script([{"call_tool": {"name": "echo", "arguments": {"text": "x"}}}])
+    turn = turn_input(
+        fake, tmp_path, tools=tool_server, tool_approval="auto", approval_policy="on-request"
+    )
+    result = await bounded(driver.run_turn(turn, events))
+    assert result.status == "completed", result.error
+    assert tool_server.calls == [{"name": "echo", "arguments": {"text": "x"}}]
+    kinds = events.types()
+    asked = kinds.index("mcpServer/elicitation/request")
+    assert kinds[asked + 1] == "serverRequest/resolved"
+    assert [a["decision"] for a in fake.entries("approval")] == ["accept"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "asked", "status"), [("never", False, None), ("on-request", True, "declined")]
+)
+async def test_an_escalated_shell_command_follows_the_approval_policy_and_the_turn_goes_on(
+    driver: CodexDriver,
+    fake: FakeCodex,
+    events: Events,
+    tmp_path: Path,
+    policy: str,
+    asked: bool,
+    status: str | None,
+) -> None:
+    fake.script(
+        [
+            {"shell": {"command": "echo inside"}},
+            {"shell": {"command": "touch /etc/paperclip-test", "escalate": True}},
+            {"message": "went on"},
+        ]
+    )
+    result = await bounded(
+        driver.run_turn(turn_input(fake, tmp_path, approval_policy=policy), events)
+    )
+    assert result.status == "completed", result.error
+    commands = events.items_of("commandExecution")
+    assert commands[0]["aggregatedOutput"] == "inside\n" and commands[0]["exitCode"] == 0
+    assert ("item/commandExecution/requestApproval" in events.types()) is asked
+    assert [c["status"] for c in commands[1:]] == ([status] if status else [])
+    assert events.items_of("agentMessage")[0]["text"] == "went on"
+
+
+async def test_the_runners_own_variables_never_reach_codex(
+    driver: CodexDriver,
+    fake: FakeCodex,
+    tool_server: ToolServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PAPERCLIP_RUNNER_CREDENTIAL", "pcr_secret")
+    fake.script([{"message": "ok"}])
+    result = await bounded(driver.run_turn(turn_input(fake, tmp_path, tools=tool_server), Events()))
+    assert result.status == "completed", result.error
+    (boot,) = fake.entries("started")
+    assert boot["env"] == [MCP_TOKEN_ENV_VAR]
+
+
+async def test_standing_rules_ride_as_developer_instructions(
+    driver: CodexDriver, fake: FakeCodex, tmp_path: Path
+) -> None:
+    fake.script([{"message": "ok"}])
+    turn = turn_input(fake, tmp_path)
+    turn = dataclasses.replace(turn, system="Report through Paperclip.")
+    result = await bounded(driver.run_turn(turn, Events()))
+    assert result.status == "completed", result.error
+    (started,) = fake.received("thread/start")
+    assert started["params"]["developerInstructions"] == "Report through Paperclip."

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from codex_testing import PLUGIN_ROOT, WAIT
-from paperclip_codex.fake_app_server import Script, ScriptError, load_script
+from paperclip_codex.fake_script import Script, ScriptError, load_script
 
 pytestmark = pytest.mark.process
 
@@ -81,3 +81,37 @@ async def test_fake_answers_the_handshake_and_refuses_unknown_methods(tmp_path: 
     finally:
         process.stdin.close()
         assert await asyncio.wait_for(process.wait(), WAIT) == 0
+
+
+async def test_a_script_dir_gives_each_model_its_own_script(tmp_path: Path) -> None:
+    from codex_testing import Events, bounded, driver_context
+    from paperclip_codex.driver import CodexDriver
+    from paperclip_hookspecs.providers import TurnInput
+
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    write(scripts / "agent-a.json", [{"message": "I am A"}])
+    command = (
+        sys.executable,
+        "-m",
+        "paperclip_codex.fake_app_server",
+        "--script-dir",
+        str(scripts),
+    )
+
+    async def turn(model: str) -> tuple[Any, Events]:
+        driver = CodexDriver(driver_context(tmp_path / model, command))
+        events = Events()
+        try:
+            config = {"model": model, "request_timeout_seconds": WAIT}
+            turn = TurnInput(run_id="r", prompt="go", cwd=str(tmp_path), config=config)
+            return await bounded(driver.run_turn(turn, events)), events
+        finally:
+            await driver.close()
+
+    result, events = await turn("agent-a")
+    assert result.status == "completed", result.error
+    assert [m["text"] for m in events.items_of("agentMessage")] == ["I am A"]
+    missing, _ = await turn("agent-b")
+    assert missing.error is not None and missing.error.startswith("thread_start_failed: ")
+    assert "no script for model 'agent-b'" in missing.error

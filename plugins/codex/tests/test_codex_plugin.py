@@ -11,6 +11,8 @@ import pluggy
 import pytest
 from codex_testing import driver_context
 from paperclip_codex.driver import CodexDriver
+from paperclip_codex.probe import probe
+from paperclip_codex.schema import CONFIG_SCHEMA
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 
 
@@ -26,9 +28,12 @@ def test_paperclip_providers_registers_the_codex_kind(tmp_path: Path) -> None:
     assert isinstance(kind, ProviderKind)
     assert kind.name == "codex"
     assert kind.capabilities == ProviderCapabilities(
-        steer=True, resume=True, mcp_tools=True, fresh_retry=True
+        steer=True, resume=True, mcp_tools=True, fresh_retry=True, system_prompt=True
     )
     assert kind.description
+    assert kind.launch == {"default": ("codex", "app-server")}
+    assert kind.config_schema is CONFIG_SCHEMA
+    assert kind.probe is probe
     driver = kind.create_driver(driver_context(tmp_path))
     assert isinstance(driver, CodexDriver)
     for method in ("run_turn", "steer", "interrupt", "close"):

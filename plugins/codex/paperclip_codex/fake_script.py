@@ -1,0 +1,138 @@
+"""The fake app-server's scripts: what it does on each turn, and how a thread finds its script.
+
+A script is JSON: a list of steps run on every turn, or an object::
+
+    {"turns": [[step, ...], [step, ...]], "consume_steer": true}
+
+The thread's n-th turn runs ``turns[n]`` (the last list repeats); ``"steps"``
+may stand for a single list. Steps (one key each):
+
+- ``{"message": "text"}``: an ``agentMessage`` item, streamed as deltas.
+- ``{"call_tool": {"name": ..., "arguments": {...}, "server": ...}}``: an
+  ``mcpToolCall`` item, gated by tool approval the way Codex gates it.
+- ``{"shell": {"command": "...", "escalate": false}}``: a ``commandExecution``
+  item; an escalated one asks the client under ``on-request`` and is refused
+  without asking under ``never``, as Codex does.
+- ``{"sleep": seconds}``; ``{"touch_file": path}`` (writes the pid into it);
+  ``{"wait_for_file": path, "timeout": seconds}`` (default 60 s, then the turn fails).
+- ``{"fail": "reason"}``: the turn ends ``failed`` with that message.
+- ``{"request_approval": "commandExecution" | "fileChange"}``: asks the client.
+- ``{"notify": {"method": ..., "params": {...}}}``: any notification.
+- ``{"exit": status}``: the process exits at once, mid-turn.
+
+A launch profile gives the fake either one script (``--script PATH``) or a
+folder of them (``--script-dir DIR``): then a thread runs ``DIR/<model>.json``,
+the model being the thread's (``thread/start`` or ``config.toml``), the way a
+real model endpoint answers by model name. So an agent picks its script with
+its ``model`` setting and never names a file or a program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STEP_KINDS = frozenset(
+    {
+        "message",
+        "call_tool",
+        "shell",
+        "sleep",
+        "wait_for_file",
+        "touch_file",
+        "fail",
+        "request_approval",
+        "notify",
+        "exit",
+    }
+)
+STEP_OPTIONS = {"wait_for_file": {"timeout"}}
+SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+"""A model name usable as a script file name (no path separators, no leading dot-dot)."""
+
+
+class ScriptError(ValueError):
+    """The script file is not a valid fake script, or there is none for a model."""
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    """What the fake does on each turn."""
+
+    turns: list[list[dict[str, Any]]]
+    consume_steer: bool = False
+
+    def steps_for(self, turn_index: int) -> list[dict[str, Any]]:
+        """The steps of a thread's ``turn_index``-th turn (the last list repeats)."""
+        if not self.turns:
+            return []
+        return self.turns[min(turn_index, len(self.turns) - 1)]
+
+
+def load_script(path: str | os.PathLike[str]) -> Script:
+    """Read and validate a script file."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    consume_steer = False
+    if isinstance(data, list):
+        turns = [data]
+    elif isinstance(data, dict):
+        consume_steer = bool(data.get("consume_steer", False))
+        if "turns" in data:
+            turns = data["turns"]
+        elif "steps" in data:
+            turns = [data["steps"]]
+        else:
+            raise ScriptError("a script object needs 'turns' or 'steps'")
+    else:
+        raise ScriptError("a script is a list of steps or an object")
+    if not isinstance(turns, list) or not all(isinstance(t, list) for t in turns):
+        raise ScriptError("'turns' must be a list of step lists")
+    for steps in turns:
+        for step in steps:
+            _check_step(step)
+    return Script(turns=turns, consume_steer=consume_steer)
+
+
+def _check_step(step: Any) -> None:
+    if not isinstance(step, dict):
+        raise ScriptError(f"a step must be an object: {step!r}")
+    kinds = STEP_KINDS & step.keys()
+    if len(kinds) != 1:
+        raise ScriptError(f"a step needs exactly one of {sorted(STEP_KINDS)}: {step!r}")
+    (kind,) = kinds
+    extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
+    if extra:
+        raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
+    if kind == "call_tool" and not (
+        isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
+    ):
+        raise ScriptError(f"call_tool needs an object with a 'name': {step!r}")
+    if kind == "shell" and not (
+        isinstance(step[kind], dict) and isinstance(step[kind].get("command"), str)
+    ):
+        raise ScriptError(f"shell needs an object with a 'command': {step!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptSource:
+    """Where the fake's scripts come from: one file for every thread, or one per model."""
+
+    file: Path | None = None
+    folder: Path | None = None
+
+    def for_model(self, model: str | None) -> Script:
+        """The script a thread of ``model`` runs; ScriptError when there is none."""
+        if self.file is not None:
+            return load_script(self.file)
+        assert self.folder is not None
+        if model is None or not SCRIPT_NAME.match(model) or model.startswith(".."):
+            raise ScriptError(f"no script for model {model!r}: set a model (a plain name)")
+        path = self.folder / f"{model}.json"
+        if not path.is_file():
+            raise ScriptError(f"no script for model {model!r} in {self.folder}")
+        return load_script(path)

@@ -1,0 +1,235 @@
+"""The fake app-server agrees with the real Codex CLI on what the driver reads.
+
+One scenario (a read-only tool, an unannotated tool, an escalated shell
+command, a closing message) runs under approval policies ``never`` and
+``on-request`` with Codex's own tool gate (``tool_approval: auto``), through
+the real driver, against:
+
+- the fake app-server (always), and
+- the pinned real CLI with the scripted model (where it is installed).
+
+Both are reduced to the messages the driver reads (kinds, item types and
+statuses, tool names, refusal texts, the fields it takes from each) and
+compared with the recording of the real CLI in ``data/`` (made with
+``PAPERCLIP_RECORD_CODEX=1``). A fake that stops gating tools, or a CLI
+version that changes a shape, fails here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("paperclip_codex", reason="the codex plugin is not installed (tox env core)")
+
+import uvicorn
+from mcp.types import ToolAnnotations
+from paperclip_codex.driver import CodexDriver
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    McpEndpoint,
+    ProviderEvent,
+    TurnInput,
+)
+
+from tests.providers.codex.cli import PINNED, require_cli
+from tests.support.model_endpoint import ModelEndpoint
+from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
+
+try:  # mcp 2
+    from mcp.server.mcpserver import MCPServer
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef]
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
+
+DATA = Path(__file__).with_name("data")
+SERVER = "tools"
+WAIT = 60.0
+READ_KINDS = {
+    "thread/started",
+    "turn/started",
+    "item/started",
+    "item/completed",
+    "turn/completed",
+    "error",
+    "serverRequest/resolved",
+    "mcpServer/elicitation/request",
+    "item/commandExecution/requestApproval",
+}
+"""The messages the driver and the engine read; status chatter is left out."""
+
+
+def recording(policy: str) -> Path:
+    return DATA / f"codex-{PINNED}-{policy}.json"
+
+
+@pytest.fixture
+async def tool_server() -> AsyncIterator[str]:
+    """Two tools on 127.0.0.1: ``lookup`` says it is read-only, ``echo`` says nothing."""
+    mcp = MCPServer("conformance-tools")
+
+    @mcp.tool(annotations=ToolAnnotations(readOnlyHint=True))
+    def lookup() -> str:
+        """Read something."""
+        return "found"
+
+    @mcp.tool()
+    def echo(text: str) -> str:
+        """Echo the text (no annotations: Codex treats it as a risky write)."""
+        return f"echo: {text}"
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    server = uvicorn.Server(uvicorn.Config(mcp.streamable_http_app(), log_level="warning"))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, WAIT)
+        sock.close()
+
+
+FAKE_SCRIPT = [
+    {"call_tool": {"name": "lookup", "arguments": {}}},
+    {"call_tool": {"name": "echo", "arguments": {"text": "hi"}}},
+    {"shell": {"command": "touch /etc/paperclip-conformance", "escalate": True}},
+    {"message": "done"},
+]
+MODEL_SCRIPT = [
+    calls(mcp_tool("lookup", {}, SERVER)),
+    calls(mcp_tool("echo", {"text": "hi"}, SERVER)),
+    calls(codex_shell("touch /etc/paperclip-conformance", escalate=True)),
+    say("done"),
+]
+
+
+async def run_scenario(
+    command: tuple[str, ...], url: str, tmp: Path, policy: str, config: dict[str, Any]
+) -> list[ProviderEvent]:
+    events: list[ProviderEvent] = []
+
+    async def emit(event: ProviderEvent) -> None:
+        events.append(event)
+
+    plugin_root = Path(sys.modules["paperclip_codex"].__file__ or "").parent.parent
+    env = {"PYTHONPATH": str(plugin_root), "HOME": str(tmp), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    driver = CodexDriver(DriverContext(state_dir=str(tmp / "state"), env=env, command=command))
+    turn = TurnInput(
+        run_id="conformance",
+        prompt="Run the conformance scenario.",
+        cwd=str(tmp),
+        mcp=McpEndpoint(name=SERVER, url=url, bearer_token="unused"),
+        config={
+            "approval_policy": policy,
+            "tool_approval": "auto",
+            "request_timeout_seconds": WAIT,
+            **config,
+        },
+    )
+    try:
+        result = await asyncio.wait_for(driver.run_turn(turn, emit), WAIT)
+    finally:
+        await driver.close()
+    assert result.status == "completed", result.error
+    return events
+
+
+def reduce(events: list[ProviderEvent]) -> dict[str, Any]:
+    """What the driver reads of a turn, in order, without ids, times or free text."""
+    sequence = []
+    for event in events:
+        if event.type not in READ_KINDS:
+            continue
+        entry: dict[str, Any] = {"kind": event.type}
+        payload = dict(event.payload)
+        item = payload.get("item")
+        if isinstance(item, dict):
+            entry["item"] = item.get("type")
+            assert isinstance(item.get("id"), str)
+            if event.type == "item/completed":
+                entry["status"] = item.get("status")
+            if item.get("type") == "mcpToolCall":
+                entry["tool"] = [item["server"], item["tool"]]
+                if event.type == "item/completed":
+                    entry["error"] = (item.get("error") or {}).get("message")
+                    entry["result"] = item.get("result") is not None
+        if event.type == "turn/completed":
+            turn = payload["turn"]
+            entry["status"] = turn["status"]
+            entry["items"] = [i["type"] for i in turn["items"]]
+            assert "error" in turn and isinstance(turn["id"], str)
+        if event.type == "thread/started":
+            assert isinstance(payload["thread"]["id"], str)
+        if event.type == "mcpServer/elicitation/request":
+            entry["server"] = payload["serverName"]
+            entry["approval_kind"] = payload["_meta"]["codex_approval_kind"]
+            entry["tool_name"] = payload["_meta"]["tool_name"]
+        if event.type == "item/commandExecution/requestApproval":
+            entry["fields"] = sorted(
+                {"itemId", "command", "cwd", "threadId", "turnId"} & set(payload)
+            )
+        if event.type == "serverRequest/resolved":
+            entry["fields"] = sorted(payload)
+        # Streamed message deltas and reasoning are not part of the contract.
+        if entry.get("item") in ("reasoning",):
+            continue
+        sequence.append(entry)
+    startup = sorted(
+        {e.payload.get("status") for e in events if e.type == "mcpServer/startupStatus/updated"}
+    )
+    return {"sequence": sequence, "startup": startup}
+
+
+@pytest.mark.parametrize("policy", ["never", "on-request"])
+async def test_the_fake_behaves_like_the_recorded_real_cli(
+    tool_server: str, tmp_path: Path, policy: str
+) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "conformance.json").write_text(json.dumps(FAKE_SCRIPT))
+    command = (
+        sys.executable,
+        "-m",
+        "paperclip_codex.fake_app_server",
+        "--script-dir",
+        str(scripts),
+    )
+    events = await run_scenario(command, tool_server, tmp_path, policy, {"model": "conformance"})
+    expected = json.loads(recording(policy).read_text())
+    assert reduce(events) == expected
+
+
+@pytest.mark.codex_cli
+@pytest.mark.parametrize("policy", ["never", "on-request"])
+async def test_the_real_cli_behaves_as_recorded(
+    tool_server: str, tmp_path: Path, policy: str
+) -> None:
+    cli = require_cli()
+    with ModelEndpoint() as endpoint:
+        endpoint.script("conformance", MODEL_SCRIPT)
+        config = {
+            "model": "conformance",
+            "base_url": endpoint.url,
+            "env_key": "SCRIPTED_MODEL_API_KEY",
+            "config_overrides": {
+                "model_providers.paperclip.request_max_retries": 0,
+                "model_providers.paperclip.stream_max_retries": 0,
+            },
+        }
+        events = await run_scenario((str(cli), "app-server"), tool_server, tmp_path, policy, config)
+    reduced = reduce(events)
+    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
+        DATA.mkdir(exist_ok=True)
+        recording(policy).write_text(json.dumps(reduced, indent=1) + "\n")
+    assert reduced == json.loads(recording(policy).read_text())

@@ -1,0 +1,246 @@
+"""The real Codex CLI (pinned, from npm) driven by Paperclip, the model a scripted endpoint.
+
+Control plane, runner and ``codex app-server`` are separate processes; the
+model is :class:`tests.support.model_endpoint.ModelEndpoint` on 127.0.0.1, so
+every turn is deterministic and offline. Restarts are SIGKILLs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+
+import pytest
+
+from paperclip.testing import connect
+from tests.engine.test_restarts import assert_log_is_clean, journal
+from tests.providers.codex.conftest import real_agent_config, start_real
+from tests.support.db import HeldLock, query
+from tests.support.model_endpoint import ModelEndpoint
+from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
+
+WAIT = 90.0
+
+
+def read_comment_finish(body: str, **finish_options: object) -> list:
+    """get_task_context, post_comment, finish, then a closing message."""
+    return [
+        calls(mcp_tool("get_task_context", {})),
+        calls(mcp_tool("post_comment", {"body": body})),
+        calls(mcp_tool("finish", {"outcome": "done", "summary": "Fixed it"}), **finish_options),
+        say("Done."),
+    ]
+
+
+def new_agent(stack, endpoint: ModelEndpoint, steps: list, **config: object) -> dict:
+    model = f"scripted-{uuid.uuid4().hex[:8]}"
+    endpoint.script(model, steps)
+    ctx = stack.setup_issue({}, provider_config=real_agent_config(endpoint, model, **config))
+    ctx["model"] = model
+    return ctx
+
+
+def tool_items(stack, ctx, run) -> list[dict]:
+    return [
+        e["payload"]["item"]
+        for e in stack.events(ctx, run["id"])
+        if e["type"] == "item/completed"
+        and e["payload"].get("item", {}).get("type") == "mcpToolCall"
+    ]
+
+
+def assert_succeeded_once(stack, ctx, run, body: str) -> None:
+    assert run["status"] == "succeeded", (run, stack.runner.tail())
+    bodies = [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]]
+    assert bodies == [body]
+    with stack.api() as api:
+        issue = api.get(f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}").json()
+    assert issue["status"] == "done"
+    calls_ = journal(stack, run["id"])
+    assert calls_ and all(c["status"] == "settled" for c in calls_), calls_
+
+
+def test_a_new_agent_with_only_a_model_endpoint_calls_our_tools_and_succeeds(
+    real_stack, model_endpoint
+):
+    """Issue 9's regression: before the fix every call failed "requires approval"."""
+    start_real(real_stack)
+    ctx = new_agent(real_stack, model_endpoint, read_comment_finish("Looking at it."))
+    real_stack.assign(ctx)
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    items = tool_items(real_stack, ctx, run)
+    assert [(i["tool"], i["status"]) for i in items] == [
+        ("get_task_context", "completed"),
+        ("post_comment", "completed"),
+        ("finish", "completed"),
+    ], [i.get("error") for i in items]
+    assert_succeeded_once(real_stack, ctx, run, "Looking at it.")
+    # The model saw the task through the tool, and got every result back.
+    requests = model_endpoint.scripted(ctx["model"])
+    assert len(requests) == 4 and model_endpoint.exhausted(ctx["model"]) == []
+    assert "Fix the build" in json.dumps(requests[1].tool_outputs())
+    offered = set(requests[0].tool_names())
+    assert {f"mcp__paperclip/{t}" for t in ("get_task_context", "finish", "block")} <= offered
+    # What a run must not offer the model: sub-agents, web search, goals.
+    assert not {n for n in offered if "agent" in n or "goal" in n or "web_search" in n}
+
+
+@pytest.mark.parametrize(
+    ("policy", "asked"), [("never", False), ("on-request", True)], ids=["never", "on-request"]
+)
+def test_shell_runs_in_the_sandbox_and_an_escalation_is_declined_without_hanging(
+    real_stack, model_endpoint, policy, asked
+):
+    start_real(real_stack)
+    steps = [
+        calls(codex_shell("echo sandboxed > note.txt && cat note.txt")),
+        calls(codex_shell("touch /etc/paperclip-escalated", escalate=True)),
+        *read_comment_finish("Shell checked.")[1:],
+    ]
+    ctx = new_agent(real_stack, model_endpoint, steps, approval_policy=policy)
+    real_stack.assign(ctx)
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(real_stack, ctx, run, "Shell checked.")
+
+    events = real_stack.events(ctx, run["id"])
+    commands = [
+        e["payload"]["item"]
+        for e in events
+        if e["type"] == "item/completed" and e["payload"]["item"].get("type") == "commandExecution"
+    ]
+    assert commands[0]["exitCode"] == 0 and "sandboxed" in commands[0]["aggregatedOutput"]
+    types = [e["type"] for e in events]
+    assert ("item/commandExecution/requestApproval" in types) is asked
+    if asked:
+        assert commands[1]["status"] == "declined"
+        assert "serverRequest/resolved" in types
+    # The model was told, and went on.
+    escalation_answer = json.dumps(model_endpoint.scripted(ctx["model"])[2].tool_outputs()[-1])
+    assert "reject" in escalation_answer.lower()
+
+
+def test_sigkill_of_the_control_plane_while_the_model_is_in_a_slow_step(real_stack, model_endpoint):
+    start_real(real_stack)
+    steps = read_comment_finish("Before the restart.", hold="slow-finish")
+    ctx = new_agent(real_stack, model_endpoint, steps, mcp_tool_timeout_seconds=300)
+    real_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-finish")
+    gate.wait_reached(WAIT)
+
+    real_stack.servers[0].kill()
+    real_stack.start_server()
+    gate.release()  # the model answers while the restarted control plane adopts the run
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(real_stack, ctx, run, "Before the restart.")
+    assert run["controller_epoch"] >= 2
+    assert_log_is_clean(real_stack, ctx, run)
+
+
+def test_sigkill_of_the_control_plane_while_a_tool_call_waits_for_its_answer(
+    real_stack, model_endpoint
+):
+    start_real(real_stack)
+    ctx = new_agent(
+        real_stack,
+        model_endpoint,
+        read_comment_finish("Exactly once."),
+        mcp_tool_timeout_seconds=300,
+    )
+    issue_id = uuid.UUID(ctx["issue"]["id"])
+    # Comment writers wait: post_comment is admitted, then stuck inside its transaction.
+    lock = HeldLock(real_stack.database_url, "LOCK TABLE comments IN EXCLUSIVE MODE").__enter__()
+    try:
+        real_stack.assign(ctx)
+
+        def admitted():
+            rows = query(
+                real_stack.database_url,
+                "SELECT c.status FROM tool_calls c JOIN runs r ON r.id = c.run_id "
+                "WHERE r.issue_id = $1 AND c.tool = 'post_comment'",
+                issue_id,
+            )
+            return rows and rows[0]["status"] == "pending"
+
+        wait_until(admitted, WAIT, message="post_comment journaled and pending")
+        real_stack.servers[0].kill()
+    finally:
+        lock.release()
+    real_stack.start_server()
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(real_stack, ctx, run, "Exactly once.")
+    assert_log_is_clean(real_stack, ctx, run)
+
+
+def enqueue_steer(database_url: str, run_id: str, message_id: str, text: str) -> None:
+    """Put a STEER message in the runner's outbox, as the (future) steer API will."""
+
+    async def insert() -> None:
+        conn = await connect(database_url)
+        try:
+            async with conn.transaction():
+                runner_id = await conn.fetchval(
+                    "SELECT runner_id FROM runs WHERE id = $1", uuid.UUID(run_id)
+                )
+                seq = await conn.fetchval(
+                    "UPDATE runners SET out_seq = out_seq + 1 WHERE id = $1 RETURNING out_seq",
+                    runner_id,
+                )
+                await conn.execute(
+                    "INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload) "
+                    "VALUES ($1, $2, 'steer', $3, $4::jsonb)",
+                    runner_id,
+                    seq,
+                    uuid.UUID(run_id),
+                    json.dumps({"message_id": message_id, "text": text}),
+                )
+        finally:
+            await conn.close()
+
+    asyncio.run(insert())
+
+
+def test_a_steer_enters_the_running_turn_of_the_real_cli(real_stack, model_endpoint):
+    start_real(real_stack)
+    steps = read_comment_finish("Steered.")
+    # The model is answering (held) when the steer arrives.
+    steps.insert(1, say("Reading the task.", hold="steer-here"))
+    ctx = new_agent(real_stack, model_endpoint, steps)
+    real_stack.assign(ctx)
+    gate = model_endpoint.gate("steer-here")
+    gate.wait_reached(WAIT)
+    (run,) = real_stack.runs(ctx)
+
+    enqueue_steer(real_stack.database_url, run["id"], "steer-1", "Also mention the changelog.")
+    wait_until(
+        lambda: any(
+            e["type"] in ("steering_acknowledgement", "steer_refused")
+            for e in real_stack.events(ctx, run["id"])
+        ),
+        WAIT,
+        message="the runner's answer to the steer",
+    )
+    gate.release()
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(real_stack, ctx, run, "Steered.")
+
+    events = real_stack.events(ctx, run["id"])
+    acks = [e for e in events if e["type"] == "steering_acknowledgement"]
+    assert [a["payload"]["message_id"] for a in acks] == ["steer-1"]
+    # Read by the model in the same turn: a userMessage item, and in its next request.
+    user_texts = [
+        part.get("text")
+        for e in events
+        if e["type"] == "item/completed" and e["payload"]["item"].get("type") == "userMessage"
+        for part in e["payload"]["item"]["content"]
+    ]
+    assert "Also mention the changelog." in user_texts
+    assert [e["type"] for e in events].count("turn/completed") == 1
+    after = [r for r in model_endpoint.scripted(ctx["model"]) if r.step and r.step >= 2]
+    assert after and all("Also mention the changelog." in r.user_texts() for r in after)
