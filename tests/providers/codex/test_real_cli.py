@@ -54,9 +54,13 @@ def tool_items(stack, ctx, run) -> list[dict]:
 
 
 def assert_succeeded_once(stack, ctx, run, body: str) -> None:
+    """The run succeeded, posted ``body`` once, and its final prose was presented once."""
     assert run["status"] == "succeeded", (run, stack.runner.tail())
-    bodies = [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]]
-    assert bodies == [body]
+    run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
+    presented = run["presentation"]["comment_id"]
+    comments = [c for c in stack.comments(ctx) if c["author_agent_id"]]
+    assert [c["body"] for c in comments if c["id"] != presented] == [body]
+    assert [c["body"] for c in comments if c["id"] == presented] == [run["answer"]]
     with stack.api() as api:
         issue = api.get(f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}").json()
     assert issue["status"] == "done"
