@@ -7,10 +7,11 @@ from typing import Any
 from litestar import WebSocket, websocket
 from litestar.datastructures import State
 
+from paperclip.api.access import Access, access
 from paperclip.runner import protocol
 
 
-@websocket(protocol.PATH.removeprefix("/api"), opt={"public": True})
+@websocket(protocol.PATH.removeprefix("/api"), opt=access(Access.PUBLIC))
 async def runner_connect(socket: WebSocket[Any, Any, Any], state: State) -> None:
     """A runner connects here with ``Authorization: Bearer <runner credential>``."""
     await state.run_engine.serve_runner(socket)

@@ -149,23 +149,55 @@ def doctor(as_json: bool) -> None:
 
 @cli.group()
 def keys() -> None:
-    """Board API keys for the authenticated deployment mode."""
+    """API keys for the authenticated deployment mode (docs/security.md)."""
 
 
 @keys.command("create")
 @click.argument("name")
+@click.option(
+    "--company",
+    "company_id",
+    type=click.UUID,
+    help="The company the key belongs to; without it, an instance-admin key.",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["admin", "member", "viewer"]),
+    help="The role of a company key (default member).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def keys_create(name: str, as_json: bool) -> None:
-    """Create a key. Its secret is shown once and only its hash is stored."""
+def keys_create(name: str, company_id: uuid.UUID | None, role: str | None, as_json: bool) -> None:
+    """Create a key. Its secret is shown once and only its hash is stored.
+
+    Without --company it is an instance-admin key: every company, and creating
+    and deleting companies. Only this command makes those.
+    """
+    from paperclip.errors import PaperclipError
+    from paperclip.models import KeyRole
+
+    if company_id is None and role is not None:
+        fail("--role is for company keys: add --company ID", code=2)
+    key_role = KeyRole(role or "member") if company_id is not None else KeyRole.INSTANCE_ADMIN
 
     async def work(container: Any) -> tuple[Any, str]:
-        return await container.api_keys().create(name)
+        return await container.api_keys().create(name, company_id=company_id, role=key_role)
 
-    key, secret = with_database(load_settings(), work)
+    try:
+        key, secret = with_database(load_settings(), work)
+    except PaperclipError as exc:
+        fail(exc.message)
     if as_json:
-        emit_json({"id": str(key.id), "name": key.name, "key": secret})
+        emit_json(
+            {
+                "id": str(key.id),
+                "name": key.name,
+                "company_id": str(key.company_id) if key.company_id else None,
+                "role": key.role,
+                "key": secret,
+            }
+        )
         return
-    console.print(f"created key [bold]{key.name}[/] ({key.id})")
+    console.print(f"created {key.role} key [bold]{key.name}[/] ({key.id})")
     console.print(f"  {secret}")
     console.print("[dim]Store it now: it cannot be shown again.[/]")
 
@@ -173,10 +205,10 @@ def keys_create(name: str, as_json: bool) -> None:
 @keys.command("list")
 @click.option("--json", "as_json", is_flag=True)
 def keys_list(as_json: bool) -> None:
-    """List keys (never their secrets)."""
+    """List every key (never their secrets)."""
 
     async def work(container: Any) -> list[Any]:
-        return await container.api_keys().list()
+        return await container.api_keys().list_all()
 
     rows = with_database(load_settings(), work)
     if as_json:
@@ -185,6 +217,8 @@ def keys_list(as_json: bool) -> None:
                 {
                     "id": str(k.id),
                     "name": k.name,
+                    "company_id": str(k.company_id) if k.company_id else None,
+                    "role": k.role,
                     "prefix": k.prefix,
                     "created_at": k.created_at,
                     "last_used_at": k.last_used_at,
@@ -196,11 +230,13 @@ def keys_list(as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("id", "name", "prefix", "created", "last used", "revoked")
+    table = Table("id", "name", "company", "role", "prefix", "created", "last used", "revoked")
     for k in rows:
         table.add_row(
             str(k.id),
             k.name,
+            str(k.company_id) if k.company_id else "-",
+            k.role,
             k.prefix + "…",
             f"{k.created_at:%Y-%m-%d %H:%M}",
             f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "-",
@@ -214,14 +250,14 @@ def keys_list(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
     """Revoke a key by id; requests with it are refused from now on."""
-    from paperclip.errors import NotFoundError
+    from paperclip.errors import PaperclipError
 
     async def work(container: Any) -> Any:
         return await container.api_keys().revoke(key_id)
 
     try:
         key = with_database(load_settings(), work)
-    except NotFoundError as exc:
+    except PaperclipError as exc:
         fail(exc.message)
     if as_json:
         emit_json({"id": str(key.id), "revoked_at": key.revoked_at})

@@ -3,12 +3,13 @@
 from paperclip.db.base import Base
 from paperclip.models.activity import ActivityEntry
 from paperclip.models.agent import Agent, AgentStatus
-from paperclip.models.api_key import ApiKey
+from paperclip.models.api_key import ROLE_RANK, ApiKey, KeyRole
 from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
 from paperclip.models.run import Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
+from paperclip.models.server_secret import ServerSecret
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 
@@ -16,6 +17,7 @@ __all__ = [
     "ActivityEntry",
     "Agent",
     "AgentStatus",
+    "ROLE_RANK",
     "ApiKey",
     "Base",
     "Comment",
@@ -23,12 +25,14 @@ __all__ = [
     "Issue",
     "IssuePriority",
     "IssueStatus",
+    "KeyRole",
     "Run",
     "RunEvent",
     "RunStatus",
     "RunToken",
     "Runner",
     "RunnerMessage",
+    "ServerSecret",
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",

@@ -20,19 +20,19 @@ async def wakes(container, company_id):
 
 async def test_agent_crud_pause_resume(client, company):
     base = f"/api/companies/{company['id']}/agents"
-    r = await client.post(base, json={"name": "a1", "provider": "codex"})
+    r = await client.post(base, json={"name": "a1", "provider": "fixture"})
     agent = r.json()
     assert agent["status"] == "active" and agent["provider_config"] == {}
-    r = await client.post(base, json={"name": "a1", "provider": "codex"})
+    r = await client.post(base, json={"name": "a1", "provider": "fixture"})
     assert r.status_code == 409 and r.json()["code"] == "agent_name_taken"
     r = await client.post(f"{base}/{agent['id']}/pause")
     assert r.status_code == 200 and r.json()["status"] == "paused"
     r = await client.post(f"{base}/{agent['id']}/resume")
     assert r.json()["status"] == "active"
     r = await client.patch(
-        f"{base}/{agent['id']}", json={"role": "reviewer", "provider_config": {"k": 1}}
+        f"{base}/{agent['id']}", json={"role": "reviewer", "provider_config": {"model": "m2"}}
     )
-    assert r.json()["role"] == "reviewer" and r.json()["provider_config"] == {"k": 1}
+    assert r.json()["role"] == "reviewer" and r.json()["provider_config"] == {"model": "m2"}
     r = await client.get(base)
     assert [a["name"] for a in r.json()["items"]] == ["a1"]
     assert (await client.delete(f"{base}/{agent['id']}")).status_code == 204

@@ -15,7 +15,7 @@ from sqlalchemy import func, select, text
 from paperclip.models import Base, Run, RunEvent
 
 BODIES = {
-    ("post", "/api/companies/{company_id}/agents"): {"name": "n", "provider": "codex"},
+    ("post", "/api/companies/{company_id}/agents"): {"name": "n", "provider": "fixture"},
     ("post", "/api/companies/{company_id}/issues"): {"title": "t"},
     ("patch", "/api/companies/{company_id}/agents/{agent_id}"): {"role": "x"},
     ("patch", "/api/companies/{company_id}/issues/{issue_id}"): {"title": "x"},
@@ -53,7 +53,7 @@ async def make_company(client, container, name):
     company = (await client.post("/api/companies", json={"name": name})).json()
     cid = company["id"]
     agent = (
-        await client.post(f"/api/companies/{cid}/agents", json={"name": "ag", "provider": "codex"})
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "ag", "provider": "fixture"})
     ).json()
     issue = (
         await client.post(
