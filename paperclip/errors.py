@@ -42,7 +42,12 @@ class NotFoundError(PaperclipError):
 
     @classmethod
     def of(
-        cls, entity: str, entity_id: object, *, field: str | None = None, source: FieldSource = "body"
+        cls,
+        entity: str,
+        entity_id: object,
+        *,
+        field: str | None = None,
+        source: FieldSource = "body",
     ) -> NotFoundError:
         """``<entity>_not_found``; ``field`` names the request field that referred to it."""
         return cls(

@@ -39,10 +39,14 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_api_keys_company_id"), "api_keys", ["company_id"])
     op.create_check_constraint(
-        op.f("ck_api_keys_scope_matches_role"), "api_keys", "(company_id IS NULL) = (role = 'instance_admin')"
+        op.f("ck_api_keys_scope_matches_role"),
+        "api_keys",
+        "(company_id IS NULL) = (role = 'instance_admin')",
     )
     op.create_check_constraint(
-        op.f("ck_api_keys_known_role"), "api_keys", "role IN ('viewer', 'member', 'admin', 'instance_admin')"
+        op.f("ck_api_keys_known_role"),
+        "api_keys",
+        "role IN ('viewer', 'member', 'admin', 'instance_admin')",
     )
     op.execute("UPDATE api_keys SET name = 'key-' || prefix WHERE btrim(name) = ''")
     op.execute(

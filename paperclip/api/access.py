@@ -57,7 +57,9 @@ def route_access(handler: BaseRouteHandler) -> Access | None:
     return Access(value) if value is not None else None
 
 
-async def authorize(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+async def authorize(
+    connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
+) -> None:
     """Guard after ``authenticate``: the caller's company and role against the route's access."""
     level = route_access(handler)
     if level is Access.PUBLIC:

@@ -6,8 +6,8 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import (
@@ -69,9 +69,7 @@ class AgentController(Controller):
     ) -> AgentOut:
         return AgentOut.of(await agents.get(company_id, agent_id))
 
-    @patch(
-        "/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422)
-    )
+    @patch("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422))
     async def update_agent(
         self,
         company_id: uuid.UUID,

@@ -6,8 +6,8 @@ from litestar import Controller, delete, get, patch, post
 from litestar.status_codes import HTTP_200_OK
 
 from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import CommentCreate, CommentOut, CommentUpdate
@@ -45,9 +45,7 @@ class CommentController(Controller):
     ) -> CommentOut:
         return CommentOut.of(await comments.create(actor, company_id, issue_id, body=data.body))
 
-    @patch(
-        "/{comment_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 409)
-    )
+    @patch("/{comment_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 409))
     async def edit_comment(
         self,
         company_id: uuid.UUID,

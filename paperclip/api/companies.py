@@ -5,8 +5,8 @@ import uuid
 from litestar import Controller, delete, get, patch, post
 
 from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import CompanyCreate, CompanyOut, CompanyUpdate, changes
@@ -43,9 +43,7 @@ class CompanyController(Controller):
     async def get_company(self, company_id: uuid.UUID, companies: CompanyService) -> CompanyOut:
         return CompanyOut.of(await companies.get(company_id))
 
-    @patch(
-        "/{company_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 422)
-    )
+    @patch("/{company_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 422))
     async def update_company(
         self, company_id: uuid.UUID, data: CompanyUpdate, companies: CompanyService, actor: Actor
     ) -> CompanyOut:

@@ -186,8 +186,10 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) 
         # Closing before accepting makes the server answer the handshake with 403.
         await send({"type": "websocket.close", "code": 4403, "reason": refusal.code})
         return
-    body = b"" if scope["method"] == "HEAD" else error_json(
-        refusal.code, refusal.message, refusal.details
+    body = (
+        b""
+        if scope["method"] == "HEAD"
+        else error_json(refusal.code, refusal.message, refusal.details)
     )
     length = len(error_json(refusal.code, refusal.message, refusal.details))
     headers = [

@@ -7,8 +7,8 @@ from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 
 from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import IssueCreate, IssueOut, IssueStatusName, IssueUpdate, changes
@@ -68,9 +68,7 @@ class IssueController(Controller):
     ) -> IssueOut:
         return IssueOut.of(await issues.get(company_id, issue_id))
 
-    @patch(
-        "/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 422)
-    )
+    @patch("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 422))
     async def update_issue(
         self,
         company_id: uuid.UUID,

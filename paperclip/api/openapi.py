@@ -97,10 +97,14 @@ def complete(app: Litestar, *, authenticated: bool) -> None:
                 operation.security = []
             else:
                 # Without login a request needs no credential, but a run token is still read.
-                operation.security = [{SECURITY_SCHEME: []}] if authenticated else [
-                    {},
-                    {SECURITY_SCHEME: []},
-                ]
+                operation.security = (
+                    [{SECURITY_SCHEME: []}]
+                    if authenticated
+                    else [
+                        {},
+                        {SECURITY_SCHEME: []},
+                    ]
+                )
         if item.get is not None and item.head is None:
             item.head = _head_of(item.get)
 

@@ -7,8 +7,8 @@ from litestar import Controller, get
 from litestar.params import Parameter
 
 from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor
 from paperclip.api.schemas import RunEventOut, RunEventPage, RunOut, RunStatusName
@@ -45,9 +45,7 @@ class RunController(Controller):
     async def get_run(self, company_id: uuid.UUID, run_id: uuid.UUID, runs: RunQueries) -> RunOut:
         return RunOut.of(await runs.get(company_id, run_id))
 
-    @get(
-        "/{run_id:uuid}/events", opt=access(Access.READ), responses=error_responses(404)
-    )
+    @get("/{run_id:uuid}/events", opt=access(Access.READ), responses=error_responses(404))
     async def list_run_events(
         self,
         company_id: uuid.UUID,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.models import ApiKey, Agent, Comment, Company, Issue, Run, RunEvent, WakeRequest
+from paperclip.models import Agent, ApiKey, Comment, Company, Issue, Run, RunEvent, WakeRequest
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
@@ -316,7 +316,15 @@ class RunEventPage(msgspec.Struct):
 
 # API keys
 
-KeyName = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]*\S")]
+KeyName = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$",
+        description="Printable, not blank; unique among the company's live keys.",
+    ),
+]
 CompanyRoleName = Literal["admin", "member", "viewer"]
 
 

@@ -14,10 +14,10 @@ from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 
 __all__ = [
+    "ROLE_RANK",
     "ActivityEntry",
     "Agent",
     "AgentStatus",
-    "ROLE_RANK",
     "ApiKey",
     "Base",
     "Comment",

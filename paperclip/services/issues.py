@@ -195,7 +195,9 @@ class IssueService:
                 raise InvalidInputError(
                     "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
                 )
-            parent = await get_scoped(session, Issue, company_id, cursor, "issue", field="parent_id")
+            parent = await get_scoped(
+                session, Issue, company_id, cursor, "issue", field="parent_id"
+            )
             cursor = parent.parent_id
         raise InvalidInputError(
             "the parent chain is too deep", code="parent_too_deep", field="parent_id"

@@ -137,6 +137,21 @@ async def test_wakeup_idempotency_key_and_coalescing(client, company, agent):
     assert replay.json()["deduplicated"] is True and replay.json()["coalesced_count"] == 1
 
 
+async def test_an_idempotency_key_reused_for_another_request_is_a_conflict(
+    client, company, agent, container
+):
+    url = f"/api/companies/{company['id']}/agents/{agent['id']}/wakeup"
+    first = await client.post(url, json={"reason": "deploy", "idempotency_key": "k"})
+    assert first.status_code == 201
+    for other in ({"reason": "rollback"}, {"reason": "deploy", "payload": {"x": 1}}):
+        r = await client.post(url, json={**other, "idempotency_key": "k"})
+        assert r.status_code == 409 and r.json()["code"] == "idempotency_key_reused"
+        assert r.json()["details"][0]["field"] == "idempotency_key"
+    same = await client.post(url, json={"reason": "deploy", "idempotency_key": "k"})
+    assert same.status_code == 200 and same.json()["deduplicated"] is True
+    assert len(await wakes(container, company["id"])) == 1
+
+
 async def test_concurrent_identical_keys_create_one_wake(client, company, agent, container):
     url = f"/api/companies/{company['id']}/agents/{agent['id']}/wakeup"
     results = await asyncio.gather(

@@ -10,7 +10,6 @@ from paperclip.engine.finalize import finish_run
 from paperclip.models import Run, RunStatus
 from paperclip.services.run_tokens import new_run_token, token_run
 
-
 pytestmark = pytest.mark.usefixtures("fixture_kind")
 
 
