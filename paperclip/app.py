@@ -106,7 +106,7 @@ def create_app(
         debug=False,
         logging_config=None,  # the process configures logging (paperclip.logging)
     )
-    complete(app, authenticated=authenticated)
+    complete(app, authenticated=authenticated, providers=host.providers())
     app.asgi_handler = RequestGate(
         app.asgi_handler,
         local=not authenticated,

@@ -3,6 +3,7 @@ from __future__ import annotations
 import uuid
 
 from litestar import Controller, Response, delete, get, patch, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.api.access import Access, access
@@ -113,7 +114,14 @@ class AgentController(Controller):
     @post(
         "/{agent_id:uuid}/wakeup",
         opt=access(Access.WRITE),
-        responses=error_responses(404, 409),
+        responses={
+            200: ResponseSpec(
+                data_container=WakeRequestOut,
+                description="folded into a queued wake, or the idempotency key's first answer",
+                generate_examples=False,
+            ),
+            **error_responses(404, 409),
+        },
         description="Queue a wake. 201: created; 200: coalesced into a queued wake, or the "
         "idempotency key was seen before (``deduplicated``).",
     )

@@ -22,6 +22,7 @@ from paperclip.api.origins import cross_origin, host_allowed
 from paperclip.errors import field_details
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+ALLOW_PROBE = "PAPERCLIP-ALLOW"
 
 
 class Refusal(Exception):
@@ -64,6 +65,11 @@ class RequestGate:
         if scope["type"] == "http" and scope["method"] == "HEAD":
             scope = {**scope, "method": "GET"}  # type: ignore[assignment]
             send = _without_body(send)
+        elif scope["type"] == "http" and scope["method"] == "OPTIONS":
+            # Litestar's own OPTIONS answer lists the methods of one handler of the path
+            # only; its router's 405 lists them all. Ask it with a method no route has.
+            scope = {**scope, "method": ALLOW_PROBE}  # type: ignore[assignment]
+            send = _options_answer(send)
         await self.app(scope, receive, send)
 
     def _check_origin(self, scope: Scope) -> None:
@@ -178,6 +184,25 @@ def _without_body(send: Send) -> Send:
         await send(message)
 
     return head_send
+
+
+def _options_answer(send: Send) -> Send:
+    """The router's 405 to the probe becomes ``204`` with its ``Allow``; anything else passes."""
+    answering = False
+
+    async def options_send(message: Message) -> None:
+        nonlocal answering
+        if message["type"] == "http.response.start" and message["status"] == 405:
+            answering = True
+            allow = [(k, v) for k, v in message.get("headers", []) if k.lower() == b"allow"]
+            await send({"type": "http.response.start", "status": 204, "headers": allow})
+        elif answering and message["type"] == "http.response.body":
+            if not message.get("more_body", False):
+                await send({"type": "http.response.body", "body": b""})
+        else:
+            await send(message)
+
+    return options_send  # type: ignore[return-value]
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) -> None:

@@ -11,6 +11,7 @@ The UI's scripts come from the ``swagger-ui-bundle-v2`` wheel, served here.
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -27,11 +28,13 @@ from litestar.openapi.spec import (
     SecurityScheme,
 )
 from litestar.static_files import create_static_files_router
+from paperclip_hookspecs.providers import ProviderKind
 
 import paperclip
 from paperclip.api import schemas
 from paperclip.api.access import Access, access, route_access
 from paperclip.api.errors import HTTP_CODES, ErrorBody
+from paperclip.api.openapi_providers import describe_providers
 
 DOCS_PATH = "/api/docs"
 ASSETS_PATH = f"{DOCS_PATH}/assets"
@@ -69,8 +72,12 @@ def openapi_config() -> OpenAPIConfig:
     )
 
 
-def complete(app: Litestar, *, authenticated: bool) -> None:
-    """Add what holds for every operation to the app's document (built once, then served)."""
+def complete(app: Litestar, *, authenticated: bool, providers: Sequence[ProviderKind]) -> None:
+    """Add what holds for every operation to the app's document (built once, then served).
+
+    ``providers``: the provider kinds this server's plugins offer; the agent
+    bodies are described by their names and config schemas.
+    """
     document = app.openapi_schema
     components = document.components
     if not isinstance(components, Components):  # pragma: no cover - Litestar always sets one
@@ -84,6 +91,7 @@ def complete(app: Litestar, *, authenticated: bool) -> None:
         )
     }
     _forbid_unknown_fields(components)
+    describe_providers(components, providers)
     public = _public_operations(app)
     error = _error_schema(components)
     for path, item in (document.paths or {}).items():

@@ -15,6 +15,10 @@ from paperclip.api.schemas import RunEventOut, RunEventPage, RunOut, RunStatusNa
 from paperclip.services.runs import RunQueries
 
 
+SEQ_MAX = 2**31 - 1
+"""Largest ``after_seq``: a run event's ``seq`` is a 32-bit column."""
+
+
 class RunController(Controller):
     path = "/companies/{company_id:uuid}/runs"
     tags = ["runs"]
@@ -52,7 +56,7 @@ class RunController(Controller):
         run_id: uuid.UUID,
         runs: RunQueries,
         after_seq: Annotated[
-            int, Parameter(ge=0, le=2**62, description="Return events with a greater seq.")
+            int, Parameter(ge=0, le=SEQ_MAX, description="Return events with a greater seq.")
         ] = 0,
         limit: Annotated[int, Parameter(ge=1, le=PAGE_SIZE_MAX * 5)] = PAGE_SIZE_MAX,
     ) -> RunEventPage:

@@ -46,7 +46,7 @@ class ProviderConfigs:
                 field="provider",
             )
         launch = config.get(LAUNCH_KEY)
-        if launch is not None and not (isinstance(launch, str) and PROFILE_NAME.match(launch)):
+        if LAUNCH_KEY in config and not (isinstance(launch, str) and PROFILE_NAME.match(launch)):
             raise InvalidInputError(
                 f"{LAUNCH_KEY!r} names one of the runner's launch profiles (a short name such as "
                 "'default'); the command it starts is the runner host's to configure",

@@ -46,7 +46,8 @@ async def test_the_provider_schema_refuses_a_config(client, company, container, 
 
 
 @pytest.mark.parametrize(
-    "launch", [["/bin/sh", "-c", "touch /tmp/pwned"], {"argv": ["/bin/sh"]}, "../../bin/sh", 1, ""]
+    "launch",
+    [["/bin/sh", "-c", "touch /tmp/pwned"], {"argv": ["/bin/sh"]}, "../../bin/sh", 1, "", None],
 )
 async def test_launch_names_a_profile_never_a_command(client, company, launch):
     r = await client.post(
