@@ -14,7 +14,6 @@ from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCu
 from paperclip.api.schemas import RunEventOut, RunEventPage, RunOut, RunStatusName
 from paperclip.services.runs import RunQueries
 
-
 SEQ_MAX = 2**31 - 1
 """Largest ``after_seq``: a run event's ``seq`` is a 32-bit column."""
 

@@ -14,7 +14,7 @@ import paperclip
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.runner import runner, runners
-from paperclip.settings import ConfigurationError, Settings
+from paperclip.settings import Settings
 
 T = TypeVar("T")
 
@@ -31,13 +31,24 @@ def load_settings(**overrides: Any) -> Settings:
         raise  # unreachable: fail() exits
 
 
-def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``work(container)`` with the database up, then stop what was started."""
+def start_database(settings: Settings) -> Any:
+    """A container with its database up, or a clear refusal (exit 2)."""
     from paperclip.container import Container
-    from paperclip.db import migrate
+    from paperclip.db.access import EmbeddedDatabaseError
 
     container = Container(settings=settings)
-    container.init_resources()
+    try:
+        container.init_resources()
+    except EmbeddedDatabaseError as exc:
+        fail(str(exc), code=2)
+    return container
+
+
+def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(container)`` with the database up, then stop what was started."""
+    from paperclip.db import migrate
+
+    container = start_database(settings)
     try:
         migrate.upgrade(container.database_url())
 
@@ -76,12 +87,7 @@ def serve(host: str | None, port: int | None, as_json: bool, local_runner: bool 
     """
     from paperclip.server import serve as run_server
 
-    settings = load_settings(host=host, port=port, local_runner=local_runner)
-    try:
-        settings.check_bind_address()
-    except ConfigurationError as exc:
-        fail(str(exc), code=2)
-    run_server(settings, as_json=as_json)
+    run_server(load_settings(host=host, port=port, local_runner=local_runner), as_json=as_json)
 
 
 @cli.group()
@@ -109,11 +115,9 @@ def db_upgrade(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def db_current(as_json: bool) -> None:
     """Show the database's revision and the newest one this version knows."""
-    from paperclip.container import Container
     from paperclip.db import migrate
 
-    container = Container(settings=load_settings())
-    container.init_resources()
+    container = start_database(load_settings())
     try:
         current = migrate.current_revision(container.database_url())
     finally:
@@ -133,7 +137,11 @@ def db_current(as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
 def doctor(as_json: bool) -> None:
-    """Report the settings in force, the database in use and its health."""
+    """Report the settings in force, the database and its health, and the provider CLIs.
+
+    It only reads: a database that does not exist or is not running is reported,
+    never created or started.
+    """
     from paperclip.doctor import run_checks
 
     report = run_checks(load_settings())
