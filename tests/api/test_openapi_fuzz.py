@@ -150,10 +150,13 @@ def config(ids: dict[str, str]) -> str:
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
+            # The run operations read the seeded run; the stateful phase, which would give
+            # them a company of its own making, leaves them out.
             "[[operations]]",
             "include-path-regex = '/runs/\\{run_id\\}'",
             f'parameters = {{ "path.company_id" = "{ids["company_id"]}", '
             f'"path.run_id" = "{ids["run_id"]}" }}',
+            "phases.stateful.enabled = false",
         ]
     )
 
