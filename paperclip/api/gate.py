@@ -26,12 +26,11 @@ ALLOW_PROBE = "PAPERCLIP-ALLOW"
 
 
 class Refusal(Exception):
-    def __init__(
-        self, status: int, code: str, message: str, details: Any = None, *, headers: Any = ()
-    ) -> None:
+    """A request the gate answers itself, with the error body."""
+
+    def __init__(self, status: int, code: str, message: str, details: Any = None) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.details = status, code, message, details
-        self.headers = list(headers)
 
 
 class RequestGate:
@@ -211,16 +210,7 @@ async def _refuse(scope: Scope, receive: Receive, send: Send, refusal: Refusal) 
         # Closing before accepting makes the server answer the handshake with 403.
         await send({"type": "websocket.close", "code": 4403, "reason": refusal.code})
         return
-    body = (
-        b""
-        if scope["method"] == "HEAD"
-        else error_json(refusal.code, refusal.message, refusal.details)
-    )
-    length = len(error_json(refusal.code, refusal.message, refusal.details))
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(length).encode()),
-        *((k.encode(), v.encode()) for k, v in refusal.headers),
-    ]
+    body = error_json(refusal.code, refusal.message, refusal.details)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
