@@ -6,25 +6,27 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar, Router
-from litestar.config.cors import CORSConfig
 from litestar.di import Provide
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import SwaggerRenderPlugin
 
-import paperclip
+from paperclip.api.access import authorize
 from paperclip.api.agents import AgentController
+from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import authenticate, current_actor
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
+from paperclip.api.cursors import CursorCodec, provide_pages
 from paperclip.api.errors import EXCEPTION_HANDLERS
+from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
 from paperclip.api.issues import IssueController
+from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.container import Container
 from paperclip.plugins import PluginHost
-from paperclip.settings import Settings
+from paperclip.services.server_secrets import server_secret
+from paperclip.settings import DeploymentMode, Settings
 
 
 def _service(provider: object) -> Provide:
@@ -40,6 +42,7 @@ def create_app(
     Its ``check_pending()`` runs here: a set of plugins that must not serve
     stops startup.
     """
+    settings.check_bind_address()
     owns_container = container is None
     if container is None:
         container = Container(settings=settings)
@@ -56,6 +59,7 @@ def create_app(
         app.state.api_keys = container.api_keys()
         app.state.run_tokens = container.run_tokens()
         app.state.runners = container.runners()
+        app.state.cursor_codec = CursorCodec(await server_secret(container.sessions(), "cursor"))
         app.state.run_engine = container.run_engine()
         await app.state.run_engine.start()
         try:
@@ -75,37 +79,43 @@ def create_app(
             IssueController,
             CommentController,
             RunController,
+            ApiKeyController,
             PluginController,
             runner_connect,
         ],
     )
+    authenticated = settings.deployment_mode is DeploymentMode.AUTHENTICATED
     app = Litestar(
         route_handlers=[api],
-        guards=[authenticate],
+        guards=[authenticate, authorize],
         dependencies={
             "actor": Provide(current_actor, sync_to_thread=False),
+            "pages": Provide(provide_pages, sync_to_thread=False),
             "companies": _service(container.companies),
             "agents": _service(container.agents),
             "issues": _service(container.issues),
             "comments": _service(container.comments),
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
+            "api_keys": _service(container.api_keys),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=[lifespan],
         request_max_body_size=settings.max_body_bytes,
-        openapi_config=OpenAPIConfig(
-            title="Paperclip",
-            version=paperclip.__version__,
-            path="/api/docs",
-            render_plugins=[SwaggerRenderPlugin()],
-        ),
-        cors_config=None
-        if settings.deployment_mode == "authenticated"
-        else CORSConfig(allow_origins=[]),
+        openapi_config=openapi_config(),
+        # No CORS: a browser page of another origin gets no access (and, without login,
+        # no answer at all: paperclip.api.gate).
+        cors_config=None,
         debug=False,
         logging_config=None,  # the process configures logging (paperclip.logging)
+    )
+    complete(app, authenticated=authenticated, providers=host.providers())
+    app.asgi_handler = RequestGate(
+        app.asgi_handler,
+        local=not authenticated,
+        allowed_hosts=settings.allowed_hosts,
+        max_body_bytes=settings.max_body_bytes,
     )
     app.state.settings = settings
     app.state.container = container

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+FieldSource = Literal["body", "query", "path", "header"]
+
+
+def field_details(field: str, message: str, source: FieldSource = "body") -> list[dict[str, str]]:
+    """The ``details`` of an error about one field: where it is, which it is, and why."""
+    return [{"source": source, "field": field, "message": message}]
 
 
 class PaperclipError(Exception):
@@ -11,11 +18,21 @@ class PaperclipError(Exception):
     status_code = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, details: Any = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        details: Any = None,
+        field: str | None = None,
+        source: FieldSource = "body",
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
+        if details is None and field is not None:
+            details = field_details(field, message, source)
         self.details = details
 
 
@@ -24,8 +41,21 @@ class NotFoundError(PaperclipError):
     code = "not_found"
 
     @classmethod
-    def of(cls, entity: str, entity_id: object) -> NotFoundError:
-        return cls(f"{entity} {entity_id} not found", code=f"{entity}_not_found")
+    def of(
+        cls,
+        entity: str,
+        entity_id: object,
+        *,
+        field: str | None = None,
+        source: FieldSource = "body",
+    ) -> NotFoundError:
+        """``<entity>_not_found``; ``field`` names the request field that referred to it."""
+        return cls(
+            f"{entity} {entity_id} not found",
+            code=f"{entity}_not_found",
+            field=field,
+            source=source,
+        )
 
 
 class ConflictError(PaperclipError):

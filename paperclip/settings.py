@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         default=3100, ge=0, le=65535, description="Port the HTTP server binds (0: any free)."
     )
     deployment_mode: DeploymentMode = Field(default=DeploymentMode.LOCAL_TRUSTED)
+    allowed_hosts: Annotated[frozenset[str], NoDecode] = Field(
+        default=frozenset(),
+        description="Host names the HTTP server answers to, comma-separated. In local_trusted "
+        "mode loopback names always are, and these are added; in authenticated mode, when set, "
+        "only these are.",
+    )
     log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
     log_format: LogFormat = Field(default=LogFormat.CONSOLE)
     max_body_bytes: int = Field(
@@ -104,7 +110,7 @@ class Settings(BaseSettings):
         description="Refuse to start when an installed plugin fails to import or is incompatible.",
     )
 
-    @field_validator("plugins_disable", "plugins_only", mode="before")
+    @field_validator("plugins_disable", "plugins_only", "allowed_hosts", mode="before")
     @classmethod
     def _name_list(cls, value: object) -> object:
         if isinstance(value, str):

@@ -96,8 +96,29 @@ def test_authenticated_mode_with_keys(database_url, tmp_path):
         assert ok.status_code == 201
         assert httpx.get(f"{server.url}/api/health").status_code == 200  # public
 
+        company = ok.json()["id"]
+        member = json.loads(
+            run("keys", "create", "bot", "--company", company, "--json", env=env).stdout
+        )
+        assert (member["role"], member["company_id"]) == ("member", company)
+        mine = httpx.get(url, headers={"Authorization": f"Bearer {member['key']}"}).json()
+        assert [c["id"] for c in mine["items"]] == [company]
+
         run("keys", "revoke", created["id"], env=env)
         revoked = httpx.get(url, headers={"Authorization": f"Bearer {secret}"})
         assert revoked.status_code == 401
+        again = run("keys", "revoke", created["id"], env=env, check=False)
+        assert again.returncode == 1 and "already revoked" in again.stderr
     finally:
         server.stop()
+
+
+def test_key_names_are_required_and_unique(database_url, tmp_path):
+    env = {"PAPERCLIP_DATABASE_URL": database_url, "PAPERCLIP_DATA_DIR": str(tmp_path)}
+    empty = run("keys", "create", "  ", env=env, check=False)
+    assert empty.returncode == 1 and "name" in empty.stderr
+    run("keys", "create", "ops", env=env)
+    twice = run("keys", "create", "ops", env=env, check=False)
+    assert twice.returncode == 1 and "already exists" in twice.stderr
+    lonely_role = run("keys", "create", "x", "--role", "viewer", env=env, check=False)
+    assert lonely_role.returncode == 2 and "--company" in lonely_role.stderr

@@ -3,8 +3,11 @@ from __future__ import annotations
 import uuid
 
 from litestar import Controller, Response, delete, get, patch, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
+from paperclip.api.access import Access, access
+from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
@@ -17,8 +20,10 @@ from paperclip.api.schemas import (
     changes,
 )
 from paperclip.models import AgentStatus
+from paperclip.plugins import PluginHost
 from paperclip.services.actor import Actor
 from paperclip.services.agents import AgentService
+from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.services.wakes import WakeService
 
 
@@ -26,21 +31,28 @@ class AgentController(Controller):
     path = "/companies/{company_id:uuid}/agents"
     tags = ["agents"]
 
-    @get("/", responses=error_responses(400, 404))
+    @get("/", opt=access(Access.READ), responses=error_responses(404))
     async def list_agents(
         self,
         company_id: uuid.UUID,
         agents: AgentService,
+        pages: Pages,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[AgentOut]:
-        rows, next_cursor = await agents.list(company_id, cursor=cursor, limit=limit)
-        return Page([AgentOut.of(r) for r in rows], next_cursor)
+        rows, end = await agents.list(company_id, after=pages.after(cursor), limit=limit)
+        return pages.page([AgentOut.of(r) for r in rows], end)
 
-    @post("/", responses=error_responses(400, 404, 409))
+    @post("/", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422))
     async def create_agent(
-        self, company_id: uuid.UUID, data: AgentCreate, agents: AgentService, actor: Actor
+        self,
+        company_id: uuid.UUID,
+        data: AgentCreate,
+        agents: AgentService,
+        actor: Actor,
+        plugin_host: PluginHost,
     ) -> AgentOut:
+        """``provider`` must be installed, and ``provider_config`` fit its schema (422 otherwise)."""
         agent = await agents.create(
             actor,
             company_id,
@@ -48,16 +60,17 @@ class AgentController(Controller):
             role=data.role,
             provider=data.provider,
             provider_config=data.provider_config,
+            check_config=ProviderConfigs(plugin_host.providers()).check,
         )
         return AgentOut.of(agent)
 
-    @get("/{agent_id:uuid}", responses=error_responses(404))
+    @get("/{agent_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_agent(
         self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService
     ) -> AgentOut:
         return AgentOut.of(await agents.get(company_id, agent_id))
 
-    @patch("/{agent_id:uuid}", responses=error_responses(400, 404, 409))
+    @patch("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422))
     async def update_agent(
         self,
         company_id: uuid.UUID,
@@ -65,22 +78,34 @@ class AgentController(Controller):
         data: AgentUpdate,
         agents: AgentService,
         actor: Actor,
+        plugin_host: PluginHost,
     ) -> AgentOut:
-        return AgentOut.of(await agents.update(actor, company_id, agent_id, changes(data)))
+        check = ProviderConfigs(plugin_host.providers()).check
+        return AgentOut.of(await agents.update(actor, company_id, agent_id, changes(data), check))
 
-    @delete("/{agent_id:uuid}", responses=error_responses(404))
+    @delete("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404))
     async def delete_agent(
         self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
     ) -> None:
         await agents.delete(actor, company_id, agent_id)
 
-    @post("/{agent_id:uuid}/pause", status_code=HTTP_200_OK, responses=error_responses(404))
+    @post(
+        "/{agent_id:uuid}/pause",
+        status_code=HTTP_200_OK,
+        opt=access(Access.MANAGE),
+        responses=error_responses(404),
+    )
     async def pause_agent(
         self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
     ) -> AgentOut:
         return AgentOut.of(await agents.set_status(actor, company_id, agent_id, AgentStatus.PAUSED))
 
-    @post("/{agent_id:uuid}/resume", status_code=HTTP_200_OK, responses=error_responses(404))
+    @post(
+        "/{agent_id:uuid}/resume",
+        status_code=HTTP_200_OK,
+        opt=access(Access.MANAGE),
+        responses=error_responses(404),
+    )
     async def resume_agent(
         self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
     ) -> AgentOut:
@@ -88,7 +113,15 @@ class AgentController(Controller):
 
     @post(
         "/{agent_id:uuid}/wakeup",
-        responses=error_responses(400, 404),
+        opt=access(Access.WRITE),
+        responses={
+            200: ResponseSpec(
+                data_container=WakeRequestOut,
+                description="folded into a queued wake, or the idempotency key's first answer",
+                generate_examples=False,
+            ),
+            **error_responses(404, 409),
+        },
         description="Queue a wake. 201: created; 200: coalesced into a queued wake, or the "
         "idempotency key was seen before (``deduplicated``).",
     )

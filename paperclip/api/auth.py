@@ -7,12 +7,12 @@ from typing import Any
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
+from paperclip.api.access import ACTOR_KEY, Access, route_access
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
+from paperclip.models import KeyRole
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
-
-ACTOR_KEY = "paperclip_actor"
 
 
 def bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
@@ -26,8 +26,8 @@ def bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
 async def authenticate(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """Guard of every route not marked ``public``: resolve the actor or answer 401."""
-    if handler.opt.get("public"):
+    """Guard of every route but public ones: resolve the actor or answer 401."""
+    if route_access(handler) is Access.PUBLIC:
         return
     app_state = connection.app.state
     token = bearer_token(connection)
@@ -49,7 +49,9 @@ async def authenticate(
     key = await app_state.api_keys.authenticate(token)
     if key is None:
         raise UnauthorizedError("the API key is not valid or was revoked", code="invalid_api_key")
-    connection.state[ACTOR_KEY] = Actor(type="api_key", id=str(key.id))
+    connection.state[ACTOR_KEY] = Actor(
+        type="api_key", id=str(key.id), company_id=key.company_id, role=KeyRole(key.role)
+    )
 
 
 def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor) -> None:
@@ -69,11 +71,12 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
         raise NotFoundError.of("agent", params["agent_id"])
     if "run_id" in params and params["run_id"] != actor.run_id:
         raise NotFoundError.of("run", params["run_id"])
-    if connection.url.path.rstrip("/").endswith("/runs"):
-        # Other runs' inputs are not this run's to read.
+    path = connection.url.path.rstrip("/")
+    if path.endswith("/runs") or "/api-keys" in path:
+        # Other runs' inputs are not this run's to read, nor the company's keys.
         raise ForbiddenError("a run token reads only its own run", code="run_token_forbidden")
     method = connection.scope.get("method", "GET")
-    commenting = "issue_id" in params and connection.url.path.rstrip("/").endswith("/comments")
+    commenting = "issue_id" in params and path.endswith("/comments")
     if method != "GET" and not (method == "POST" and commenting):
         raise ForbiddenError("a run token may read, and post comments", code="run_token_forbidden")
 

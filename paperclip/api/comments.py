@@ -5,6 +5,8 @@ import uuid
 from litestar import Controller, delete, get, patch, post
 from litestar.status_codes import HTTP_200_OK
 
+from paperclip.api.access import Access, access
+from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
@@ -17,19 +19,22 @@ class CommentController(Controller):
     path = "/companies/{company_id:uuid}/issues/{issue_id:uuid}/comments"
     tags = ["comments"]
 
-    @get("/", responses=error_responses(400, 404))
+    @get("/", opt=access(Access.READ), responses=error_responses(404))
     async def list_comments(
         self,
         company_id: uuid.UUID,
         issue_id: uuid.UUID,
         comments: CommentService,
+        pages: Pages,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CommentOut]:
-        rows, next_cursor = await comments.list(company_id, issue_id, cursor=cursor, limit=limit)
-        return Page([CommentOut.of(r) for r in rows], next_cursor)
+        rows, end = await comments.list(
+            company_id, issue_id, after=pages.after(cursor), limit=limit
+        )
+        return pages.page([CommentOut.of(r) for r in rows], end)
 
-    @post("/", responses=error_responses(400, 404))
+    @post("/", opt=access(Access.WRITE), responses=error_responses(404))
     async def create_comment(
         self,
         company_id: uuid.UUID,
@@ -40,7 +45,7 @@ class CommentController(Controller):
     ) -> CommentOut:
         return CommentOut.of(await comments.create(actor, company_id, issue_id, body=data.body))
 
-    @patch("/{comment_id:uuid}", responses=error_responses(400, 403, 404, 409))
+    @patch("/{comment_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 409))
     async def edit_comment(
         self,
         company_id: uuid.UUID,
@@ -53,7 +58,12 @@ class CommentController(Controller):
         comment = await comments.edit(actor, company_id, issue_id, comment_id, body=data.body)
         return CommentOut.of(comment)
 
-    @delete("/{comment_id:uuid}", status_code=HTTP_200_OK, responses=error_responses(403, 404))
+    @delete(
+        "/{comment_id:uuid}",
+        status_code=HTTP_200_OK,
+        opt=access(Access.WRITE),
+        responses=error_responses(404),
+    )
     async def delete_comment(
         self,
         company_id: uuid.UUID,

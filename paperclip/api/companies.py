@@ -4,6 +4,8 @@ import uuid
 
 from litestar import Controller, delete, get, patch, post
 
+from paperclip.api.access import Access, access
+from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
@@ -16,14 +18,20 @@ class CompanyController(Controller):
     path = "/companies"
     tags = ["companies"]
 
-    @get("/", responses=error_responses(400))
+    @get("/", opt=access(Access.SIGNED_IN))
     async def list_companies(
-        self, companies: CompanyService, cursor: PageCursor = None, limit: Limit = PAGE_SIZE_DEFAULT
+        self,
+        companies: CompanyService,
+        actor: Actor,
+        pages: Pages,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CompanyOut]:
-        rows, next_cursor = await companies.list(cursor=cursor, limit=limit)
-        return Page([CompanyOut.of(r) for r in rows], next_cursor)
+        """The companies the caller may see: a company key sees its own only."""
+        rows, end = await companies.list(actor, after=pages.after(cursor), limit=limit)
+        return pages.page([CompanyOut.of(r) for r in rows], end)
 
-    @post("/", responses=error_responses(400, 422))
+    @post("/", opt=access(Access.INSTANCE), responses=error_responses(422))
     async def create_company(
         self, data: CompanyCreate, companies: CompanyService, actor: Actor
     ) -> CompanyOut:
@@ -31,17 +39,17 @@ class CompanyController(Controller):
             await companies.create(actor, name=data.name, issue_prefix=data.issue_prefix)
         )
 
-    @get("/{company_id:uuid}", responses=error_responses(404))
+    @get("/{company_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_company(self, company_id: uuid.UUID, companies: CompanyService) -> CompanyOut:
         return CompanyOut.of(await companies.get(company_id))
 
-    @patch("/{company_id:uuid}", responses=error_responses(400, 404, 422))
+    @patch("/{company_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 422))
     async def update_company(
         self, company_id: uuid.UUID, data: CompanyUpdate, companies: CompanyService, actor: Actor
     ) -> CompanyOut:
         return CompanyOut.of(await companies.update(actor, company_id, changes(data)))
 
-    @delete("/{company_id:uuid}", responses=error_responses(404))
+    @delete("/{company_id:uuid}", opt=access(Access.INSTANCE), responses=error_responses(404))
     async def delete_company(
         self, company_id: uuid.UUID, companies: CompanyService, actor: Actor
     ) -> None:

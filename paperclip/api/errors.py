@@ -1,4 +1,9 @@
-"""One error body everywhere: ``{"code": ..., "message": ..., "details": ...}``."""
+"""One error body everywhere: ``{"code": ..., "message": ..., "details": ...}``.
+
+Where an error is about a field, ``details`` lists ``{"source", "field", "message"}``
+entries: ``source`` is ``body``, ``query``, ``path`` or ``header`` and ``field``
+the dotted path of the value (``provider_config.model``).
+"""
 
 from __future__ import annotations
 
@@ -12,15 +17,22 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from sqlalchemy.exc import DBAPIError
 
-from paperclip.errors import PaperclipError
+from paperclip.errors import PaperclipError, UnauthorizedError
 
 log = logging.getLogger(__name__)
+
+
+class FieldError(msgspec.Struct):
+    source: str
+    """``body``, ``query``, ``path`` or ``header``."""
+    field: str
+    message: str
 
 
 class ErrorBody(msgspec.Struct):
     code: str
     message: str
-    details: Any = None
+    details: list[FieldError] | None = None
 
 
 # Litestar's own HTTP exceptions, by status, mapped to stable codes.
@@ -38,37 +50,83 @@ HTTP_CODES = {
 }
 
 
-def _body(status: int, code: str, message: str, details: Any = None) -> Response[ErrorBody]:
+def error_json(code: str, message: str, details: Any = None) -> bytes:
+    """The error body, encoded: for answers sent before the app (``paperclip.api.gate``)."""
+    return msgspec.json.encode({"code": code, "message": message, "details": details})
+
+
+def _body(
+    status: int,
+    code: str,
+    message: str,
+    details: Any = None,
+    headers: dict[str, str] | None = None,
+) -> Response[bytes]:
     return Response(
-        ErrorBody(code=code, message=message, details=details),
+        error_json(code, message, details),
         status_code=status,
         media_type=MediaType.JSON,
+        headers=headers,
     )
 
 
-def paperclip_error(_: Request[Any, Any, Any], exc: PaperclipError) -> Response[ErrorBody]:
-    return _body(exc.status_code, exc.code, exc.message, exc.details)
+def paperclip_error(_: Request[Any, Any, Any], exc: PaperclipError) -> Response[bytes]:
+    headers = {"www-authenticate": "Bearer"} if isinstance(exc, UnauthorizedError) else None
+    return _body(exc.status_code, exc.code, exc.message, exc.details, headers)
 
 
-def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorBody]:
+def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:
     status = exc.status_code
     if isinstance(exc, ValidationException):
-        return _body(400, "validation_error", "the request is not valid", exc.extra)
+        return _body(400, "validation_error", "the request is not valid", field_errors(exc.extra))
     if status >= 500:
         log.error("HTTP %s: %s", status, exc.detail)
-    return _body(status, HTTP_CODES.get(status, "http_error"), exc.detail)
+    headers = dict(exc.headers or {})
+    if status == 405 and "allow" in headers:
+        headers["allow"] = allow_with_head(headers["allow"])
+    return _body(status, HTTP_CODES.get(status, "http_error"), exc.detail, headers=headers or None)
 
 
-def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[ErrorBody]:
+def allow_with_head(allow: str) -> str:
+    """Every GET answers HEAD too (``paperclip.api.gate``): say so in ``Allow``."""
+    methods = [m.strip() for m in allow.split(",") if m.strip()]
+    if "GET" in methods and "HEAD" not in methods:
+        methods.append("HEAD")
+    return ", ".join(sorted(methods))
+
+
+def field_errors(extra: Any) -> list[dict[str, str]] | None:
+    """Litestar's validation messages as ``{source, field, message}`` entries."""
+    if not isinstance(extra, list):
+        return None
+    found = []
+    for item in extra:
+        if not isinstance(item, dict):
+            continue
+        source = str(item.get("source") or "body")
+        found.append(
+            {
+                "source": getattr(item.get("source"), "value", source),
+                "field": str(item.get("key") or ""),
+                "message": str(item.get("message") or "not valid"),
+            }
+        )
+    return found or None
+
+
+def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[bytes]:
     # Input the validators let through but PostgreSQL refused (a value out of a
     # column's range, say) is the client's error; anything else is ours.
     sqlstate = getattr(exc.orig, "sqlstate", None) or ""
     if sqlstate.startswith(("22", "23")):
+        log.warning(
+            "the database refused a value of %s %s: %s", request.method, request.url.path, sqlstate
+        )
         return _body(422, "invalid_input", "the database refused a value of this request")
     return internal_error(request, exc)
 
 
-def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
+def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
     log.exception("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
     return _body(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error")
 
@@ -82,10 +140,10 @@ EXCEPTION_HANDLERS: dict[type[Exception], Any] = {
 
 
 def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
-    """OpenAPI entries for the error statuses a route may answer.
+    """OpenAPI entries for the error statuses a route answers beyond the common ones.
 
-    400 is always listed: any route can refuse a malformed request, and its
-    body is ours, not Litestar's default validation schema.
+    The statuses every route may answer (400, 401, 403, and 413/415 for a body)
+    are added to every operation by ``paperclip.api.openapi``.
     """
     return {
         status: ResponseSpec(
@@ -93,5 +151,5 @@ def error_responses(*statuses: int) -> dict[int, ResponseSpec]:
             description=HTTP_CODES.get(status, "error"),
             generate_examples=False,
         )
-        for status in sorted({400, *statuses})
+        for status in sorted(set(statuses))
     }

@@ -11,6 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import paperclip
+from paperclip.api.access import Access, access
 
 
 class DatabaseHealth(msgspec.Struct):
@@ -29,7 +30,7 @@ class Health(msgspec.Struct):
 @get(
     "/health",
     tags=["health"],
-    opt={"public": True},
+    opt=access(Access.PUBLIC),
     responses={
         503: ResponseSpec(
             data_container=Health, description="database unavailable", generate_examples=False

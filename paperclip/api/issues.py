@@ -6,6 +6,8 @@ from typing import Annotated
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 
+from paperclip.api.access import Access, access
+from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
@@ -18,11 +20,12 @@ class IssueController(Controller):
     path = "/companies/{company_id:uuid}/issues"
     tags = ["issues"]
 
-    @get("/", responses=error_responses(400, 404))
+    @get("/", opt=access(Access.READ), responses=error_responses(404))
     async def list_issues(
         self,
         company_id: uuid.UUID,
         issues: IssueService,
+        pages: Pages,
         status: IssueStatusName | None = None,
         assignee_agent_id: uuid.UUID | None = None,
         parent_id: uuid.UUID | None = None,
@@ -32,18 +35,18 @@ class IssueController(Controller):
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[IssueOut]:
-        rows, next_cursor = await issues.list(
+        rows, end = await issues.list(
             company_id,
             status=status,
             assignee_agent_id=assignee_agent_id,
             parent_id=parent_id,
             q=q,
-            cursor=cursor,
+            after=pages.after(cursor),
             limit=limit,
         )
-        return Page([IssueOut.of(r) for r in rows], next_cursor)
+        return pages.page([IssueOut.of(r) for r in rows], end)
 
-    @post("/", responses=error_responses(400, 404, 422))
+    @post("/", opt=access(Access.WRITE), responses=error_responses(404, 422))
     async def create_issue(
         self, company_id: uuid.UUID, data: IssueCreate, issues: IssueService, actor: Actor
     ) -> IssueOut:
@@ -59,13 +62,13 @@ class IssueController(Controller):
         )
         return IssueOut.of(issue)
 
-    @get("/{issue_id:uuid}", responses=error_responses(404))
+    @get("/{issue_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_issue(
         self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService
     ) -> IssueOut:
         return IssueOut.of(await issues.get(company_id, issue_id))
 
-    @patch("/{issue_id:uuid}", responses=error_responses(400, 404, 422))
+    @patch("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 422))
     async def update_issue(
         self,
         company_id: uuid.UUID,
@@ -76,7 +79,7 @@ class IssueController(Controller):
     ) -> IssueOut:
         return IssueOut.of(await issues.update(actor, company_id, issue_id, changes(data)))
 
-    @delete("/{issue_id:uuid}", responses=error_responses(404))
+    @delete("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404))
     async def delete_issue(
         self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService, actor: Actor
     ) -> None:

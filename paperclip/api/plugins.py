@@ -7,7 +7,7 @@ from typing import Literal
 import msgspec
 from litestar import Controller, get
 
-from paperclip.api.errors import error_responses
+from paperclip.api.access import Access, access
 from paperclip.plugins import PluginHost, PluginRecord
 
 
@@ -54,7 +54,7 @@ class PluginController(Controller):
     path = "/plugins"
     tags = ["plugins"]
 
-    @get("/", responses=error_responses(401))
+    @get("/", opt=access(Access.SIGNED_IN))
     async def list_plugins(self, plugin_host: PluginHost) -> PluginsOut:
         """Built-in plugins first, then installed ones, each with its status and hooks."""
         report = plugin_host.report()

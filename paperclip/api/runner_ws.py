@@ -12,6 +12,7 @@ from litestar import WebSocket, websocket
 from litestar.datastructures import State
 from litestar.exceptions import WebSocketDisconnect
 
+from paperclip.api.access import Access, access
 from paperclip.api.auth import bearer_token
 from paperclip.engine.transport import TransportClosed
 from paperclip.wire.messages import CLOSE_UNAUTHORIZED, PATH
@@ -39,7 +40,7 @@ class WebSocketTransport:
         await self.socket.close(code=code, reason=reason)
 
 
-@websocket(PATH.removeprefix("/api"), opt={"public": True})
+@websocket(PATH.removeprefix("/api"), opt=access(Access.PUBLIC))
 async def runner_connect(socket: WebSocket[Any, Any, Any], state: State) -> None:
     """A runner connects here with ``Authorization: Bearer <runner credential>``."""
     await socket.accept()

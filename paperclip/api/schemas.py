@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.models import Agent, Comment, Company, Issue, Run, RunEvent, WakeRequest
+from paperclip.models import Agent, ApiKey, Comment, Company, Issue, Run, RunEvent, WakeRequest
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
@@ -322,3 +322,53 @@ class RunEventPage(msgspec.Struct):
     items: list[RunEventOut]
     next_after_seq: int | None
     """Pass as ``after_seq`` to continue; null when this page reached the end of the log so far."""
+
+
+# API keys
+
+KeyName = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$",
+        description="Printable, not blank; unique among the company's live keys.",
+    ),
+]
+CompanyRoleName = Literal["admin", "member", "viewer"]
+
+
+class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True):
+    name: KeyName
+    role: CompanyRoleName = "member"
+
+
+class ApiKeyOut(msgspec.Struct):
+    id: uuid.UUID
+    company_id: uuid.UUID | None
+    name: str
+    role: Literal["admin", "member", "viewer", "instance_admin"]
+    prefix: str
+    """The key's first characters, to tell keys apart."""
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, row: ApiKey) -> ApiKeyOut:
+        return cls(
+            row.id,
+            row.company_id,
+            row.name,
+            row.role,  # type: ignore[arg-type]
+            row.prefix,
+            row.created_at,
+            row.last_used_at,
+            row.revoked_at,
+        )
+
+
+class ApiKeyCreated(msgspec.Struct):
+    api_key: ApiKeyOut
+    key: str
+    """The secret: shown in this answer only. Send it as ``Authorization: Bearer <key>``."""

@@ -26,13 +26,24 @@ def load_settings(**overrides: Any) -> Settings:
         raise  # unreachable: fail() exits
 
 
-def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``work(container)`` with the database up, then stop what was started."""
+def start_database(settings: Settings) -> Any:
+    """A container with its database up, or a clear refusal (exit 2)."""
     from paperclip.container import Container
-    from paperclip.db import migrate
+    from paperclip.db.access import EmbeddedDatabaseError
 
     container = Container(settings=settings)
-    container.init_resources()
+    try:
+        container.init_resources()
+    except EmbeddedDatabaseError as exc:
+        fail(str(exc), code=2)
+    return container
+
+
+def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``work(container)`` with the database up, then stop what was started."""
+    from paperclip.db import migrate
+
+    container = start_database(settings)
     try:
         migrate.upgrade(container.database_url())
 

@@ -9,11 +9,10 @@ from typing import Any
 import click
 
 import paperclip
-from paperclip.cli.context import load_settings, with_database
+from paperclip.cli.context import load_settings, start_database, with_database
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.runner import runner, runners
-from paperclip.settings import ConfigurationError
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -38,14 +37,9 @@ def serve(host: str | None, port: int | None, as_json: bool, local_runner: bool 
     A local runner is started too (and stopped with the server), so one command
     runs everything; remote runners connect with `paperclip runner`.
     """
-    from paperclip.server import serve as run_server
+    from paperclip.cli.serve import serve as run_server
 
-    settings = load_settings(host=host, port=port, local_runner=local_runner)
-    try:
-        settings.check_bind_address()
-    except ConfigurationError as exc:
-        fail(str(exc), code=2)
-    run_server(settings, as_json=as_json)
+    run_server(load_settings(host=host, port=port, local_runner=local_runner), as_json=as_json)
 
 
 @cli.group()
@@ -73,11 +67,9 @@ def db_upgrade(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def db_current(as_json: bool) -> None:
     """Show the database's revision and the newest one this version knows."""
-    from paperclip.container import Container
     from paperclip.db import migrate
 
-    container = Container(settings=load_settings())
-    container.init_resources()
+    container = start_database(load_settings())
     try:
         current = migrate.current_revision(container.database_url())
     finally:
@@ -97,14 +89,18 @@ def db_current(as_json: bool) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True)
 def doctor(as_json: bool) -> None:
-    """Report the settings in force, the database in use and its health."""
-    from paperclip.doctor import run_checks
+    """Report the settings in force, the database and its health, and the provider CLIs.
+
+    It only reads: a database that does not exist or is not running is reported,
+    never created or started.
+    """
+    from paperclip.cli.doctor import run_checks
 
     report = run_checks(load_settings())
     if as_json:
         emit_json(report)
     else:
-        from paperclip.doctor import print_report
+        from paperclip.cli.doctor import print_report
 
         print_report(report)
     if not report["ok"]:
@@ -113,23 +109,55 @@ def doctor(as_json: bool) -> None:
 
 @cli.group()
 def keys() -> None:
-    """Board API keys for the authenticated deployment mode."""
+    """API keys for the authenticated deployment mode (docs/security.md)."""
 
 
 @keys.command("create")
 @click.argument("name")
+@click.option(
+    "--company",
+    "company_id",
+    type=click.UUID,
+    help="The company the key belongs to; without it, an instance-admin key.",
+)
+@click.option(
+    "--role",
+    type=click.Choice(["admin", "member", "viewer"]),
+    help="The role of a company key (default member).",
+)
 @click.option("--json", "as_json", is_flag=True)
-def keys_create(name: str, as_json: bool) -> None:
-    """Create a key. Its secret is shown once and only its hash is stored."""
+def keys_create(name: str, company_id: uuid.UUID | None, role: str | None, as_json: bool) -> None:
+    """Create a key. Its secret is shown once and only its hash is stored.
+
+    Without --company it is an instance-admin key: every company, and creating
+    and deleting companies. Only this command makes those.
+    """
+    from paperclip.errors import PaperclipError
+    from paperclip.models import KeyRole
+
+    if company_id is None and role is not None:
+        fail("--role is for company keys: add --company ID", code=2)
+    key_role = KeyRole(role or "member") if company_id is not None else KeyRole.INSTANCE_ADMIN
 
     async def work(container: Any) -> tuple[Any, str]:
-        return await container.api_keys().create(name)
+        return await container.api_keys().create(name, company_id=company_id, role=key_role)
 
-    key, secret = with_database(load_settings(), work)
+    try:
+        key, secret = with_database(load_settings(), work)
+    except PaperclipError as exc:
+        fail(exc.message)
     if as_json:
-        emit_json({"id": str(key.id), "name": key.name, "key": secret})
+        emit_json(
+            {
+                "id": str(key.id),
+                "name": key.name,
+                "company_id": str(key.company_id) if key.company_id else None,
+                "role": key.role,
+                "key": secret,
+            }
+        )
         return
-    console.print(f"created key [bold]{key.name}[/] ({key.id})")
+    console.print(f"created {key.role} key [bold]{key.name}[/] ({key.id})")
     console.print(f"  {secret}")
     console.print("[dim]Store it now: it cannot be shown again.[/]")
 
@@ -137,10 +165,10 @@ def keys_create(name: str, as_json: bool) -> None:
 @keys.command("list")
 @click.option("--json", "as_json", is_flag=True)
 def keys_list(as_json: bool) -> None:
-    """List keys (never their secrets)."""
+    """List every key (never their secrets)."""
 
     async def work(container: Any) -> list[Any]:
-        return await container.api_keys().list()
+        return await container.api_keys().list_all()
 
     rows = with_database(load_settings(), work)
     if as_json:
@@ -149,6 +177,8 @@ def keys_list(as_json: bool) -> None:
                 {
                     "id": str(k.id),
                     "name": k.name,
+                    "company_id": str(k.company_id) if k.company_id else None,
+                    "role": k.role,
                     "prefix": k.prefix,
                     "created_at": k.created_at,
                     "last_used_at": k.last_used_at,
@@ -160,11 +190,13 @@ def keys_list(as_json: bool) -> None:
         return
     from rich.table import Table
 
-    table = Table("id", "name", "prefix", "created", "last used", "revoked")
+    table = Table("id", "name", "company", "role", "prefix", "created", "last used", "revoked")
     for k in rows:
         table.add_row(
             str(k.id),
             k.name,
+            str(k.company_id) if k.company_id else "-",
+            k.role,
             k.prefix + "…",
             f"{k.created_at:%Y-%m-%d %H:%M}",
             f"{k.last_used_at:%Y-%m-%d %H:%M}" if k.last_used_at else "-",
@@ -178,14 +210,14 @@ def keys_list(as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
     """Revoke a key by id; requests with it are refused from now on."""
-    from paperclip.errors import NotFoundError
+    from paperclip.errors import PaperclipError
 
     async def work(container: Any) -> Any:
         return await container.api_keys().revoke(key_id)
 
     try:
         key = with_database(load_settings(), work)
-    except NotFoundError as exc:
+    except PaperclipError as exc:
         fail(exc.message)
     if as_json:
         emit_json({"id": str(key.id), "revoked_at": key.revoked_at})

@@ -1,7 +1,7 @@
 """Wakes to runs: claim queued wakes (``SKIP LOCKED``), create their runs, send ``start_turn``.
 
 A committed wake (or a run that ended and freed its issue) makes PostgreSQL
-``NOTIFY`` every replica (a trigger, migration 0003), which claims at once; a
+``NOTIFY`` every replica (a trigger, migration 0004), which claims at once; a
 slow poll stays as the fallback for a lost notification or listener.
 """
 

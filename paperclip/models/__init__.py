@@ -3,17 +3,19 @@
 from paperclip.db.base import Base
 from paperclip.models.activity import ActivityEntry
 from paperclip.models.agent import Agent, AgentStatus
-from paperclip.models.api_key import ApiKey
+from paperclip.models.api_key import ROLE_RANK, ApiKey, KeyRole
 from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
+from paperclip.models.server_secret import ServerSecret
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
+    "ROLE_RANK",
     "ActivityEntry",
     "Agent",
     "AgentStatus",
@@ -24,12 +26,14 @@ __all__ = [
     "Issue",
     "IssuePriority",
     "IssueStatus",
+    "KeyRole",
     "Run",
     "RunEvent",
     "RunStatus",
     "RunToken",
     "Runner",
     "RunnerMessage",
+    "ServerSecret",
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",

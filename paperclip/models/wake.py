@@ -79,3 +79,6 @@ class WakeKey(Base):
     wake_request_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("wake_requests.id", ondelete="CASCADE", deferrable=True, initially="DEFERRED")
     )
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    """sha256 of the request that first used the key; a reuse with another request is refused.
+    Null for keys recorded before it was kept (any reuse of those is a replay)."""

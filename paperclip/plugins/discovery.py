@@ -41,7 +41,7 @@ def builtin_plugins(disable: frozenset[str] = frozenset()) -> list[Found]:
     for name, module_name in BUILTIN_PLUGINS:
         record = PluginRecord(
             name=name,
-            distribution="paperclip",
+            distribution=paperclip.DISTRIBUTION,
             version=paperclip.__version__,
             entry_point=module_name,
             builtin=True,

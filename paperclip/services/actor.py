@@ -6,6 +6,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
+from paperclip.models.api_key import ROLE_RANK, KeyRole
+
 ActorType = Literal["user", "api_key", "agent", "system"]
 
 
@@ -14,15 +16,20 @@ class Actor:
     type: ActorType
     id: str
     company_id: uuid.UUID | None = None
-    """Set for actors bound to one company (agents acting through a run token)."""
+    """Set for actors bound to one company: company keys, and agents acting through a run token."""
     run_id: uuid.UUID | None = None
     """Set when an agent acts through a run token: it may act only as that run."""
+    role: KeyRole | None = None
+    """What a person or key may do (None for agents: a run token's rules are its own)."""
 
-    @property
-    def is_board(self) -> bool:
-        """A person or board key: may act on every company."""
-        return self.type in {"user", "api_key"}
+    def may(self, needed: KeyRole) -> bool:
+        """Whether this actor's role includes ``needed``."""
+        return self.role is not None and ROLE_RANK[self.role] >= ROLE_RANK[needed]
+
+    def sees(self, company_id: uuid.UUID) -> bool:
+        """Whether this actor may see the company at all."""
+        return self.company_id is None or self.company_id == company_id
 
 
-LOCAL_OPERATOR = Actor(type="user", id="local-operator")
-SYSTEM = Actor(type="system", id="paperclip")
+LOCAL_OPERATOR = Actor(type="user", id="local-operator", role=KeyRole.INSTANCE_ADMIN)
+SYSTEM = Actor(type="system", id="paperclip", role=KeyRole.INSTANCE_ADMIN)

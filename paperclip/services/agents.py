@@ -14,7 +14,8 @@ from paperclip.models import Agent, AgentStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import require_company
-from paperclip.services.queries import get_scoped, keyset_page
+from paperclip.services.provider_configs import ConfigCheck
+from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 
 class AgentService:
@@ -30,10 +31,13 @@ class AgentService:
         role: str,
         provider: str,
         provider_config: dict[str, Any],
+        check_config: ConfigCheck,
     ) -> Agent:
+        """Create an agent; ``check_config`` refuses a provider or config that does not fit."""
         try:
             async with self.sessions.begin() as session:
                 await require_company(session, company_id)
+                check_config(provider, provider_config)
                 agent = Agent(
                     id=uuid.uuid4(),
                     company_id=company_id,
@@ -65,21 +69,31 @@ class AgentService:
             return await get_scoped(session, Agent, company_id, agent_id, "agent")
 
     async def list(
-        self, company_id: uuid.UUID, *, cursor: str | None, limit: int
-    ) -> tuple[list[Agent], str | None]:
+        self, company_id: uuid.UUID, *, after: Cursor | None, limit: int
+    ) -> tuple[list[Agent], Cursor | None]:
         async with self.sessions() as session:
             await require_company(session, company_id)
             stmt = select(Agent).where(Agent.company_id == company_id)
-            return await keyset_page(session, stmt, Agent, cursor, limit)
+            return await keyset_page(session, stmt, Agent, after, limit)
 
     async def update(
-        self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID, changes: dict[str, Any]
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        changes: dict[str, Any],
+        check_config: ConfigCheck,
     ) -> Agent:
         try:
             async with self.sessions.begin() as session:
                 agent = await get_scoped(
                     session, Agent, company_id, agent_id, "agent", for_update=True
                 )
+                if "provider" in changes or "provider_config" in changes:
+                    check_config(
+                        changes.get("provider", agent.provider),
+                        changes.get("provider_config", agent.provider_config),
+                    )
                 for field, value in changes.items():
                     setattr(agent, field, value)
                 await session.flush()

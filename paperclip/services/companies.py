@@ -13,7 +13,7 @@ from paperclip.errors import InvalidInputError, NotFoundError
 from paperclip.models import Company
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.queries import keyset_page
+from paperclip.services.queries import Cursor, keyset_page
 
 PREFIX_PATTERN = re.compile(r"^[A-Z][A-Z0-9]{1,9}$")
 
@@ -35,6 +35,7 @@ class CompanyService:
             raise InvalidInputError(
                 "issue_prefix must be 2 to 10 upper-case letters or digits, starting with a letter",
                 code="invalid_issue_prefix",
+                field="issue_prefix",
             )
         async with self.sessions.begin() as session:
             company = Company(id=uuid.uuid4(), name=name, issue_prefix=prefix, issue_counter=0)
@@ -58,15 +59,22 @@ class CompanyService:
             raise NotFoundError.of("company", company_id)
         return company
 
-    async def list(self, *, cursor: str | None, limit: int) -> tuple[list[Company], str | None]:
+    async def list(
+        self, actor: Actor, *, after: Cursor | None, limit: int
+    ) -> tuple[list[Company], Cursor | None]:
+        """The companies ``actor`` may see: its own, or every one."""
+        stmt = select(Company)
+        if actor.company_id is not None:
+            stmt = stmt.where(Company.id == actor.company_id)
         async with self.sessions() as session:
-            return await keyset_page(session, select(Company), Company, cursor, limit)
+            return await keyset_page(session, stmt, Company, after, limit)
 
     async def update(self, actor: Actor, company_id: uuid.UUID, changes: dict[str, Any]) -> Company:
         if "issue_prefix" in changes and not PREFIX_PATTERN.match(changes["issue_prefix"]):
             raise InvalidInputError(
                 "issue_prefix must be 2 to 10 upper-case letters or digits, starting with a letter",
                 code="invalid_issue_prefix",
+                field="issue_prefix",
             )
         async with self.sessions.begin() as session:
             company = await session.get(Company, company_id, with_for_update=True)

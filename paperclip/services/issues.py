@@ -12,7 +12,7 @@ from paperclip.errors import InvalidInputError, NotFoundError
 from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.queries import get_scoped, keyset_page
+from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
@@ -123,9 +123,9 @@ class IssueService:
         assignee_agent_id: uuid.UUID | None,
         parent_id: uuid.UUID | None,
         q: str | None,
-        cursor: str | None,
+        after: Cursor | None,
         limit: int,
-    ) -> tuple[list[Issue], str | None]:
+    ) -> tuple[list[Issue], Cursor | None]:
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
@@ -143,7 +143,7 @@ class IssueService:
                     "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                 )
                 stmt = stmt.where(Issue.title.ilike(pattern, escape="\\"))
-            return await keyset_page(session, stmt, Issue, cursor, limit)
+            return await keyset_page(session, stmt, Issue, after, limit)
 
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
@@ -209,7 +209,9 @@ class IssueService:
         parent_id: uuid.UUID | None,
     ) -> None:
         if assignee_agent_id is not None:
-            await get_scoped(session, Agent, company_id, assignee_agent_id, "agent")
+            await get_scoped(
+                session, Agent, company_id, assignee_agent_id, "agent", field="assignee_agent_id"
+            )
         if parent_id is None:
             return
         # Walk up from the new parent: meeting this issue would close a cycle.
@@ -218,7 +220,13 @@ class IssueService:
             if cursor is None:
                 return
             if cursor == issue_id:
-                raise InvalidInputError("an issue cannot be its own ancestor", code="parent_cycle")
-            parent = await get_scoped(session, Issue, company_id, cursor, "issue")
+                raise InvalidInputError(
+                    "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
+                )
+            parent = await get_scoped(
+                session, Issue, company_id, cursor, "issue", field="parent_id"
+            )
             cursor = parent.parent_id
-        raise InvalidInputError("the parent chain is too deep", code="parent_too_deep")
+        raise InvalidInputError(
+            "the parent chain is too deep", code="parent_too_deep", field="parent_id"
+        )

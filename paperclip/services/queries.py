@@ -1,13 +1,10 @@
 """Query helpers shared by services: company-scoped lookups and keyset pages.
 
-Pages follow (created_at, id) order; a cursor is that pair, opaque to clients.
+Pages follow (created_at, id) order; a page ends at a :class:`Cursor`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,28 +13,20 @@ from typing import Any, TypeVar
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.errors import InvalidInputError, NotFoundError
+from paperclip.errors import NotFoundError
 
 M = TypeVar("M")
 
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
+    """A position in (created_at, id) order: the last row of a page.
+
+    Clients see it only signed and bound to its endpoint (``paperclip.api.cursors``).
+    """
+
     created_at: datetime
     id: uuid.UUID
-
-    def encode(self) -> str:
-        raw = json.dumps([self.created_at.isoformat(), str(self.id)]).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-    @classmethod
-    def decode(cls, value: str) -> Cursor:
-        try:
-            padded = value + "=" * (-len(value) % 4)
-            created, ident = json.loads(base64.urlsafe_b64decode(padded.encode()))
-            return cls(datetime.fromisoformat(created), uuid.UUID(ident))
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-            raise InvalidInputError("cursor is not valid", code="invalid_cursor") from exc
 
 
 async def get_scoped(
@@ -48,10 +37,12 @@ async def get_scoped(
     entity: str,
     *,
     for_update: bool = False,
+    field: str | None = None,
 ) -> M:
     """The row of ``model`` with this id in this company, or ``<entity>_not_found``.
 
-    A row of another company is reported exactly like a missing one.
+    A row of another company is reported exactly like a missing one. ``field``
+    names the body field that referred to it, when one did.
     """
     stmt = select(model).where(
         model.id == entity_id,  # type: ignore[attr-defined]
@@ -61,16 +52,15 @@ async def get_scoped(
         stmt = stmt.with_for_update()
     row = (await session.execute(stmt)).scalar_one_or_none()
     if row is None:
-        raise NotFoundError.of(entity, entity_id)
+        raise NotFoundError.of(entity, entity_id, field=field)
     return row
 
 
 async def keyset_page(
-    session: AsyncSession, stmt: Select[Any], model: Any, cursor: str | None, limit: int
-) -> tuple[list[Any], str | None]:
-    """One page of ``stmt`` in (created_at, id) order, and the cursor of the next page."""
-    if cursor:
-        after = Cursor.decode(cursor)
+    session: AsyncSession, stmt: Select[Any], model: Any, after: Cursor | None, limit: int
+) -> tuple[list[Any], Cursor | None]:
+    """One page of ``stmt`` in (created_at, id) order after ``after``, and where the next starts."""
+    if after is not None:
         stmt = stmt.where(
             or_(
                 model.created_at > after.created_at,
@@ -84,5 +74,5 @@ async def keyset_page(
     )
     if len(rows) > limit:
         rows = rows[:limit]
-        return rows, Cursor(rows[-1].created_at, rows[-1].id).encode()
+        return rows, Cursor(rows[-1].created_at, rows[-1].id)
     return rows, None

@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.models import Agent, Issue, Run, RunEvent
 from paperclip.services.companies import require_company
-from paperclip.services.queries import get_scoped, keyset_page
+from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 
 class RunQueries:
@@ -23,9 +23,9 @@ class RunQueries:
         agent_id: uuid.UUID | None,
         issue_id: uuid.UUID | None,
         status: str | None,
-        cursor: str | None,
+        after: Cursor | None,
         limit: int,
-    ) -> tuple[list[Run], str | None]:
+    ) -> tuple[list[Run], Cursor | None]:
         async with self.sessions() as session:
             await require_company(session, company_id)
             # A filter naming another company's row is answered like any foreign id.
@@ -40,7 +40,7 @@ class RunQueries:
                 stmt = stmt.where(Run.issue_id == issue_id)
             if status is not None:
                 stmt = stmt.where(Run.status == status)
-            return await keyset_page(session, stmt, Run, cursor, limit)
+            return await keyset_page(session, stmt, Run, after, limit)
 
     async def get(self, company_id: uuid.UUID, run_id: uuid.UUID) -> Run:
         async with self.sessions() as session:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -11,6 +13,7 @@ from sqlalchemy import and_, exists, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.errors import ConflictError
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
@@ -56,6 +59,7 @@ async def request_wake(
     """
     candidate = uuid.uuid4()
     if idempotency_key is not None:
+        fingerprint = request_fingerprint(issue_id, source, reason, payload or {})
         claimed = await session.execute(
             insert(WakeKey)
             .values(
@@ -63,20 +67,28 @@ async def request_wake(
                 agent_id=agent_id,
                 key=idempotency_key,
                 wake_request_id=candidate,
+                request_hash=fingerprint,
             )
             .on_conflict_do_nothing()
             .returning(WakeKey.key)
         )
         if claimed.scalar_one_or_none() is None:
-            existing_id = (
+            existing_id, first_hash = (
                 await session.execute(
-                    select(WakeKey.wake_request_id).where(
+                    select(WakeKey.wake_request_id, WakeKey.request_hash).where(
                         WakeKey.company_id == company_id,
                         WakeKey.agent_id == agent_id,
                         WakeKey.key == idempotency_key,
                     )
                 )
-            ).scalar_one()
+            ).one()
+            if first_hash is not None and first_hash != fingerprint:
+                raise ConflictError(
+                    "this idempotency_key was used for a different request to this agent; "
+                    "use a new key for a new request",
+                    code="idempotency_key_reused",
+                    field="idempotency_key",
+                )
             wake = (
                 await session.execute(select(WakeRequest).where(WakeRequest.id == existing_id))
             ).scalar_one()
@@ -163,6 +175,19 @@ def mark_claimed(wake: WakeRequest, run_id: uuid.UUID) -> None:
     wake.status, wake.claimed_at, wake.run_id = WakeStatus.CLAIMED, datetime.now(UTC), run_id
 
 
+def request_fingerprint(
+    issue_id: uuid.UUID | None, source: str, reason: str, payload: dict[str, Any]
+) -> str:
+    """sha256 of what a wake request asks for: a reused idempotency key must ask the same."""
+    canonical = json.dumps(
+        [str(issue_id) if issue_id else None, source, reason, payload],
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
 class WakeService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
@@ -181,7 +206,7 @@ class WakeService:
         async with self.sessions.begin() as session:
             await get_scoped(session, Agent, company_id, agent_id, "agent")
             if issue_id is not None:
-                await get_scoped(session, Issue, company_id, issue_id, "issue")
+                await get_scoped(session, Issue, company_id, issue_id, "issue", field="issue_id")
             return await request_wake(
                 session,
                 actor,

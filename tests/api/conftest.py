@@ -3,6 +3,11 @@ from __future__ import annotations
 import pytest
 
 
+@pytest.fixture(autouse=True)
+def _providers(fixture_kind):
+    """Agents of these tests use the ``fixture`` provider kind."""
+
+
 @pytest.fixture
 async def company(client):
     r = await client.post("/api/companies", json={"name": "Paperclip", "issue_prefix": "PAP"})
@@ -16,7 +21,7 @@ async def agent(client, company):
         f"/api/companies/{company['id']}/agents",
         json={
             "name": "coder",
-            "provider": "codex",
+            "provider": "fixture",
             "role": "engineer",
             "provider_config": {"model": "m"},
         },

@@ -20,19 +20,19 @@ async def wakes(container, company_id):
 
 async def test_agent_crud_pause_resume(client, company):
     base = f"/api/companies/{company['id']}/agents"
-    r = await client.post(base, json={"name": "a1", "provider": "codex"})
+    r = await client.post(base, json={"name": "a1", "provider": "fixture"})
     agent = r.json()
     assert agent["status"] == "active" and agent["provider_config"] == {}
-    r = await client.post(base, json={"name": "a1", "provider": "codex"})
+    r = await client.post(base, json={"name": "a1", "provider": "fixture"})
     assert r.status_code == 409 and r.json()["code"] == "agent_name_taken"
     r = await client.post(f"{base}/{agent['id']}/pause")
     assert r.status_code == 200 and r.json()["status"] == "paused"
     r = await client.post(f"{base}/{agent['id']}/resume")
     assert r.json()["status"] == "active"
     r = await client.patch(
-        f"{base}/{agent['id']}", json={"role": "reviewer", "provider_config": {"k": 1}}
+        f"{base}/{agent['id']}", json={"role": "reviewer", "provider_config": {"model": "m2"}}
     )
-    assert r.json()["role"] == "reviewer" and r.json()["provider_config"] == {"k": 1}
+    assert r.json()["role"] == "reviewer" and r.json()["provider_config"] == {"model": "m2"}
     r = await client.get(base)
     assert [a["name"] for a in r.json()["items"]] == ["a1"]
     assert (await client.delete(f"{base}/{agent['id']}")).status_code == 204
@@ -135,6 +135,21 @@ async def test_wakeup_idempotency_key_and_coalescing(client, company, agent):
     # k2 now resolves to the wake it was folded into, without counting again
     replay = await client.post(url, json={"issue_id": issue["id"], "idempotency_key": "k2"})
     assert replay.json()["deduplicated"] is True and replay.json()["coalesced_count"] == 1
+
+
+async def test_an_idempotency_key_reused_for_another_request_is_a_conflict(
+    client, company, agent, container
+):
+    url = f"/api/companies/{company['id']}/agents/{agent['id']}/wakeup"
+    first = await client.post(url, json={"reason": "deploy", "idempotency_key": "k"})
+    assert first.status_code == 201
+    for other in ({"reason": "rollback"}, {"reason": "deploy", "payload": {"x": 1}}):
+        r = await client.post(url, json={**other, "idempotency_key": "k"})
+        assert r.status_code == 409 and r.json()["code"] == "idempotency_key_reused"
+        assert r.json()["details"][0]["field"] == "idempotency_key"
+    same = await client.post(url, json={"reason": "deploy", "idempotency_key": "k"})
+    assert same.status_code == 200 and same.json()["deduplicated"] is True
+    assert len(await wakes(container, company["id"])) == 1
 
 
 async def test_concurrent_identical_keys_create_one_wake(client, company, agent, container):

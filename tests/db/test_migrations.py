@@ -11,6 +11,7 @@ from paperclip.db import migrate
 from paperclip.db.engine import create_engine
 from paperclip.models import Base
 from paperclip.testing import _admin, _with_database
+from tests.support.db import query
 
 
 def test_upgrade_from_empty_then_models_match(postgres_admin_url):
@@ -45,5 +46,38 @@ def test_upgrade_from_empty_then_models_match(postgres_admin_url):
                 await engine.dispose()
 
         assert asyncio.run(diff()) == []
+    finally:
+        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+def test_keys_made_before_scoping_become_instance_keys_with_unique_names(postgres_admin_url):
+    """From the previous schema, with keys of every shape the old one allowed."""
+    name = "paperclip_migration_keys"
+    asyncio.run(
+        _admin(
+            postgres_admin_url,
+            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
+            f'CREATE DATABASE "{name}"',
+        )
+    )
+    url = _with_database(postgres_admin_url, name)
+    try:
+        migrate.upgrade(url, "0002")
+        rows = [("", "pck_aaaaaaaa"), ("ci", "pck_bbbbbbbb"), ("ci", "pck_cccccccc")]
+        for key_name, prefix in rows:
+            query(
+                url,
+                "INSERT INTO api_keys (id, name, prefix, key_hash) "
+                "VALUES (gen_random_uuid(), $1, $2::text, md5($2::text) || md5($2::text))",
+                key_name,
+                prefix,
+            )
+        migrate.upgrade(url)
+        keys = query(url, "SELECT name, role, company_id FROM api_keys ORDER BY prefix")
+        assert keys == [
+            {"name": "key-pck_aaaaaaaa", "role": "instance_admin", "company_id": None},
+            {"name": "ci", "role": "instance_admin", "company_id": None},
+            {"name": "ci (pck_cccccccc)", "role": "instance_admin", "company_id": None},
+        ]
     finally:
         asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))

@@ -22,6 +22,7 @@ from sqlalchemy import select, text
 from paperclip.engine.engine import RunEngine
 from paperclip.models import Issue, Run, RunEvent, ToolReceipt
 from paperclip.services.actor import LOCAL_OPERATOR
+from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.wire import messages as wire
 from tests.support.memory import MemoryRunner
 
@@ -48,6 +49,7 @@ class World:
     container: Any
     company_id: uuid.UUID
     agent_id: uuid.UUID
+    check_config: Any
 
     async def connect(
         self, runner_id: uuid.UUID, peer: MemoryRunner | None = None, **hello: Any
@@ -121,6 +123,7 @@ async def eventually(fetch: Any, done: Any, within: float = 10, step: float = 0.
 @pytest.fixture
 async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]:
     register_plugin(EchoProvider(), name="echo-provider")
+    check_config = ProviderConfigs(plugin_host.providers()).check
     company = await container.companies().create(LOCAL_OPERATOR, name="Memory", issue_prefix=None)
     agent = await container.agents().create(
         LOCAL_OPERATOR,
@@ -129,6 +132,7 @@ async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]
         role="",
         provider=PROVIDER,
         provider_config={},
+        check_config=check_config,
     )
     engine = RunEngine(
         container.sessions(),
@@ -139,7 +143,7 @@ async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]
     )
     await engine.start()
     try:
-        yield World(engine, container, company.id, agent.id)
+        yield World(engine, container, company.id, agent.id, check_config)
     finally:
         await engine.stop()
 
@@ -219,7 +223,11 @@ async def test_the_block_tool_ends_the_run_with_the_issue_blocked(world):
 async def test_a_paused_agent_is_not_claimed_until_it_is_resumed(world):
     peer, _ = await world.connect(await world.new_runner())
     await world.container.agents().update(
-        LOCAL_OPERATOR, world.company_id, world.agent_id, {"status": "paused"}
+        LOCAL_OPERATOR,
+        world.company_id,
+        world.agent_id,
+        {"status": "paused"},
+        check_config=world.check_config,
     )
     await world.assign()
     assert await world.engine.claim_wakes() == 0
@@ -227,7 +235,11 @@ async def test_a_paused_agent_is_not_claimed_until_it_is_resumed(world):
         await peer.expect(wire.StartTurn, within=0.5)
 
     await world.container.agents().update(
-        LOCAL_OPERATOR, world.company_id, world.agent_id, {"status": "active"}
+        LOCAL_OPERATOR,
+        world.company_id,
+        world.agent_id,
+        {"status": "active"},
+        check_config=world.check_config,
     )
     world.engine.nudge()
     await started(peer)

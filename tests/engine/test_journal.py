@@ -25,6 +25,8 @@ from tests.support.memory import MemoryTransport
 
 INSTANCE = "replica-test"
 
+pytestmark = pytest.mark.usefixtures("fixture_kind")
+
 
 @pytest.fixture
 async def runs(client, container):
@@ -32,7 +34,7 @@ async def runs(client, container):
     company = (await client.post("/api/companies", json={"name": "Journal"})).json()
     cid = company["id"]
     agent = (
-        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "codex"})
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"})
     ).json()
     ids = []
     async with container.sessions().begin() as session:

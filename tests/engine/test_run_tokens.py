@@ -10,15 +10,17 @@ from paperclip.engine.endings import finish_run
 from paperclip.models import Run, RunStatus
 from paperclip.services.run_tokens import new_run_token, token_run
 
+pytestmark = pytest.mark.usefixtures("fixture_kind")
+
 
 async def make_run(client, container, name):
     company = (await client.post("/api/companies", json={"name": name})).json()
     cid = company["id"]
     agent = (
-        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "codex"})
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"})
     ).json()
     other_agent = (
-        await client.post(f"/api/companies/{cid}/agents", json={"name": "b", "provider": "codex"})
+        await client.post(f"/api/companies/{cid}/agents", json={"name": "b", "provider": "fixture"})
     ).json()
     issue = (
         await client.post(f"/api/companies/{cid}/issues", json={"title": f"{name} task"})

@@ -313,8 +313,14 @@ def test_an_unknown_provider_fails_the_run_and_says_which(control_plane):
         with httpx.Client(base_url=f"{stack.url()}/api") as api:
             company = api.post("/companies", json={"name": "P"}).json()
             agent = api.post(
-                f"/companies/{company['id']}/agents", json={"name": "x", "provider": "nosuch"}
+                f"/companies/{company['id']}/agents", json={"name": "x", "provider": "codex"}
             ).json()
+            # Its plugin uninstalled since: an unknown provider is refused when an agent is made.
+            query(
+                stack.database_url,
+                "UPDATE agents SET provider = 'nosuch' WHERE id = $1",
+                uuid.UUID(agent["id"]),
+            )
             issue = api.post(
                 f"/companies/{company['id']}/issues",
                 json={"title": "t", "assignee_agent_id": agent["id"]},

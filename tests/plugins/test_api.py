@@ -21,7 +21,7 @@ async def test_get_plugins_lists_the_builtins(client):
     presentation = next(p for p in builtins if p["name"] == "presentation")
     assert presentation == {
         "name": "presentation",
-        "distribution": "paperclip",
+        "distribution": "paperclip-control-plane",
         "version": presentation["version"],
         "entry_point": "paperclip.plugins.builtin.presentation",
         "builtin": True,

@@ -12,10 +12,11 @@ from paperclip.app import create_app
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
 from paperclip.db import migrate
+from paperclip.db.access import EmbeddedDatabaseError
 from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
 from paperclip.plugins.errors import PluginError
-from paperclip.settings import Settings
+from paperclip.settings import ConfigurationError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -45,17 +46,34 @@ def _raise_stop(signum: int, frame: object) -> None:
 
 def serve(settings: Settings, *, as_json: bool = False) -> None:
     configure_logging(settings.log_level, settings.log_format)
+    try:
+        settings.check_bind_address()
+    except ConfigurationError as exc:
+        fail(str(exc), code=2)
     container = Container(settings=settings)
     try:
         # Before the database starts: a plugin set that must not serve stops here, clearly.
         container.plugin_host().check_pending()
     except PluginError as exc:
         fail(f"plugins: {exc}", hint="See `paperclip plugins` and docs/plugins/.", code=2)
-    container.init_resources()
+    try:
+        # Before the database starts too: a busy port is said at once.
+        sock = bind(settings.host, settings.port)
+    except OSError as exc:
+        fail(
+            f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
+            hint="Another `paperclip serve` may be running there; stop it, or choose another "
+            "port with --port or PAPERCLIP_PORT (0 picks a free one).",
+            code=2,
+        )
+    try:
+        container.init_resources()
+    except EmbeddedDatabaseError as exc:
+        sock.close()
+        fail(str(exc), code=2)
     try:
         url = container.database_url()
         migrate.upgrade(url)
-        sock = bind(settings.host, settings.port)
         host, port = sock.getsockname()[:2]
         base_url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = create_app(settings, container=container)

@@ -1,7 +1,7 @@
 """run answers and their presentation; wakes notify the schedulers
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003_security
 Create Date: 2026-11-30 10:00:00.000000
 """
 
@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
-revision: str = "0003"
-down_revision: str | None = "0002"
+revision: str = "0004"
+down_revision: str | None = "0003_security"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

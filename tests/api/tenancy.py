@@ -1,0 +1,166 @@
+"""Two companies full of rows, and every route of the app, for the tenancy tests.
+
+The routes come from the app itself (``app.routes``), not from a list here or
+from the OpenAPI document, so a new route is walked without touching the
+tests; a route whose ids or body the walk cannot fill fails them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import func, select, text
+
+from paperclip.api.access import Access, route_access
+from paperclip.models import Base, KeyRole, Run, RunEvent
+
+# A valid body for every route that takes one (the walk fails on a route missing here).
+BODIES = {
+    ("POST", "/api/companies"): {"name": "n"},
+    ("POST", "/api/companies/{company_id}/agents"): {"name": "n", "provider": "fixture"},
+    ("POST", "/api/companies/{company_id}/issues"): {"title": "t"},
+    ("PATCH", "/api/companies/{company_id}/agents/{agent_id}"): {"role": "x"},
+    ("PATCH", "/api/companies/{company_id}/issues/{issue_id}"): {"title": "x"},
+    ("POST", "/api/companies/{company_id}/issues/{issue_id}/comments"): {"body": "x"},
+    ("PATCH", "/api/companies/{company_id}/issues/{issue_id}/comments/{comment_id}"): {"body": "x"},
+    ("POST", "/api/companies/{company_id}/agents/{agent_id}/wakeup"): {"reason": "r"},
+    ("PATCH", "/api/companies/{company_id}"): {"name": "x"},
+    ("POST", "/api/companies/{company_id}/api-keys"): {"name": "k", "role": "viewer"},
+}
+
+# Ids of company B that may appear in a body or query of a company-A route.
+REFERENCES = {
+    ("POST", "/api/companies/{company_id}/issues"): [
+        {"json": {"title": "t", "assignee_agent_id": "{agent_id}"}},
+        {"json": {"title": "t", "parent_id": "{issue_id}"}},
+    ],
+    ("PATCH", "/api/companies/{company_id}/issues/{issue_id}"): [
+        {"json": {"assignee_agent_id": "{agent_id}"}},
+        {"json": {"parent_id": "{issue_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/agents/{agent_id}/wakeup"): [
+        {"json": {"issue_id": "{issue_id}"}},
+    ],
+    ("GET", "/api/companies/{company_id}/issues"): [
+        {"params": {"assignee_agent_id": "{agent_id}"}},
+        {"params": {"parent_id": "{issue_id}"}},
+    ],
+    ("GET", "/api/companies/{company_id}/runs"): [
+        {"params": {"agent_id": "{agent_id}"}},
+        {"params": {"issue_id": "{issue_id}"}},
+    ],
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    """With ``{name}`` placeholders, as in the OpenAPI document."""
+    access: Access | None
+    takes_body: bool
+
+    @property
+    def names(self) -> list[str]:
+        return re.findall(r"{(\w+)}", self.path)
+
+    def url(self, values: dict[str, str]) -> str:
+        return self.path.format(**values)
+
+
+def http_routes(app) -> Iterator[Route]:
+    """Every (method, path) the app serves, but Litestar's automatic OPTIONS answers."""
+    for route in app.routes:
+        for handler in getattr(route, "route_handlers", []):
+            for method in sorted(handler.http_methods):
+                if method == "OPTIONS":
+                    continue
+                yield Route(
+                    method,
+                    route.path_format,
+                    route_access(handler),
+                    "data" in handler.parsed_fn_signature.parameters,
+                )
+
+
+async def make_company(client, container, name: str) -> dict[str, str]:
+    """A company with an agent, an issue, a comment, a run with an event, and a key."""
+    company = (await client.post("/api/companies", json={"name": name})).json()
+    cid = company["id"]
+    agent = (
+        await client.post(
+            f"/api/companies/{cid}/agents", json={"name": "ag", "provider": "fixture"}
+        )
+    ).json()
+    issue = (
+        await client.post(
+            f"/api/companies/{cid}/issues",
+            json={"title": f"{name} secret", "assignee_agent_id": agent["id"]},
+        )
+    ).json()
+    comment = (
+        await client.post(
+            f"/api/companies/{cid}/issues/{issue['id']}/comments", json={"body": f"{name} body"}
+        )
+    ).json()
+    async with container.sessions().begin() as session:
+        run = Run(
+            id=uuid.uuid4(),
+            company_id=uuid.UUID(cid),
+            agent_id=uuid.UUID(agent["id"]),
+            issue_id=uuid.UUID(issue["id"]),
+            provider="fixture",
+            status="running",
+        )
+        session.add(run)
+        await session.flush()
+        session.add(
+            RunEvent(
+                company_id=run.company_id,
+                run_id=run.id,
+                seq=1,
+                type="turn/started",
+                source_instance="test",
+                source_seq=1,
+            )
+        )
+    key, _ = await container.api_keys().create(
+        f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
+    )
+    return {
+        "company_id": cid,
+        "agent_id": agent["id"],
+        "issue_id": issue["id"],
+        "comment_id": comment["id"],
+        "run_id": str(run.id),
+        "key_id": str(key.id),
+        "name": name,
+    }
+
+
+async def table_fingerprint(container) -> dict[str, object]:
+    """Row counts of every table and the latest update: equal before and after means no write."""
+    async with container.sessions()() as session:
+        counts: dict[str, object] = {}
+        for table in Base.metadata.tables.values():
+            counts[table.name] = (
+                await session.execute(select(func.count()).select_from(table))
+            ).scalar()
+        for table in ("companies", "agents", "issues"):
+            counts[f"{table}.updated_at"] = str(
+                (await session.execute(text(f"SELECT max(updated_at) FROM {table}"))).scalar()
+            )
+        counts["api_keys.revoked"] = (
+            await session.execute(text("SELECT count(revoked_at) FROM api_keys"))
+        ).scalar()
+        return counts
+
+
+def fill_reference(variant: dict, b: dict[str, str]) -> dict:
+    return {
+        kind: {f: (v.format(**b) if isinstance(v, str) else v) for f, v in payload.items()}
+        for kind, payload in variant.items()
+    }

@@ -1,0 +1,14 @@
+"""Fixtures shared by the core's tests (the plugin-author fixtures are in ``paperclip.testing``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support import fixture_provider
+
+
+@pytest.fixture
+def fixture_kind(register_plugin):
+    """The ``fixture`` provider kind on the test's plugin host (before the app is built)."""
+    register_plugin(fixture_provider, name="fixture")
+    return fixture_provider.NAME
