@@ -48,9 +48,15 @@ class NotFoundError(PaperclipError):
         *,
         field: str | None = None,
         source: FieldSource = "body",
-    ) -> NotFoundError:
-        """``<entity>_not_found``; ``field`` names the request field that referred to it."""
-        return cls(
+    ) -> PaperclipError:
+        """``<entity>_not_found``; ``field`` names the request field that referred to it.
+
+        A 404 is about the URL's own resource (``source="path"``, or no field).
+        An id that a body or query field refers to is invalid input (422, same
+        code): the resource the request is about exists, the reference does not.
+        """
+        error_class = cls if field is None or source == "path" else UnknownReferenceError
+        return error_class(
             f"{entity} {entity_id} not found",
             code=f"{entity}_not_found",
             field=field,
@@ -66,6 +72,10 @@ class ConflictError(PaperclipError):
 class InvalidInputError(PaperclipError):
     status_code = 422
     code = "invalid_input"
+
+
+class UnknownReferenceError(InvalidInputError):
+    """A body or query field names an id that does not exist in this company (or is another's)."""
 
 
 class UnauthorizedError(PaperclipError):

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.errors import InvalidInputError, NotFoundError
+from paperclip.errors import FieldSource, InvalidInputError, NotFoundError
 from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
@@ -130,7 +130,9 @@ class IssueService:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
             # A filter naming another company's row is answered like any foreign id.
-            await self._check_links(session, company_id, None, assignee_agent_id, parent_id)
+            await self._check_links(
+                session, company_id, None, assignee_agent_id, parent_id, source="query"
+            )
             stmt = select(Issue).where(Issue.company_id == company_id)
             if status is not None:
                 stmt = stmt.where(Issue.status == status)
@@ -207,10 +209,17 @@ class IssueService:
         issue_id: uuid.UUID | None,
         assignee_agent_id: uuid.UUID | None,
         parent_id: uuid.UUID | None,
+        source: FieldSource = "body",
     ) -> None:
         if assignee_agent_id is not None:
             await get_scoped(
-                session, Agent, company_id, assignee_agent_id, "agent", field="assignee_agent_id"
+                session,
+                Agent,
+                company_id,
+                assignee_agent_id,
+                "agent",
+                field="assignee_agent_id",
+                source=source,
             )
         if parent_id is None:
             return
@@ -224,7 +233,7 @@ class IssueService:
                     "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
                 )
             parent = await get_scoped(
-                session, Issue, company_id, cursor, "issue", field="parent_id"
+                session, Issue, company_id, cursor, "issue", field="parent_id", source=source
             )
             cursor = parent.parent_id
         raise InvalidInputError(

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.errors import NotFoundError
+from paperclip.errors import FieldSource, NotFoundError
 
 M = TypeVar("M")
 
@@ -38,11 +38,12 @@ async def get_scoped(
     *,
     for_update: bool = False,
     field: str | None = None,
+    source: FieldSource = "body",
 ) -> M:
     """The row of ``model`` with this id in this company, or ``<entity>_not_found``.
 
     A row of another company is reported exactly like a missing one. ``field``
-    names the body field that referred to it, when one did.
+    names the body or query field that referred to it, when one did (then 422).
     """
     stmt = select(model).where(
         model.id == entity_id,  # type: ignore[attr-defined]
@@ -52,7 +53,7 @@ async def get_scoped(
         stmt = stmt.with_for_update()
     row = (await session.execute(stmt)).scalar_one_or_none()
     if row is None:
-        raise NotFoundError.of(entity, entity_id, field=field)
+        raise NotFoundError.of(entity, entity_id, field=field, source=source)
     return row
 
 

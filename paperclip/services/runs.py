@@ -30,9 +30,13 @@ class RunQueries:
             await require_company(session, company_id)
             # A filter naming another company's row is answered like any foreign id.
             if agent_id is not None:
-                await get_scoped(session, Agent, company_id, agent_id, "agent")
+                await get_scoped(
+                    session, Agent, company_id, agent_id, "agent", field="agent_id", source="query"
+                )
             if issue_id is not None:
-                await get_scoped(session, Issue, company_id, issue_id, "issue")
+                await get_scoped(
+                    session, Issue, company_id, issue_id, "issue", field="issue_id", source="query"
+                )
             stmt = select(Run).where(Run.company_id == company_id)
             if agent_id is not None:
                 stmt = stmt.where(Run.agent_id == agent_id)

@@ -23,6 +23,12 @@ Documented exceptions, configured below and nowhere else:
   cursor is an opaque token the server signs for one list, so any string the
   document allows but the server did not issue is refused (``invalid_cursor``)
   by design. ``test_pages.py`` tests it.
+- ``positive_data_acceptance`` accepts ``422`` on operations whose body or
+  query refers to other resources by id (an issue's assignee and parent, a
+  wake's issue, the filters of the issue and run lists): an id the document
+  allows but no row has is refused as ``<entity>_not_found`` (422: the
+  request's own resource exists, its reference does not). ``test_tenancy.py``
+  tests it.
 - ``positive_data_acceptance`` accepts ``422`` on ``PATCH`` of an agent: a new
   ``provider_config`` alone is checked against the agent's own provider, while
   the document offers every installed provider's schema (it cannot know the
@@ -152,6 +158,11 @@ def config(ids: dict[str, str]) -> str:
             "[[operations]]",
             f"include-path-regex = '{LISTS}'",
             'include-method-regex = "^(GET|HEAD)$"',
+            "checks.positive_data_acceptance.expected-statuses = "
+            '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
+            "",
+            "[[operations]]",
+            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",

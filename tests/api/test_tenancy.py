@@ -40,7 +40,9 @@ async def test_every_route_refuses_foreign_ids(client, app, container):
         for variant in variants:
             url = path.format(**a)
             r = await client.request(method, url, **fill_reference(variant, b))
-            assert r.status_code == 404, (method, url, variant, r.text)
+            # A reference in a body or query is invalid input; the code says it is not found.
+            assert r.status_code == 422, (method, url, variant, r.text)
+            assert r.json()["code"].endswith("not_found")
             assert "Bravo" not in r.text
             assert r.json()["details"] is None or r.json()["details"][0]["source"] in (
                 "body",

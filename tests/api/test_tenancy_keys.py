@@ -111,7 +111,8 @@ async def test_a_key_of_company_a_reaches_nothing_of_company_b(world, container)
             r = await client.request(
                 method, path.format(**a), **fill_reference(variant, b), headers=admin
             )
-            assert r.status_code == 404, (method, path, variant, r.text)
+            assert r.status_code == 422, (method, path, variant, r.text)
+            assert r.json()["code"].endswith("not_found")
             assert "Bravo" not in r.text
 
     listed = (await client.get("/api/companies", headers=admin)).json()["items"]
