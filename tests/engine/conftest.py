@@ -203,7 +203,7 @@ class Stack:
 
 
 @pytest.fixture
-def stack(database_url, tmp_path):
-    s = Stack(database_url=database_url, tmp=tmp_path)
+def stack(paperclip_database_url, tmp_path):
+    s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s
     s.stop()

@@ -121,11 +121,15 @@ async def eventually(fetch: Any, done: Any, within: float = 10, step: float = 0.
 
 
 @pytest.fixture
-async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]:
-    register_plugin(EchoProvider(), name="echo-provider")
-    check_config = ProviderConfigs(plugin_host.providers()).check
-    company = await container.companies().create(LOCAL_OPERATOR, name="Memory", issue_prefix=None)
-    agent = await container.agents().create(
+async def world(
+    paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+) -> AsyncIterator[World]:
+    paperclip_register_plugin(EchoProvider(), name="echo-provider")
+    check_config = ProviderConfigs(paperclip_plugin_host.providers()).check
+    company = await paperclip_container.companies().create(
+        LOCAL_OPERATOR, name="Memory", issue_prefix=None
+    )
+    agent = await paperclip_container.agents().create(
         LOCAL_OPERATOR,
         company.id,
         name=f"coder-{uuid.uuid4().hex[:6]}",
@@ -135,15 +139,15 @@ async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]
         check_config=check_config,
     )
     engine = RunEngine(
-        container.sessions(),
-        plugin_host,
+        paperclip_container.sessions(),
+        paperclip_plugin_host,
         instance=f"memory-replica-{uuid.uuid4().hex[:6]}",
         lease_seconds=2.0,
-        database=container.engine(),
+        database=paperclip_container.engine(),
     )
     await engine.start()
     try:
-        yield World(engine, container, company.id, agent.id, check_config)
+        yield World(engine, paperclip_container, company.id, agent.id, check_config)
     finally:
         await engine.stop()
 
