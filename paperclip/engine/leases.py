@@ -144,6 +144,8 @@ class LeaseKeeper:
                         select(Run.id)
                         .where(
                             Run.status.in_(ACTIVE),
+                            # A run waiting for a runner to go on is recovery's to settle.
+                            Run.phase == "turn",
                             Run.lease_expires_at
                             < func.now() - timedelta(seconds=self.abandon_after),
                         )

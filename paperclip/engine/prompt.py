@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.models import Agent, Comment, Issue, Run, WakeRequest
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
+from paperclip.services.comments import issue_comments
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
@@ -108,15 +109,7 @@ async def assemble_for_run(
     comments: list[Comment] = []
     parent = since = None
     if issue is not None:
-        comments = list(
-            (
-                await session.execute(
-                    select(Comment)
-                    .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
-                    .order_by(Comment.created_at, Comment.id)
-                )
-            ).scalars()
-        )
+        comments = await issue_comments(session, issue.id)
         parent = await session.get(Issue, issue.parent_id) if issue.parent_id else None
         since = (
             await session.execute(

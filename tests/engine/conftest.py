@@ -35,6 +35,8 @@ class Stack:
     servers: list[ServerProcess] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
     runner: RunnerProcess | None = None
+    credential: str | None = None
+    runner_folder: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     """More environment for the control-plane processes (e.g. PYTHONPATH to installed plugins)."""
 
@@ -49,12 +51,16 @@ class Stack:
             "PAPERCLIP_INSTANCE_ID": f"replica-{index}",
         }
 
-    def start_server(self, index: int = 0) -> ServerProcess:
+    def start_server(self, index: int = 0, *, local_runner: bool = False) -> ServerProcess:
+        """A control plane; with ``local_runner``, it starts its own runner offering the fake."""
         while len(self.ports) <= index:
             self.ports.append(free_port())
-        server = ServerProcess(
-            self.server_env(index), self.tmp / f"cp{index}.log", "--no-runner"
-        ).start()
+        env = self.server_env(index)
+        if local_runner:
+            self.script_dir.mkdir(parents=True, exist_ok=True)
+            env["PAPERCLIP_RUNNER_LAUNCH"] = json.dumps(fake_launch(self.script_dir, self.fake_log))
+        args = () if local_runner else ("--no-runner",)
+        server = ServerProcess(env, self.tmp / f"cp{index}.log", *args).start()
         if index < len(self.servers):
             self.servers[index] = server
         else:
@@ -74,15 +80,24 @@ class Stack:
         return self.tmp / "fake.log"
 
     def start_runner(
-        self, launch: dict | None = None, env: dict[str, str] | None = None
+        self,
+        launch: dict | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        another: bool = False,
     ) -> RunnerProcess:
-        """The runner, offering the fake app-server (or the given launch profiles)."""
+        """The runner (a next process of the same one, after the first), offering the fake
+        app-server (or the given launch profiles); ``another``: a second runner, on its own
+        credential and work folder."""
         self.script_dir.mkdir(parents=True, exist_ok=True)
         profiles = launch if launch is not None else fake_launch(self.script_dir, self.fake_log)
+        if another or self.credential is None:
+            self.credential = self.runner_credential()
+            self.runner_folder = self.tmp / ("runner" if not another else f"runner-{free_port()}")
         self.runner = RunnerProcess(
             [self.url(i) for i in range(len(self.ports))],
-            self.runner_credential(),
-            self.tmp / "runner",
+            self.credential,
+            self.runner_folder,
             self.tmp / "runner.log",
             env={**(env or {}), "PAPERCLIP_RUNNER_LAUNCH": json.dumps(profiles)},
         ).start()

@@ -153,7 +153,7 @@ async def dispatch(pipeline, runs, call_ids, *, stale=False):
     async with engine.sessions() as session:
         rows = (await session.execute(select(ToolCall).where(ToolCall.id.in_(call_ids)))).scalars()
         batch = [(row.run_id, row.id, journal.CallInput.of(row) if stale else None) for row in rows]
-    return await engine.execute_batch(link, batch)
+    return await engine.execute_batch(link.runner_id, batch)
 
 
 async def events_of(container, run_id):

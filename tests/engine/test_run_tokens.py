@@ -152,11 +152,12 @@ async def test_a_run_abandoned_by_its_runner_is_failed_once(
 
     a, _ = two_runs
     engine = paperclip_container.run_engine()
-    engine.abandon_after = 1
+    engine.leases.abandon_after = 1
     async with paperclip_container.sessions().begin() as session:
         await session.execute(
             text(
-                "UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3 WHERE id = :id"
+                "UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3, "
+                "phase = 'turn' WHERE id = :id"
             ),
             {"id": a["run_id"]},
         )
