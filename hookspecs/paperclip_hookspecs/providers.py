@@ -94,6 +94,9 @@ class TurnResult:
     ``PROVIDER_SPAWN_FAILED`` say the provider process, not the model, failed: the
     control plane then resumes the session in a new turn instead of failing the run.
     ``RESUME_FAILED``: the session could not be resumed (a fresh retry may follow)."""
+    provider_turn_id: str | None = None
+    """The provider's own id of this turn (a Codex turn id), when it has one (hook API 1.3):
+    recorded on the run's turn, for following it into the provider's logs."""
 
 
 PROVIDER_EXITED = "provider_exited"

@@ -80,6 +80,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("runner_id", sa.Uuid(), nullable=True),
         sa.Column("session_ref", sa.String(length=200), nullable=True),
+        sa.Column("provider_turn_id", sa.String(length=200), nullable=True),
         sa.Column("input_schema", sa.String(length=100), nullable=True),
         sa.Column("input", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.Column("error_code", sa.String(length=100), nullable=True),
@@ -183,6 +184,9 @@ def upgrade() -> None:
         "runs", sa.Column("resume_attempts", sa.Integer(), nullable=False, server_default="0")
     )
     op.add_column("runs", sa.Column("resumable_since", sa.DateTime(timezone=True), nullable=True))
+    # A constant default is only catalog metadata: no rewrite of a long event log.
+    op.add_column("run_events", sa.Column("turn", sa.Integer(), nullable=False, server_default="1"))
+    op.alter_column("run_events", "turn", server_default=None)
     op.alter_column("runs", "turn", server_default=None)
     op.alter_column("runs", "resume_attempts", server_default=None)
     op.create_index(

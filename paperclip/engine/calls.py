@@ -9,6 +9,7 @@ one transaction executes and settles it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal, outbox
 from paperclip.engine.executor import ToolExecutor
@@ -32,6 +34,7 @@ from paperclip.wire.messages import ToolResult
 log = logging.getLogger(__name__)
 
 DISPATCH_BATCH = 32
+UNAVAILABLE_BACKOFF_SECONDS = 1.0
 
 
 class CallPipeline:
@@ -166,12 +169,21 @@ class CallPipeline:
         """
         try:
             replies = await self.execute_batch(link.runner_id, batch)
-        except Exception:
+        except Exception as exc:
+            if is_unavailable(exc):
+                # The calls stay journaled and pending: try them again once it is back.
+                log_failure(log, "%s tool call(s) wait for the database", exc, len(batch))
+                await asyncio.sleep(UNAVAILABLE_BACKOFF_SECONDS)
+                for run_id, call_db_id, _ in batch:
+                    link.admitted.put_nowait((run_id, call_db_id, None))
+                return
             if len(batch) > 1 or batch[0][2] is not None:
                 for run_id, call_db_id, _ in batch:
                     await self.dispatch(link, [(run_id, call_db_id, None)])
             else:
-                log.exception("tool call %s of run %s failed to dispatch", batch[0][1], batch[0][0])
+                log_failure(
+                    log, "tool call %s of run %s failed to dispatch", exc, batch[0][1], batch[0][0]
+                )
             return
         for seq, message in replies:
             await link.deliver(seq, message)

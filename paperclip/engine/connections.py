@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine import leases, outbox
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
@@ -42,6 +43,8 @@ from paperclip.wire.messages import (
 log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT = 10.0
+CLOSE_TRY_AGAIN = 1013
+"""WebSocket close code "try again later" (the database is away, say)."""
 
 
 class RunnerConnections:
@@ -92,7 +95,12 @@ class RunnerConnections:
         except TransportClosed:
             return
 
-        link = await self._register(runner.id, transport, hello)
+        try:
+            link = await self._register(runner.id, transport, hello)
+        except Exception as exc:
+            log_failure(log, "runner %s could not be registered", exc, runner.name)
+            await transport.close(CLOSE_TRY_AGAIN, "the control plane cannot serve it now")
+            return
         try:
             await link.send(Welcome(replica=self.instance, acked_seq=link.last_in))
             await self._adopt_runs_of(link, hello)
@@ -106,6 +114,10 @@ class RunnerConnections:
         except StaleEpochError as exc:
             log.warning("runner %s: %s; closing this link", runner.name, exc)
             await link.close(CLOSE_REPLACED, "run adopted elsewhere")
+        except Exception as exc:
+            # The runner reconnects (with backoff) and both sides replay what is unacknowledged.
+            log_failure(log, "the connection of runner %s failed", exc, runner.name)
+            await link.close(CLOSE_TRY_AGAIN, "the control plane cannot serve it now")
         finally:
             await self._unregister(link)
 

@@ -182,6 +182,7 @@ class RunEndings:
             error_code=message.error_code,
             error_message=message.error,
             session_ref=message.session_ref,
+            provider_turn_id=message.provider_turn_id,
         )
         run.lease_expires_at = datetime.now(UTC)
         log.info("turn %s of run %s was lost (%s)", run.turn, run.id, message.error_code)
@@ -201,6 +202,7 @@ class RunEndings:
             error_code=message.error_code,
             error_message=message.error,
             session_ref=message.session_ref,
+            provider_turn_id=message.provider_turn_id,
         )
         ended = await finish_run(
             session,

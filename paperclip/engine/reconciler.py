@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -28,6 +29,7 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.models import RecoveryItem, RecoveryItemStatus
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
@@ -91,7 +93,7 @@ class Reconciler:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the database is away, say: the next pass retries
-                log.warning("recovery pass failed: %s", exc)
+                log_failure(log, "a recovery pass failed", exc)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.pass_seconds):
                     await self._nudge.wait()
@@ -100,7 +102,16 @@ class Reconciler:
     async def pass_once(self) -> None:
         for policy in self.plugins.recovery_policies():
             report = self.reports.setdefault(policy.name, PolicyReport(policy.name))
-            await self._run_policy(policy, report)
+            try:
+                await self._run_policy(policy, report)
+            except (Exception, PluginError) as exc:
+                # One policy that cannot even list its candidates stops none of the others.
+                if is_unavailable(exc):
+                    raise
+                report.failed += 1
+                report.failed_total += 1
+                report.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("recovery policy %s failed: %s", policy.name, exc)
         self.passes += 1
 
     async def _run_policy(self, policy: RecoveryPolicy, report: PolicyReport) -> None:
@@ -158,7 +169,7 @@ class Reconciler:
         statement = insert(RecoveryItem).values(
             kind=candidate.kind,
             key=candidate.key,
-            company_id=candidate.company_id or None,
+            company_id=_company(candidate),
             attempts=1,
             last_error=error[:2000],
             last_outcome="failed",
@@ -181,7 +192,7 @@ class Reconciler:
         statement = insert(RecoveryItem).values(
             kind=candidate.kind,
             key=candidate.key,
-            company_id=candidate.company_id or None,
+            company_id=_company(candidate),
             last_error=reason,
             last_outcome="quarantined",
             status=RecoveryItemStatus.QUARANTINED,
@@ -207,6 +218,14 @@ class Reconciler:
                 .limit(limit)
             )
             return list(rows.scalars())
+
+
+def _company(candidate: RecoveryCandidate) -> uuid.UUID | None:
+    """The candidate's company, when it names one by id (a policy's own kinds may not)."""
+    try:
+        return uuid.UUID(candidate.company_id)
+    except (TypeError, ValueError):
+        return None
 
 
 def _status_after(attempts: object) -> object:

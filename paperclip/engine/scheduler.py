@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine import outbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
@@ -92,8 +93,8 @@ class WakeScheduler:
                         self.nudge()  # a full batch may have left more
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    log.exception("claiming wakes failed")
+                except Exception as exc:
+                    log_failure(log, "claiming wakes failed", exc)
                     await asyncio.sleep(LISTEN_RETRY_SECONDS)
         finally:
             listener.cancel()

@@ -95,6 +95,7 @@ async def end_turn(
     error_code: str | None = None,
     error_message: str | None = None,
     session_ref: str | None = None,
+    provider_turn_id: str | None = None,
 ) -> None:
     """Close the turn (if it is still in flight); a lost one leaves the run ``resuming``-bound."""
     values: dict[str, Any] = {
@@ -103,6 +104,8 @@ async def end_turn(
         "error_message": error_message,
         "finished_at": datetime.now(UTC),
     }
+    if provider_turn_id:
+        values["provider_turn_id"] = provider_turn_id[:200]
     if session_ref:
         values["session_ref"] = session_ref
         run.session_ref = session_ref

@@ -128,6 +128,8 @@ class RunEvent(Base):
     """Position in the run's log, 1-based, gap-free."""
     type: Mapped[str] = mapped_column(String(100))
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    turn: Mapped[int] = mapped_column(default=1)
+    """The run's turn when the event was stored."""
     source_instance: Mapped[str] = mapped_column(String(200))
     """Who produced the event (a runner instance, a controller); with ``source_seq``, the replay key."""
     source_seq: Mapped[int] = mapped_column(BigInteger)

@@ -75,6 +75,8 @@ class RunTurn(Base):
     )
     session_ref: Mapped[str | None] = mapped_column(String(200))
     """The provider session the turn runs in, once known (resumed or reported)."""
+    provider_turn_id: Mapped[str | None] = mapped_column(String(200))
+    """The provider's own id of the turn (a Codex turn id), once it ended."""
     input_schema: Mapped[str | None] = mapped_column(String(100))
     input: Mapped[dict[str, Any] | None] = mapped_column()
     """A continuation's input (the first turn's is the run's execution input)."""

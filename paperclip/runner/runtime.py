@@ -372,6 +372,7 @@ class RunnerProcess:
                 error=result.error,
                 error_code=result.error_code,
                 answer=result.answer,
+                provider_turn_id=result.provider_turn_id,
             )
         )
 

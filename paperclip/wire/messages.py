@@ -103,6 +103,8 @@ class TurnFinished(DataMessage, tag="turn_finished"):
     provider's own failure (``provider_turn_failed``)."""
     answer: str | None = None
     """The turn's final prose, when the provider reported one."""
+    provider_turn_id: str | None = None
+    """The provider's own id of the turn, when it has one."""
 
 
 class SteerResult(DataMessage, tag="steer_result"):

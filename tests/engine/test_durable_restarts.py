@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -66,6 +67,19 @@ def assert_went_on_once(stack, ctx, *, lost_because: str) -> dict:
     ], history
     assert history[0]["error_code"] == lost_because
     assert history[0]["session_ref"] and history[1]["session_ref"] == history[0]["session_ref"]
+    with stack.api() as api:
+        listed = api.get(f"/companies/{ctx['company']['id']}/runs/{run['id']}/turns").json()[
+            "items"
+        ]
+    assert [(t["number"], t["kind"], t["status"]) for t in listed] == [
+        (1, "initial", "lost"),
+        (2, "continuation", "completed"),
+    ]
+    assert listed[1]["provider_turn_id"] and listed[1]["session_ref"] == history[0]["session_ref"]
+    assert listed[1]["input_schema"] == "paperclip.native-continuation.v1"
+    # Each turn's events are its own: the provider's of the first, then of the second.
+    by_turn = {e["turn"] for e in stack.events(ctx, run["id"]) if e["type"] == "turn/started"}
+    assert by_turn == {1, 2}
     run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
     bodies = [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]]
     # The first turn's comment once (the continuation does not post it again), then the answer.
@@ -177,3 +191,116 @@ def test_a_runner_killed_before_it_acknowledged_start_turn_never_starts_it_twice
         if e.get("type") == "received" and e["message"].get("method") == "initialize"
     ]
     assert len(starts) == 1, starts
+
+
+def released_gate_script(stack, name: str) -> tuple[dict, Path, Path]:
+    """One turn: it reaches a gate, waits until the test releases it, then finishes.
+    Played again from the top by a fresh session (another runner's)."""
+    reached, release = stack.tmp / f"{name}-reached", stack.tmp / f"{name}-release"
+    script = {
+        "turns": [
+            [
+                {"touch_file": str(reached)},
+                {"wait_for_file": str(release), "timeout": 300},
+                {"message": "Done after all."},
+                {
+                    "call_tool": {
+                        "name": "finish",
+                        "arguments": {"outcome": "done", "summary": "ok"},
+                    }
+                },
+            ]
+        ]
+    }
+    return script, reached, release
+
+
+def kill_runner_at_the_gate(stack, reached: Path) -> None:
+    wait_until(reached.exists, 60, message="the first turn at its gate")
+    stack.runner.proc.send_signal(signal.SIGKILL)
+    stack.runner.proc.wait(10)
+
+
+def test_a_runner_that_never_comes_back_hands_its_run_to_another_runner(stack):
+    stack.extra_env["PAPERCLIP_RUNNER_GONE_SECONDS"] = "1"
+    stack.start_server()
+    first = stack.start_runner()
+    script, reached, release = released_gate_script(stack, "handover")
+    ctx = stack.setup_issue(script)
+    stack.assign(ctx)
+    kill_runner_at_the_gate(stack, reached)
+    release.touch()
+
+    second = stack.start_runner(another=True)  # another machine: the thread is not there
+    run = stack.wait_for_terminal_run(ctx, timeout=120)
+    assert run["status"] == "succeeded", (run, second.tail())
+    history = turns(stack, run["id"])
+    # Gone with the first runner; the other runner cannot resume that session, so the
+    # run starts over in a fresh one there: bounded, and each turn once.
+    assert [(t["number"], t["kind"], t["status"], t["error_code"]) for t in history] == [
+        (1, "initial", "lost", "runner_gone"),
+        (2, "continuation", "lost", "resume_failed"),
+        (3, "fresh_retry", "completed", None),
+    ], (history, first.tail())
+    assert run["resume_attempts"] == 2
+    [row] = query(
+        stack.database_url,
+        "SELECT r.name FROM runs JOIN runners r ON r.id = runs.runner_id WHERE runs.id = $1",
+        uuid.UUID(run["id"]),
+    )
+    assert (
+        row["name"]
+        != query(
+            stack.database_url,
+            "SELECT r.name FROM run_turns t JOIN runners r ON r.id = t.runner_id "
+            "WHERE t.run_id = $1 AND t.number = 1",
+            uuid.UUID(run["id"]),
+        )[0]["name"]
+    )
+
+
+def test_with_no_runner_the_task_ends_held_and_a_released_hold_runs_it_again(stack):
+    stack.extra_env.update(
+        {"PAPERCLIP_RUNNER_GONE_SECONDS": "1", "PAPERCLIP_RUN_ABANDON_SECONDS": "3"}
+    )
+    stack.start_server()
+    stack.start_runner()
+    script, reached, release = released_gate_script(stack, "held")
+    ctx = stack.setup_issue(script)
+    stack.assign(ctx)
+    kill_runner_at_the_gate(stack, reached)
+
+    run = stack.wait_for_terminal_run(ctx, timeout=90)
+    assert run["status"] == "failed" and run["error_code"] == "runner_unavailable", run
+    company, issue = ctx["company"]["id"], ctx["issue"]["id"]
+    with stack.api() as api:
+        [hold] = api.get(f"/companies/{company}/holds", params={"issue_id": issue}).json()["items"]
+        assert (hold["kind"], hold["set_by"], hold["status"]) == (
+            "runner_unavailable",
+            "system",
+            "active",
+        )
+        assert "no runner offering the 'codex' provider" in hold["reason"]
+        assert "resolve this hold" in hold["reason"]  # what a person can do about it
+        # Held: a new wake of the task waits, even with a runner connected.
+        release.touch()
+        stack.start_runner(another=True)
+        r = api.post(f"/companies/{company}/issues/{issue}/comments", json={"body": "Try again?"})
+        assert r.status_code == 201, r.text
+        time.sleep(3)
+        assert [r["id"] for r in stack.runs(ctx)] == [run["id"]]
+
+        r = api.post(f"/companies/{company}/holds/{hold['id']}/resolve", json={})
+        assert r.status_code == 200 and r.json()["resolved_by"] == "operator", r.text
+        again = api.post(f"/companies/{company}/holds/{hold['id']}/resolve", json={})
+        assert again.status_code == 409 and again.json()["code"] == "hold_already_resolved"
+
+    rerun = wait_until(
+        lambda: next(
+            (r for r in stack.runs(ctx) if r["id"] != run["id"] and r["status"] == "succeeded"),
+            None,
+        ),
+        90,
+        message="the task ran again once the hold was released",
+    )
+    assert rerun["turn"] == 1

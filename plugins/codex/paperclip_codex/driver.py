@@ -7,7 +7,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +198,8 @@ class CodexDriver:
             except TurnAborted:
                 await self._finish_pump(session, pump, stop)
                 raise
-            return await self._await_completion(session, pump, stop, thread_id, turn_id, settings)
+            result = await self._await_completion(session, pump, stop, thread_id, turn_id, settings)
+            return replace(result, provider_turn_id=turn_id)
         finally:
             if not pump.done():
                 pump.cancel()
