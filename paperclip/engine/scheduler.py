@@ -23,6 +23,7 @@ from paperclip.engine import outbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
+from paperclip.engine.snapshot import record_wake_snapshot
 from paperclip.models import Agent, Issue, Run, RunStatus, WakeRequest
 from paperclip.plugins import PluginHost
 from paperclip.services.activity import record_activity
@@ -189,9 +190,10 @@ class WakeScheduler:
             # First, so the prompt shows the status the agent works in.
             start_work(issue)
         run_id = uuid.uuid4()
-        assembled = await assemble_for_run(
+        prepared = await assemble_for_run(
             session, agent=agent, issue=issue, wake=wake, run_id=str(run_id), hooks=self.plugins
         )
+        assembled = prepared.assembled
         now = datetime.now(UTC)
         run = Run(
             id=run_id,
@@ -212,6 +214,13 @@ class WakeScheduler:
         )
         session.add(run)
         await session.flush()  # the one-active-run-per-issue index decides here
+        await record_wake_snapshot(
+            session,
+            run,
+            wake.source,
+            prepared.current,
+            assembled.execution_input.model.rendered_sources,
+        )
         token = new_run_token(session, run)
         mark_claimed(wake, run.id)
         start = StartTurn(

@@ -12,6 +12,7 @@ from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
+from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot, WakeSnapshotComment
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -37,7 +38,10 @@ __all__ = [
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",
+    "WakeCommentRead",
+    "WakeCommentSnapshot",
     "WakeKey",
     "WakeRequest",
+    "WakeSnapshotComment",
     "WakeStatus",
 ]
