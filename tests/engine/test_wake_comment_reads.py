@@ -334,6 +334,14 @@ async def test_a_comment_edited_after_a_complete_read_fails_the_run_at_the_end(w
     assert await world.issue_status(wake.issue_id) == "todo"
 
 
+async def test_a_run_that_blocks_without_reading_ends_blocked(world):
+    wake = await woken(world, many(WINDOW + 1))
+    blocked = await wake.call("block", reason="I need the staging credentials.")
+    assert not blocked.is_error, blocked.content
+    run = await wake.end_turn()
+    assert (run.status, run.status_reason) == ("succeeded", "task_blocked")
+
+
 # The reader's own errors, and its receipts.
 
 
