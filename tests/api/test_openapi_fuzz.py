@@ -82,10 +82,10 @@ def mode(request):
 
 
 @pytest.fixture(scope="module")
-def served(mode, database_url, tmp_path_factory):
+def served(mode, paperclip_database_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"fuzz-{mode}")
     env = {
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_DATA_DIR": str(tmp / "data"),
         "PAPERCLIP_PORT": "0",
         "PAPERCLIP_DEPLOYMENT_MODE": mode,
@@ -183,9 +183,9 @@ def config(ids: dict[str, str]) -> str:
     )
 
 
-def test_every_operation_passes_every_check(served, database_url):
+def test_every_operation_passes_every_check(served, paperclip_database_url):
     server, headers, tmp = served
-    ids = seed(server.url, headers, database_url)
+    ids = seed(server.url, headers, paperclip_database_url)
     config_file = tmp / "schemathesis.toml"
     config_file.write_text(config(ids))
     junit = tmp / "junit.xml"

@@ -72,16 +72,16 @@ async def _check(url: str, run_id: uuid.UUID) -> tuple[object, object]:
         await engine.dispose()
 
 
-def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(postgres_admin_url):
+def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(paperclip_postgres_url):
     name = "paperclip_migration_snapshots"
     asyncio.run(
         _admin(
-            postgres_admin_url,
+            paperclip_postgres_url,
             f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
             f'CREATE DATABASE "{name}"',
         )
     )
-    url = _with_database(postgres_admin_url, name)
+    url = _with_database(paperclip_postgres_url, name)
     try:
         migrate.upgrade(url, "0004")
         run_id = asyncio.run(_old_run(url))
@@ -91,4 +91,6 @@ def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(postgre
         snapshot, refusal = asyncio.run(_check(url, run_id))
         assert snapshot is None and refusal is None
     finally:
-        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(
+            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        )

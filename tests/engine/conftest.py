@@ -203,16 +203,18 @@ class Stack:
 
 
 @pytest.fixture
-async def world(container, plugin_host, register_plugin):
+async def world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
     """The engine in memory, with a company and an agent (``tests.engine.memory_world``)."""
     from tests.engine.memory_world import memory_world
 
-    async with memory_world(container, plugin_host, register_plugin) as built:
+    async with memory_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    ) as built:
         yield built
 
 
 @pytest.fixture
-def stack(database_url, tmp_path):
-    s = Stack(database_url=database_url, tmp=tmp_path)
+def stack(paperclip_database_url, tmp_path):
+    s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s
     s.stop()

@@ -37,10 +37,10 @@ LONG = "x" * 9_000
 
 
 @pytest.fixture
-def plugin_host(settings) -> PluginHost:
+def paperclip_plugin_host(paperclip_settings) -> PluginHost:
     """The built-ins as the server loads them, so the guard can be disabled from outside."""
     host = PluginHost()
-    host.load_builtins(disable=settings.plugins_disable)
+    host.load_builtins(disable=paperclip_settings.plugins_disable)
     return host
 
 

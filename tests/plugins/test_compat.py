@@ -33,8 +33,10 @@ def test_the_fixtures_are_really_installed():
     assert version("paperclip-hookspecs") == HOOK_API
 
 
-async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plugin_host, tmp_path):
-    legacy = record(installed_plugin_host, "fixture-legacy")
+async def test_a_plugin_written_for_an_older_minor_loads_and_works(
+    paperclip_installed_plugin_host, tmp_path
+):
+    legacy = record(paperclip_installed_plugin_host, "fixture-legacy")
     assert (legacy.status, legacy.distribution, legacy.version, legacy.hook_api) == (
         PluginStatus.LOADED,
         "paperclip-fixture-legacy",
@@ -43,7 +45,7 @@ async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plu
     )
     assert legacy.hooks == ("paperclip_providers",)
 
-    kind = installed_plugin_host.provider("legacy-echo")
+    kind = paperclip_installed_plugin_host.provider("legacy-echo")
     events: list[ProviderEvent] = []
 
     async def emit(event: ProviderEvent) -> None:
@@ -55,11 +57,11 @@ async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plu
     assert (result.status, result.session_ref) == ("completed", "legacy-r1")
     assert [e.type for e in events] == ["item.completed", "turn.completed"]
     # The newer hooks it does not implement are answered by the built-ins.
-    installed_plugin_host.check_pending()
+    paperclip_installed_plugin_host.check_pending()
 
 
-def test_a_plugin_requiring_a_newer_hook_api_is_refused_clearly(installed_plugin_host):
-    future = record(installed_plugin_host, "fixture-future")
+def test_a_plugin_requiring_a_newer_hook_api_is_refused_clearly(paperclip_installed_plugin_host):
+    future = record(paperclip_installed_plugin_host, "fixture-future")
     assert (future.status, future.code) == (PluginStatus.SKIPPED, SkipCode.INCOMPATIBLE_HOOK_API)
     assert future.reason == (
         f"requires paperclip-hookspecs>=1.3,<2, but the running hook API is {HOOK_API}"

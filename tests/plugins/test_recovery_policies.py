@@ -67,12 +67,12 @@ def policies_plugin(*policies: object) -> types.SimpleNamespace:
 
 
 async def test_paperclip_recovery_policies_a_policy_lists_proves_and_settles_once(
-    plugin_host, register_plugin
+    paperclip_plugin_host, paperclip_register_plugin
 ):
     policy = CleanupHolds(holds=[hold("h1", epoch=1), hold("h2", epoch=2)], current_epoch=2)
-    register_plugin(policies_plugin(policy), name="cleanup-holds")
+    paperclip_register_plugin(policies_plugin(policy), name="cleanup-holds")
 
-    [registered] = plugin_host.recovery_policies()
+    [registered] = paperclip_plugin_host.recovery_policies()
     assert registered is policy and isinstance(registered, RecoveryPolicy)
     ctx = RecoveryContext(instance_id="new-replica", now=datetime.now(UTC))
     # One reconciler pass, as the core will run it.
@@ -87,16 +87,18 @@ async def test_paperclip_recovery_policies_a_policy_lists_proves_and_settles_onc
     assert [c.key for c in await registered.list_candidates(ctx, limit=100)] == ["h2"]
 
 
-def test_paperclip_recovery_policies_two_with_one_name_are_an_error(plugin_host, register_plugin):
-    register_plugin(policies_plugin(CleanupHolds([], 1)), name="holds-a")
-    register_plugin(policies_plugin(CleanupHolds([], 1)), name="holds-b")
+def test_paperclip_recovery_policies_two_with_one_name_are_an_error(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(policies_plugin(CleanupHolds([], 1)), name="holds-a")
+    paperclip_register_plugin(policies_plugin(CleanupHolds([], 1)), name="holds-b")
     with pytest.raises(PluginConflictError, match=r"'holds-a'.*'holds-b'"):
-        plugin_host.recovery_policies()
+        paperclip_plugin_host.recovery_policies()
 
 
 def test_paperclip_recovery_policies_an_object_that_is_not_a_policy_is_refused(
-    plugin_host, register_plugin
+    paperclip_plugin_host, paperclip_register_plugin
 ):
-    register_plugin(policies_plugin(types.SimpleNamespace(name="half")), name="half")
+    paperclip_register_plugin(policies_plugin(types.SimpleNamespace(name="half")), name="half")
     with pytest.raises(PluginHookError, match="expected a RecoveryPolicy with a name"):
-        plugin_host.recovery_policies()
+        paperclip_plugin_host.recovery_policies()
