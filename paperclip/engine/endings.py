@@ -22,12 +22,13 @@ from paperclip_hookspecs.presentation import (
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
-from paperclip.engine.completion import completion_check, report_of
+from paperclip.engine.completion import check_completion, report_of
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.snapshot import SnapshotBindingError
 from paperclip.engine.turns import end_turn, is_lost
 from paperclip.models import Run, RunStatus, TurnStatus
 from paperclip.plugins import PluginHost
@@ -193,7 +194,7 @@ class RunEndings:
         """The run's status decision: the turn ended, and with it the run."""
         status, code, text = decide(run, message)
         if status is RunStatus.SUCCEEDED:
-            status, code, text = self._terminal_guard(run)
+            status, code, text = await self._terminal_guard(session, run)
         await end_turn(
             session,
             run,
@@ -226,15 +227,20 @@ class RunEndings:
             )
         return ended, status
 
-    def _terminal_guard(self, run: Run) -> tuple[RunStatus, str | None, str | None]:
-        """The completion guards again, after the provider ended its turn: a refusal fails the run."""
+    async def _terminal_guard(
+        self, session: AsyncSession, run: Run
+    ) -> tuple[RunStatus, str | None, str | None]:
+        """The completion guards again, after the provider ended its turn, against the exact
+        wake snapshot as it is now: a refusal fails the run with its code."""
         assert run.result is not None
         try:
-            refusal = self.plugins.check_completion(
-                completion_check(run, CompletionStage.TERMINAL, report_of(run.result))
+            refusal = await check_completion(
+                session, run, CompletionStage.TERMINAL, report_of(run.result), self.plugins
             )
         except PluginError as exc:
             return RunStatus.FAILED, "plugin_failed", str(exc)
+        except SnapshotBindingError as exc:
+            return RunStatus.FAILED, exc.code, str(exc)
         if refusal is not None:
             return RunStatus.FAILED, refusal.code, refusal.message
         return RunStatus.SUCCEEDED, None, None

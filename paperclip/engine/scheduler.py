@@ -25,6 +25,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
 from paperclip.engine.resumption import new_token_for, queued_turn, resumable
+from paperclip.engine.snapshot import record_wake_snapshot
 from paperclip.engine.turns import open_turn
 from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
 from paperclip.plugins import PluginHost
@@ -243,9 +244,10 @@ class WakeScheduler:
             # First, so the prompt shows the status the agent works in.
             start_work(issue)
         run_id = uuid.uuid4()
-        assembled = await assemble_for_run(
+        prepared = await assemble_for_run(
             session, agent=agent, issue=issue, wake=wake, run_id=str(run_id), hooks=self.plugins
         )
+        assembled = prepared.assembled
         now = datetime.now(UTC)
         run = Run(
             id=run_id,
@@ -267,6 +269,13 @@ class WakeScheduler:
         session.add(run)
         await session.flush()  # the one-active-run-per-issue index decides here
         await open_turn(session, run, kind=TurnKind.INITIAL, runner_id=link.runner_id)
+        await record_wake_snapshot(
+            session,
+            run,
+            wake.source,
+            prepared.current,
+            assembled.execution_input.model.rendered_sources,
+        )
         token = new_run_token(session, run)
         mark_claimed(wake, run.id)
         start = StartTurn(

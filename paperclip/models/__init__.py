@@ -15,6 +15,7 @@ from paperclip.models.server_secret import ServerSecret
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
+from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot, WakeSnapshotComment
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -49,7 +50,10 @@ __all__ = [
     "ToolReceipt",
     "TurnKind",
     "TurnStatus",
+    "WakeCommentRead",
+    "WakeCommentSnapshot",
     "WakeKey",
     "WakeRequest",
+    "WakeSnapshotComment",
     "WakeStatus",
 ]

@@ -218,6 +218,21 @@ class Stack:
 
 
 @pytest.fixture
+async def world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    """The engine in memory, started, with a company and an agent (``tests.engine.memory_world``)."""
+    from tests.engine.memory_world import make_world
+
+    built, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        yield built
+    finally:
+        await engine.stop()
+
+
+@pytest.fixture
 def stack(paperclip_database_url, tmp_path):
     s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s

@@ -1,7 +1,8 @@
 """The engine in memory: a real PostgreSQL, the real engine, runners without sockets.
 
-``world`` is one replica's engine with an ``echo`` provider kind (played by
-the memory runner: no driver is made), a company and its agent.
+``make_world`` builds one replica's engine with an ``echo`` provider kind
+(played by the memory runner: no driver is made), a company and its agent;
+the ``world`` fixture (``tests/engine/conftest.py``) starts it.
 """
 
 from __future__ import annotations
@@ -9,11 +10,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from sqlalchemy import select
@@ -156,20 +155,6 @@ async def make_world(
         **options,
     )
     return World(engine, container, company.id, agent.id, check_config), engine
-
-
-@pytest.fixture
-async def world(
-    paperclip_container, paperclip_plugin_host, paperclip_register_plugin
-) -> AsyncIterator[World]:
-    world, engine = await make_world(
-        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
-    )
-    await engine.start()
-    try:
-        yield world
-    finally:
-        await engine.stop()
 
 
 async def started(peer: MemoryRunner, **fields: Any) -> wire.StartTurn:

@@ -23,12 +23,8 @@ from tests.engine.memory_world import (
     eventually,
     finished,
     started,
-    world,
 )
 from tests.support.memory import MemoryRunner
-
-__all__ = ["world"]  # the fixture
-
 
 # How a run ends
 

@@ -27,6 +27,14 @@ def test_paperclip_check_completion_accepts_when_no_read_is_required(paperclip_p
     assert paperclip_plugin_host.check_completion(completion_check(snapshot=relaxed)) is None
 
 
+@pytest.mark.parametrize("stage", list(CompletionStage))
+def test_paperclip_check_completion_lets_a_blocked_report_through(paperclip_plugin_host, stage):
+    # Asking for help is no completion report: the built-in guard has nothing to guard.
+    check = completion_check(stage=stage)
+    blocked = replace(check, report=replace(check.report, status="blocked"))
+    assert paperclip_plugin_host.check_completion(blocked) is None
+
+
 def test_paperclip_check_completion_refuses_an_unread_report_with_a_correction(
     paperclip_plugin_host,
 ):
