@@ -83,7 +83,7 @@ def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(papercl
     )
     url = _with_database(paperclip_postgres_url, name)
     try:
-        migrate.upgrade(url, "0004")
+        migrate.upgrade(url, "0005_sessions")
         run_id = asyncio.run(_old_run(url))
         migrate.upgrade(url)
 
