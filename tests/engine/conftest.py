@@ -145,19 +145,23 @@ class Stack:
             script_path.write_text(json.dumps(script))
         config = provider_config or {"launch": FAKE_PROFILE, "model": model}
         with self.api() as api:
-            company = api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}).json()
-            agent = api.post(
-                f"/companies/{company['id']}/agents",
-                json={
-                    "name": f"coder-{model}",
-                    "provider": "codex",
-                    "provider_config": config,
-                },
-            ).json()
-            issue = api.post(
-                f"/companies/{company['id']}/issues",
-                json={"title": title, "description": "The build is red."},
-            ).json()
+            company = _created(api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}))
+            agent = _created(
+                api.post(
+                    f"/companies/{company['id']}/agents",
+                    json={
+                        "name": f"coder-{model}",
+                        "provider": "codex",
+                        "provider_config": config,
+                    },
+                )
+            )
+            issue = _created(
+                api.post(
+                    f"/companies/{company['id']}/issues",
+                    json={"title": title, "description": "The build is red."},
+                )
+            )
         return {
             "company": company,
             "agent": agent,
@@ -237,3 +241,8 @@ def stack(paperclip_database_url, tmp_path):
     s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s
     s.stop()
+
+
+def _created(response: httpx.Response) -> dict:
+    assert response.status_code == 201, response.text
+    return response.json()

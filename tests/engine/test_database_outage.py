@@ -20,7 +20,7 @@ from paperclip.db.embedded import EmbeddedPostgres
 from tests.engine.conftest import Stack
 from tests.support.processes import wait_until
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
 @pytest.fixture
