@@ -25,6 +25,7 @@ from paperclip.engine.fence import StaleEpochError, lock_runs
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import Admitted, RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.failpoints import failpoint
 from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
 from paperclip.plugins import PluginHost
 from paperclip.services.api_keys import hash_key
@@ -99,6 +100,7 @@ class CallPipeline:
                     list(requests.values()),
                     instance=self.instance,
                 )
+            failpoint("engine.tool.admitted.before_dispatch")
             for key, request in requests.items():
                 entry = admitted.get(key)
                 if entry is None:
@@ -185,6 +187,7 @@ class CallPipeline:
                     log, "tool call %s of run %s failed to dispatch", exc, batch[0][1], batch[0][0]
                 )
             return
+        failpoint("engine.tool.settled.before_reply")
         for seq, message in replies:
             await link.deliver(seq, message)
 
