@@ -115,13 +115,7 @@ class ChaosRun:
         finally:
             self._stop()
             if self.options.keep is not None:
-                shutil.copytree(
-                    folder,
-                    self.options.keep,
-                    dirs_exist_ok=True,
-                    symlinks=True,
-                    ignore=shutil.ignore_patterns("pgdata"),
-                )
+                shutil.copytree(folder, self.options.keep, dirs_exist_ok=True, symlinks=True)
             shutil.rmtree(folder, ignore_errors=True)
 
     def _start(self) -> None:
