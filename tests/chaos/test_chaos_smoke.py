@@ -19,10 +19,10 @@ pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 SMOKE = [
     "--runs", "4",
-    "--interval", "3",
+    "--interval", "5",
     "--seed", "7",
     "--arm-chance", "1",
-    "--timeout", "150",
+    "--timeout", "180",
     "--settle", "60",
 ]  # fmt: skip
 """The smoke's command line, as docs/reliability.md records it."""
