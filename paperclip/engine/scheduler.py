@@ -223,6 +223,7 @@ class WakeScheduler:
             system=assembled.system,
             session_ref=None,
             token=token,
+            issue_id=run.issue_id,
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         record_activity(

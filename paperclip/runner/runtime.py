@@ -24,14 +24,15 @@ import msgspec
 import websockets
 from paperclip_hookspecs.providers import (
     DriverContext,
-    McpEndpoint,
     ProviderDriver,
     ProviderEvent,
+    ProviderKind,
     TurnInput,
     TurnResult,
 )
 from websockets.asyncio.client import ClientConnection, connect
 
+from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.wire import messages as wire
@@ -49,6 +50,7 @@ class HostedRun:
     run_id: uuid.UUID
     token: str
     driver: ProviderDriver | None = None
+    kind: ProviderKind | None = None
     task: asyncio.Task[None] | None = None
     pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
 
@@ -256,16 +258,10 @@ class RunnerProcess:
         state_dir = self.work_dir / "runs" / str(run_id)
         state_dir.mkdir(parents=True, exist_ok=True)
         hosted.driver = kind.create_driver(DriverContext(state_dir=str(state_dir), command=command))
-        self.bridge.open_run(str(run_id), hosted.token)
-        turn = TurnInput(
-            run_id=str(run_id),
-            prompt=message.prompt,
-            cwd=str(state_dir),
-            session_ref=message.session_ref,
-            mcp=McpEndpoint(name="paperclip", url=self.bridge.url, bearer_token=hosted.token),
-            config=message.config,
-            system=message.system,
-        )
+        hosted.kind = kind
+        turn = turn_input(kind, message, state_dir, self.bridge.url)
+        if turn.mcp is not None:
+            self.bridge.open_run(str(run_id), hosted.token)
         hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
 
     async def _refuse_turn(self, run_id: uuid.UUID, code: str, text: str) -> None:
@@ -314,7 +310,7 @@ class RunnerProcess:
     async def _on_steer(self, message: wire.Steer) -> None:
         hosted = self.runs.get(message.run_id)
         acknowledged = False
-        if hosted is not None and hosted.driver is not None:
+        if hosted is not None and hosted.driver is not None and may_steer(hosted.kind):
             try:
                 acknowledged = await hosted.driver.steer(message.message_id, message.text)
             except Exception:

@@ -116,6 +116,8 @@ class StartTurn(DataMessage, tag="start_turn"):
     prompt: str = ""
     system: str | None = None
     session_ref: str | None = None
+    issue_id: uuid.UUID | None = None
+    """The run's issue (added later: an older runner ignores it, an older control plane omits it)."""
 
 
 class ToolResult(DataMessage, tag="tool_result"):
