@@ -113,3 +113,63 @@ def restart_control_plane(stack) -> None:
     """SIGKILL the control plane (no shutdown code runs) and start it again."""
     stack.servers[0].kill()
     stack.start_server()
+
+
+def fake_agent(stack, provider: str, script: Any, config: dict[str, Any], model: str) -> dict:
+    """An agent on a fake provider: its script is ``<model>.json`` in the stack's script folder."""
+    stack.script_dir.mkdir(parents=True, exist_ok=True)
+    (stack.script_dir / f"{model}.json").write_text(json.dumps(script))
+    ctx = stack.setup_issue({}, provider_config=config, provider=provider)
+    ctx["model"] = model
+    return ctx
+
+
+def fake_gate(stack) -> tuple[Any, Any]:
+    """Two files: the fake touches the first when it reaches the gate, waits for the second."""
+    return stack.tmp / f"reached-{uuid.uuid4().hex[:6]}", stack.tmp / f"go-{uuid.uuid4().hex[:6]}"
+
+
+def wait_reached(path) -> None:
+    wait_until(path.exists, WAIT, message=f"the fake to reach {path.name}")
+
+
+TOOLS_THEN_FINISH = [
+    {"call_tool": {"name": "get_task_context", "arguments": {}}},
+    {"call_tool": {"name": "post_comment", "arguments": {"body": "Looking at it."}}},
+    {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "Fixed it"}}},
+    {"message": "Done."},
+]
+
+
+def restart_script(reached, go) -> list[dict[str, Any]]:
+    """Tools, then a slow step (the gate) before ``finish``: a restart lands mid-turn."""
+    return [
+        {"call_tool": {"name": "get_task_context", "arguments": {}}},
+        {"call_tool": {"name": "post_comment", "arguments": {"body": "Before the restart."}}},
+        {"touch_file": str(reached)},
+        {"wait_for_file": str(go), "timeout": 120},
+        {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "Fixed it"}}},
+        {"message": "Done."},
+    ]
+
+
+def run_fake_scenarios_tools(stack, ctx) -> dict:
+    stack.assign(ctx)
+    run = stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    run = assert_succeeded_once(stack, ctx, run, "Looking at it.")
+    assert run["answer"] == "Done."
+    assert_each_tool_once(stack, run["id"])
+    return run
+
+
+def run_fake_restart(stack, ctx, reached, go) -> dict:
+    stack.assign(ctx)
+    wait_reached(reached)
+    restart_control_plane(stack)
+    go.write_text("")
+    run = stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(stack, ctx, run, "Before the restart.")
+    assert run["controller_epoch"] >= 2
+    assert_each_tool_once(stack, run["id"])
+    assert_log_is_clean(stack, ctx, run)
+    return run
