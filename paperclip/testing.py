@@ -12,6 +12,8 @@
   ``register_plugin(obj)`` registers a plugin object (a module, an instance) on
   ``plugin_host`` for the test and unregisters it at teardown. ``app`` uses
   ``plugin_host``, so plugins registered before the app is built serve its requests.
+- ``provider_run``: a real run of an installed provider through a control plane and a
+  runner started as processes (:mod:`paperclip.testing_runs`).
 
 Imports stay inside fixtures: this module is loaded by every pytest run in an
 environment where Paperclip is installed.
@@ -273,3 +275,33 @@ def register_plugin(plugin_host: PluginHost) -> Iterator[Callable[..., PluginRec
     for name in reversed(names):
         with suppress(KeyError):  # the test may have unregistered it itself
             plugin_host.unregister(name)
+
+
+@pytest.fixture
+def provider_run(database_url: str, tmp_path: Path) -> Iterator[Any]:
+    """``provider_run(provider, provider_config=None, *, title=..., description=..., timeout=120)``:
+    a real run of an installed provider, through a control plane and a runner started as
+    processes on the test module's database, the run's tools served over the runner's MCP
+    endpoint. Returns a :class:`paperclip.testing_runs.RunOutcome` (``status``, ``answer``,
+    ``error_code``, ``run``, ``events``, ``comments``, ``issue``).
+
+    ``provider_run.launch`` (``{provider: {profile: argv}}``) and ``provider_run.runner_env``
+    may be set before the first run: the runner's launch profiles and extra environment.
+    """
+    from paperclip.testing_runs import RunStack
+
+    stack = RunStack(database_url=database_url, folder=tmp_path / "provider-run")
+
+    class ProviderRun:
+        launch = None
+        runner_env: dict[str, str] = {}
+
+        def __call__(self, provider: str, provider_config: Any = None, **options: Any) -> Any:
+            stack.launch = self.launch
+            stack.runner_env = self.runner_env
+            return stack.run(provider, provider_config, **options)
+
+    try:
+        yield ProviderRun()
+    finally:
+        stack.stop()
