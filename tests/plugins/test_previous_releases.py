@@ -45,7 +45,12 @@ def test_a_run_on_the_previous_codex_release_succeeds(database_url, tmp_path):
         json.dumps(
             [
                 {"call_tool": {"name": "post_comment", "arguments": {"body": "From 0.1.0."}}},
-                {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "ok"}}},
+                {
+                    "call_tool": {
+                        "name": "finish",
+                        "arguments": {"outcome": "done", "summary": "ok"},
+                    }
+                },
                 {"message": "Done."},
             ]
         )
