@@ -18,9 +18,11 @@ from paperclip.api.cursors import CursorCodec, provide_pages
 from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
+from paperclip.api.holds import HoldController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
+from paperclip.api.recovery import recovery_status
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.container import Container
@@ -79,6 +81,8 @@ def create_app(
             IssueController,
             CommentController,
             RunController,
+            HoldController,
+            recovery_status,
             ApiKeyController,
             PluginController,
             runner_connect,
@@ -94,6 +98,7 @@ def create_app(
             "companies": _service(container.companies),
             "agents": _service(container.agents),
             "issues": _service(container.issues),
+            "holds": _service(container.holds),
             "comments": _service(container.comments),
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),

@@ -15,6 +15,7 @@ from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
 from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
+from paperclip.services.holds import HoldService
 from paperclip.services.issues import IssueService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
@@ -53,6 +54,7 @@ class Container(containers.DeclarativeContainer):
     companies = providers.Singleton(CompanyService, sessions)
     agents = providers.Singleton(AgentService, sessions)
     issues = providers.Singleton(IssueService, sessions)
+    holds = providers.Singleton(HoldService, sessions)
     comments = providers.Singleton(CommentService, sessions)
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
@@ -66,5 +68,8 @@ class Container(containers.DeclarativeContainer):
         instance=settings.provided.instance_id,
         lease_seconds=settings.provided.lease_seconds,
         abandon_after=settings.provided.run_abandon_seconds,
+        runner_gone_after=settings.provided.runner_gone_seconds,
+        max_resumes=settings.provided.run_max_resumes,
+        reconcile_seconds=settings.provided.reconcile_seconds,
         database=engine,
     )

@@ -81,8 +81,28 @@ class Settings(BaseSettings):
     run_abandon_seconds: float = Field(
         default=600.0,
         ge=1,
-        description="A run whose lease expired this long ago, with no runner back for it, "
-        "is failed (runner_unavailable).",
+        description="How long a run waits for a runner: one whose next turn no runner took "
+        "this long is failed and its task held (runner_unavailable); without a recovery "
+        "policy installed, one whose lease expired this long ago is failed.",
+    )
+    runner_gone_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="A run whose runner has been away this long past its lease lost its turn: "
+        "recovery resumes it on a runner that offers its provider.",
+    )
+    run_max_resumes: int = Field(
+        default=3,
+        ge=0,
+        le=100,
+        description="How many times a run lost with its runner or provider goes on in a new "
+        "turn; once more, it fails and its task is held.",
+    )
+    reconcile_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=3600,
+        description="How often the reconciler runs the recovery policies (sooner when nudged).",
     )
     local_runner: bool = Field(
         default=True,

@@ -1,19 +1,29 @@
 """Pytest fixtures for Paperclip and its plugins (registered through the ``pytest11`` entry point).
 
-- ``postgres_admin_url`` (session): a PostgreSQL server. ``PAPERCLIP_TEST_DATABASE_URL``
+Every fixture's name starts with ``paperclip_``, so none clashes with another
+pytest plugin's:
+
+- ``paperclip_postgres_url`` (session): a PostgreSQL server. ``PAPERCLIP_TEST_DATABASE_URL``
   names one (any database on it; we create our own); otherwise one embedded server is
   started for the session, shared by pytest-xdist workers.
-- ``database_url`` (module): a fresh, migrated database of its own for each test module.
-- ``settings``, ``container``, ``app``, ``client``: the application on that database,
-  built per test; ``client`` is an HTTP client speaking to it in-process.
-- ``plugin_host``: a fresh plugin host with the built-in plugins only (no installed
-  plugin is discovered); ``bare_plugin_host``: one with no plugin at all;
-  ``installed_plugin_host``: built-ins and installed plugins, as the server finds them.
-  ``register_plugin(obj)`` registers a plugin object (a module, an instance) on
-  ``plugin_host`` for the test and unregisters it at teardown. ``app`` uses
-  ``plugin_host``, so plugins registered before the app is built serve its requests.
-- ``provider_run``: a real run of an installed provider through a control plane and a
-  runner started as processes (:mod:`paperclip.testing_runs`).
+- ``paperclip_database_url`` (module): a fresh, migrated database of its own for each
+  test module.
+- ``paperclip_settings``, ``paperclip_container``, ``paperclip_app``, ``paperclip_client``:
+  the application on that database, built per test; ``paperclip_client`` is an HTTP
+  client speaking to it in-process.
+- ``paperclip_plugin_host``: a fresh plugin host with the built-in plugins only (no
+  installed plugin is discovered); ``paperclip_bare_plugin_host``: one with no plugin at
+  all; ``paperclip_installed_plugin_host``: built-ins and installed plugins, as the server
+  finds them. ``paperclip_register_plugin(obj)`` registers a plugin object (a module, an
+  instance) on ``paperclip_plugin_host`` for the test and unregisters it at teardown.
+  ``paperclip_app`` uses ``paperclip_plugin_host``, so plugins registered before the app
+  is built serve its requests.
+- ``paperclip_provider_run``: a real run of an installed provider through a control plane
+  and a runner started as processes (:mod:`paperclip.testing_runs`).
+
+The names before 0.2 (``client``, ``app``, ``plugin_host``, ...) still work, with a
+``PaperclipDeprecationWarning``, until 0.3. Overriding an old name does not change
+the new fixtures: override the new one.
 
 Imports stay inside fixtures: this module is loaded by every pytest run in an
 environment where Paperclip is installed.
@@ -25,6 +35,7 @@ import asyncio
 import hashlib
 import os
 import re
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -79,7 +90,7 @@ async def _admin(url: str, *statements: str) -> list[Any]:
 
 
 @pytest.fixture(scope="session")
-def postgres_admin_url() -> Iterator[str]:
+def paperclip_postgres_url() -> Iterator[str]:
     """A URL of the PostgreSQL server the tests use, on its ``postgres`` database."""
     configured = os.environ.get("PAPERCLIP_TEST_DATABASE_URL")
     if configured:
@@ -96,12 +107,12 @@ def postgres_admin_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def migrated_template(postgres_admin_url: str) -> str:
+def paperclip_template(paperclip_postgres_url: str) -> str:
     """A database migrated to head, copied for each module. Named after the head it holds."""
     from paperclip.db import migrate
 
     name = f"paperclip_tpl_{migrate.head_revision()}_{_migrations_digest()}"
-    asyncio.run(_build_template_once(postgres_admin_url, name))
+    asyncio.run(_build_template_once(paperclip_postgres_url, name))
     return name
 
 
@@ -139,8 +150,8 @@ def _migrations_digest() -> str:
 
 
 @pytest.fixture(scope="module")
-def database_url(
-    request: pytest.FixtureRequest, postgres_admin_url: str, migrated_template: str
+def paperclip_database_url(
+    request: pytest.FixtureRequest, paperclip_postgres_url: str, paperclip_template: str
 ) -> Iterator[str]:
     """A fresh migrated database for this test module, dropped afterwards."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -148,29 +159,31 @@ def database_url(
     name = f"t_{worker}_{module}_{os.getpid()}"[:63]
     asyncio.run(
         _admin(
-            postgres_admin_url,
+            paperclip_postgres_url,
             f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}" TEMPLATE "{migrated_template}"',
+            f'CREATE DATABASE "{name}" TEMPLATE "{paperclip_template}"',
         )
     )
     try:
-        yield _with_database(postgres_admin_url, name)
+        yield _with_database(paperclip_postgres_url, name)
     finally:
-        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(
+            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        )
 
 
 @pytest.fixture
-def settings(database_url: str, tmp_path: Path) -> Settings:
+def paperclip_settings(paperclip_database_url: str, tmp_path: Path) -> Settings:
     from paperclip.settings import Settings
 
-    return Settings(database_url=database_url, data_dir=tmp_path / "data", port=0)
+    return Settings(database_url=paperclip_database_url, data_dir=tmp_path / "data", port=0)
 
 
 @pytest.fixture
-def container(settings: Settings) -> Iterator[Container]:
+def paperclip_container(paperclip_settings: Settings) -> Iterator[Container]:
     from paperclip.container import Container
 
-    container = Container(settings=settings)
+    container = Container(settings=paperclip_settings)
     container.init_resources()
     try:
         yield container
@@ -179,23 +192,27 @@ def container(settings: Settings) -> Iterator[Container]:
 
 
 @pytest.fixture
-def app(settings: Settings, container: Container, plugin_host: PluginHost) -> Litestar:
+def paperclip_app(
+    paperclip_settings: Settings,
+    paperclip_container: Container,
+    paperclip_plugin_host: PluginHost,
+) -> Litestar:
     from paperclip.app import create_app
 
-    return create_app(settings, plugin_host, container=container)
+    return create_app(paperclip_settings, paperclip_plugin_host, container=paperclip_container)
 
 
 @pytest.fixture
-async def client(app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
+async def paperclip_client(paperclip_app: Litestar) -> AsyncIterator[httpx.AsyncClient]:
     """An HTTP client for ``app``: in-process, on the test's own event loop, lifespan run.
 
-    Sharing the loop lets a test use the app's engine (``container.sessions()``)
+    Sharing the loop lets a test use the app's engine (``paperclip_container.sessions()``)
     between requests.
     """
     import httpx
 
-    async with running_lifespan(app):
-        transport = httpx.ASGITransport(app=app)
+    async with running_lifespan(paperclip_app):
+        transport = httpx.ASGITransport(app=paperclip_app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
             yield http
 
@@ -228,7 +245,7 @@ async def running_lifespan(app: Litestar) -> AsyncIterator[None]:
 
 
 @pytest.fixture
-def bare_plugin_host() -> PluginHost:
+def paperclip_bare_plugin_host() -> PluginHost:
     """A fresh plugin host with the whole contract and no plugin registered."""
     from paperclip.plugins import PluginHost
 
@@ -236,7 +253,7 @@ def bare_plugin_host() -> PluginHost:
 
 
 @pytest.fixture
-def plugin_host() -> PluginHost:
+def paperclip_plugin_host() -> PluginHost:
     """A fresh plugin host with the built-in plugins only; installed plugins are not discovered.
 
     Override it (``def plugin_host(bare_plugin_host): return bare_plugin_host``)
@@ -248,7 +265,7 @@ def plugin_host() -> PluginHost:
 
 
 @pytest.fixture
-def installed_plugin_host(tmp_path: Path) -> PluginHost:
+def paperclip_installed_plugin_host(tmp_path: Path) -> PluginHost:
     """A plugin host as ``paperclip serve`` builds it: built-ins and every installed plugin,
     with the ``PAPERCLIP_PLUGINS_*`` settings of the environment."""
     from paperclip.plugins import PluginHost
@@ -258,7 +275,9 @@ def installed_plugin_host(tmp_path: Path) -> PluginHost:
 
 
 @pytest.fixture
-def register_plugin(plugin_host: PluginHost) -> Iterator[Callable[..., PluginRecord]]:
+def paperclip_register_plugin(
+    paperclip_plugin_host: PluginHost,
+) -> Iterator[Callable[..., PluginRecord]]:
     """``register_plugin(obj, name=None)``: register ``obj`` on ``plugin_host`` for this test.
 
     Returns the plugin's record; raises if the plugin does not fit the contract.
@@ -267,30 +286,30 @@ def register_plugin(plugin_host: PluginHost) -> Iterator[Callable[..., PluginRec
     names: list[str] = []
 
     def register(plugin: object, name: str | None = None) -> PluginRecord:
-        record = plugin_host.register(plugin, name=name)
+        record = paperclip_plugin_host.register(plugin, name=name)
         names.append(record.name)
         return record
 
     yield register
     for name in reversed(names):
         with suppress(KeyError):  # the test may have unregistered it itself
-            plugin_host.unregister(name)
+            paperclip_plugin_host.unregister(name)
 
 
 @pytest.fixture
-def provider_run(database_url: str, tmp_path: Path) -> Iterator[Any]:
-    """``provider_run(provider, provider_config=None, *, title=..., description=..., timeout=120)``:
+def paperclip_provider_run(paperclip_database_url: str, tmp_path: Path) -> Iterator[Any]:
+    """``paperclip_provider_run(provider, provider_config=None, *, title=..., description=..., timeout=120)``:
     a real run of an installed provider, through a control plane and a runner started as
     processes on the test module's database, the run's tools served over the runner's MCP
     endpoint. Returns a :class:`paperclip.testing_runs.RunOutcome` (``status``, ``answer``,
     ``error_code``, ``run``, ``events``, ``comments``, ``issue``).
 
-    ``provider_run.launch`` (``{provider: {profile: argv}}``) and ``provider_run.runner_env``
+    ``paperclip_provider_run.launch`` (``{provider: {profile: argv}}``) and ``paperclip_provider_run.runner_env``
     may be set before the first run: the runner's launch profiles and extra environment.
     """
     from paperclip.testing_runs import RunStack
 
-    stack = RunStack(database_url=database_url, folder=tmp_path / "provider-run")
+    stack = RunStack(database_url=paperclip_database_url, folder=tmp_path / "provider-run")
 
     class ProviderRun:
         launch = None
@@ -305,3 +324,37 @@ def provider_run(database_url: str, tmp_path: Path) -> Iterator[Any]:
         yield ProviderRun()
     finally:
         stack.stop()
+
+
+# The names before 0.2, until 0.3.
+
+
+class PaperclipDeprecationWarning(DeprecationWarning):
+    """Something of Paperclip's test kit that goes away in a later minor version."""
+
+
+def _deprecated(old: str, new: str, scope: Any = "function") -> Any:
+    @pytest.fixture(name=old, scope=scope)
+    def alias(request: pytest.FixtureRequest) -> Any:
+        warnings.warn(
+            f"the fixture {old!r} is deprecated and goes in 0.3: use {new!r}",
+            PaperclipDeprecationWarning,
+            stacklevel=2,
+        )
+        return request.getfixturevalue(new)
+
+    alias.__doc__ = f"Deprecated: use ``{new}``."
+    return alias
+
+
+postgres_admin_url = _deprecated("postgres_admin_url", "paperclip_postgres_url", "session")
+migrated_template = _deprecated("migrated_template", "paperclip_template", "session")
+database_url = _deprecated("database_url", "paperclip_database_url", "module")
+settings = _deprecated("settings", "paperclip_settings")
+container = _deprecated("container", "paperclip_container")
+app = _deprecated("app", "paperclip_app")
+client = _deprecated("client", "paperclip_client")
+bare_plugin_host = _deprecated("bare_plugin_host", "paperclip_bare_plugin_host")
+plugin_host = _deprecated("plugin_host", "paperclip_plugin_host")
+installed_plugin_host = _deprecated("installed_plugin_host", "paperclip_installed_plugin_host")
+register_plugin = _deprecated("register_plugin", "paperclip_register_plugin")

@@ -1,5 +1,5 @@
 """Real runs for plugin authors' tests: a control plane and a runner as processes (the test kit's
-``provider_run`` fixture, see :mod:`paperclip.testing`).
+``paperclip_provider_run`` fixture, see :mod:`paperclip.testing`).
 
 A provider plugin installed in the test's environment is found by both
 processes through its entry point, exactly as in production. A run goes the

@@ -8,7 +8,7 @@ from tests.support import fixture_provider
 
 
 @pytest.fixture
-def fixture_kind(register_plugin):
+def fixture_kind(paperclip_register_plugin):
     """The ``fixture`` provider kind on the test's plugin host (before the app is built)."""
-    register_plugin(fixture_provider, name="fixture")
+    paperclip_register_plugin(fixture_provider, name="fixture")
     return fixture_provider.NAME

@@ -50,8 +50,8 @@ def test_invalid_setting_is_named(tmp_path):
     assert "PAPERCLIP_PORT" in result.stderr
 
 
-def test_doctor_and_db_commands(database_url, tmp_path):
-    env = {"PAPERCLIP_DATABASE_URL": database_url, "PAPERCLIP_DATA_DIR": str(tmp_path)}
+def test_doctor_and_db_commands(paperclip_database_url, tmp_path):
+    env = {"PAPERCLIP_DATABASE_URL": paperclip_database_url, "PAPERCLIP_DATA_DIR": str(tmp_path)}
     report = json.loads(run("doctor", "--json", env=env).stdout)
     assert report["ok"] is True
     assert report["database"]["kind"] == "external" and report["database"]["status"] == "ok"
@@ -72,9 +72,9 @@ def test_doctor_reports_an_unreachable_database(tmp_path):
     assert report["ok"] is False and report["database"]["status"] == "unavailable"
 
 
-def test_authenticated_mode_with_keys(database_url, tmp_path):
+def test_authenticated_mode_with_keys(paperclip_database_url, tmp_path):
     env = {
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_DATA_DIR": str(tmp_path),
         "PAPERCLIP_DEPLOYMENT_MODE": "authenticated",
         "PAPERCLIP_PORT": "0",
@@ -113,8 +113,8 @@ def test_authenticated_mode_with_keys(database_url, tmp_path):
         server.stop()
 
 
-def test_key_names_are_required_and_unique(database_url, tmp_path):
-    env = {"PAPERCLIP_DATABASE_URL": database_url, "PAPERCLIP_DATA_DIR": str(tmp_path)}
+def test_key_names_are_required_and_unique(paperclip_database_url, tmp_path):
+    env = {"PAPERCLIP_DATABASE_URL": paperclip_database_url, "PAPERCLIP_DATA_DIR": str(tmp_path)}
     empty = run("keys", "create", "  ", env=env, check=False)
     assert empty.returncode == 1 and "name" in empty.stderr
     run("keys", "create", "ops", env=env)

@@ -107,7 +107,7 @@ class TurnInput:
     """Standing rules for the model (hook API 1.2): a provider whose capabilities say
     ``system_prompt`` carries them as its system prompt; others get them in ``prompt``."""
     issue_id: str | None = None
-    """The issue the run works on (hook API 1.3), None for a run without one: lets a
+    """The issue the run works on (hook API 1.4), None for a run without one: lets a
     provider keep one conversation per issue (a gateway's session key)."""
 
 
@@ -129,6 +129,22 @@ class TurnResult:
     answer: str | None = None
     """The turn's final prose (hook API 1.2): what the model said last, presented as the
     run's answer when the presentation decision says so."""
+    error_code: str | None = None
+    """Why the turn failed, as a code (hook API 1.3). ``PROVIDER_EXITED`` and
+    ``PROVIDER_SPAWN_FAILED`` say the provider process, not the model, failed: the
+    control plane then resumes the session in a new turn instead of failing the run.
+    ``RESUME_FAILED``: the session could not be resumed (a fresh retry may follow)."""
+    provider_turn_id: str | None = None
+    """The provider's own id of this turn (a Codex turn id), when it has one (hook API 1.3):
+    recorded on the run's turn, for following it into the provider's logs."""
+
+
+PROVIDER_EXITED = "provider_exited"
+"""The provider process went away during the turn (it was killed, it crashed)."""
+PROVIDER_SPAWN_FAILED = "provider_spawn_failed"
+"""The provider process could not be started, or did not answer its handshake."""
+RESUME_FAILED = "resume_failed"
+"""The provider could not resume the session it was given: a fresh session may be tried."""
 
 
 EventSink = Callable[[ProviderEvent], Awaitable[None]]
@@ -167,6 +183,10 @@ class DriverContext:
     """The command line the runner allows for this run (hook API 1.2): the launch
     profile the agent selected, resolved by the runner. A driver starts this and
     never a command taken from the agent's config. Empty from a runner older than 1.2."""
+    report_session: Callable[[str], Awaitable[None]] | None = None
+    """Call it as soon as the provider session exists (hook API 1.3), with its
+    reference (a Codex thread id): the runner records it durably, so a turn lost
+    with its process resumes this session instead of starting over."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,58 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from paperclip_hookspecs._markers import hookspec
+
+
+@dataclass(frozen=True, slots=True)
+class LostRun:
+    """A run whose current turn was lost with its runner or provider process (hook API 1.3)."""
+
+    run_id: str
+    company_id: str
+    issue_id: str | None
+    turn: int
+    """The lost turn's number (1 for the run's first)."""
+    reason: str
+    """``runner_restarted`` (its runner came back without it), ``runner_gone`` (no runner
+    has reported for it within its lease), ``provider_exited``, ``provider_spawn_failed``."""
+    owner: OwnerRef | None
+    """The controller that last held the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeOutcome:
+    """What became of a lost run the reconciler asked the control plane to resume."""
+
+    outcome: Literal["resuming", "held", "already_settled"]
+    detail: str = ""
+    """``resuming``: its next turn (a restart continuation, or a fresh retry) waits for a
+    runner that offers its provider. ``held``: its retries are spent; the run failed and
+    its task is held with the reason. ``already_settled``: another pass (or replica) did it."""
+
+
+class RecoveryPort(Protocol):
+    """The control plane's operations a recovery policy may call (hook API 1.3).
+
+    Each is one transaction, fenced by the run's epoch; a settlement names its
+    candidate, and a candidate is settled at most once (a database constraint).
+    """
+
+    async def lost_runs(self, limit: int) -> Sequence[LostRun]:
+        """Up to ``limit`` active runs whose current turn is lost, oldest first."""
+        ...
+
+    async def take_over_run(self, run_id: str) -> OwnerProof:
+        """Become the run's controller if its lease expired: the epoch moves (the fence),
+        which is the proof that the earlier owner can write nothing more."""
+        ...
+
+    async def resume_run(self, run_id: str, *, epoch: int, settlement: str) -> ResumeOutcome:
+        """Queue the run's next turn (resuming its session), or hold its task when its
+        retries are spent; ``settlement`` names the candidate, settled at most once."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +79,9 @@ class RecoveryContext:
     """This control-plane replica."""
     now: datetime
     """The pass's clock, timezone-aware; compare leases against it, not the wall clock."""
+    port: RecoveryPort | None = None
+    """The control plane's operations for policies (hook API 1.3); the reconciler always
+    sets it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +115,8 @@ class OwnerProof:
     gone: bool
     reason: str
     """E.g. ``lease expired and epoch fence moved``, or why it is not proven."""
+    epoch: int | None = None
+    """The fence's new epoch, when the proof moved it (hook API 1.3): settle under it."""
 
 
 class SettlementOutcome(StrEnum):

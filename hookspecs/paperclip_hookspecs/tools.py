@@ -1,4 +1,4 @@
-"""A small client for the run's tools, for providers that are not MCP clients (hook API 1.3).
+"""A small client for the run's tools, for providers that are not MCP clients (hook API 1.4).
 
 The runner serves a run's server-owned tools (``get_task_context``,
 ``post_comment``, ``finish``, ...) over MCP streamable HTTP on loopback, at
@@ -42,7 +42,7 @@ from paperclip_hookspecs.providers import McpEndpoint
 
 PROTOCOL_VERSION = "2025-06-18"
 """The MCP protocol revision this client asks for."""
-CLIENT_INFO = {"name": "paperclip-hookspecs-tool-client", "version": "1.3"}
+CLIENT_INFO = {"name": "paperclip-hookspecs-tool-client", "version": "1.4"}
 DEFAULT_TIMEOUT_SECONDS = 600.0
 """A tool call waits for the control plane, which may be restarting: allow minutes."""
 MAX_RESPONSE_BYTES = 16 * 1024 * 1024

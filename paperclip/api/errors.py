@@ -14,9 +14,10 @@ import msgspec
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR, HTTP_503_SERVICE_UNAVAILABLE
 from sqlalchemy.exc import DBAPIError
 
+from paperclip.db.availability import is_unavailable
 from paperclip.errors import PaperclipError, UnauthorizedError
 
 log = logging.getLogger(__name__)
@@ -114,7 +115,31 @@ def field_errors(extra: Any) -> list[dict[str, str]] | None:
     return found or None
 
 
+RETRY_AFTER_SECONDS = 5
+"""What a 503 asks a client to wait before trying again."""
+
+
+def database_unavailable(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    """PostgreSQL cannot be reached (down, restarting, out of connections): 503, retry later."""
+    log.warning(
+        "database unavailable for %s %s: %s", request.method, request.url.path, _describe(exc)
+    )
+    response = _body(
+        HTTP_503_SERVICE_UNAVAILABLE,
+        "database_unavailable",
+        "the database cannot be reached right now; retry in a few seconds",
+    )
+    response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
 def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response[bytes]:
+    if is_unavailable(exc):
+        return database_unavailable(request, exc)
     # Input the validators let through but PostgreSQL refused (a value out of a
     # column's range, say) is the client's error; anything else is ours.
     sqlstate = getattr(exc.orig, "sqlstate", None) or ""
@@ -127,6 +152,8 @@ def database_error(request: Request[Any, Any, Any], exc: DBAPIError) -> Response
 
 
 def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    if is_unavailable(exc):
+        return database_unavailable(request, exc)
     log.exception("unhandled error in %s %s", request.method, request.url.path, exc_info=exc)
     return _body(HTTP_500_INTERNAL_SERVER_ERROR, "internal_error", "internal server error")
 

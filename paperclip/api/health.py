@@ -21,10 +21,16 @@ class DatabaseHealth(msgspec.Struct):
     error: str | None = None
 
 
+class RunnerHealth(msgspec.Struct):
+    connected_here: int
+    """Runner connections this replica holds."""
+
+
 class Health(msgspec.Struct):
     status: Literal["ok", "degraded"]
     version: str
     database: DatabaseHealth
+    runners: RunnerHealth
 
 
 @get(
@@ -48,5 +54,6 @@ async def health(state: State) -> Response[Health]:
         db = DatabaseHealth("ok", kind, round((time.perf_counter() - started) * 1000, 2))
     except Exception as exc:  # any failure to reach it is the answer, not an error
         db = DatabaseHealth("unavailable", kind, error=type(exc).__name__)
-    body = Health("ok" if db.status == "ok" else "degraded", paperclip.__version__, db)
+    runners = RunnerHealth(len(state.run_engine.connections.links))
+    body = Health("ok" if db.status == "ok" else "degraded", paperclip.__version__, db, runners)
     return Response(body, status_code=200 if db.status == "ok" else 503)

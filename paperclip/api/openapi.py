@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
 
 import msgspec
 from litestar import Litestar, Router
@@ -31,7 +30,6 @@ from litestar.static_files import create_static_files_router
 from paperclip_hookspecs.providers import ProviderKind
 
 import paperclip
-from paperclip.api import schemas
 from paperclip.api.access import Access, access, route_access
 from paperclip.api.errors import HTTP_CODES, ErrorBody
 from paperclip.api.openapi_providers import describe_providers
@@ -180,11 +178,20 @@ def _head_of(get: Operation) -> Operation:
 
 def _forbid_unknown_fields(components: Components) -> None:
     """Bodies whose struct refuses unknown fields say so: ``additionalProperties: false``."""
+    structs = _api_structs()
     for name, schema in components.schemas.items():
-        struct: Any = getattr(schemas, name, None)
-        if (
-            isinstance(struct, type)
-            and issubclass(struct, msgspec.Struct)
-            and struct.__struct_config__.forbid_unknown_fields
-        ):
+        struct = structs.get(name)
+        if struct is not None and struct.__struct_config__.forbid_unknown_fields:
             schema.additional_properties = False
+
+
+def _api_structs() -> dict[str, type[msgspec.Struct]]:
+    """Every request and response struct of the API's modules, by class name."""
+    found: dict[str, type[msgspec.Struct]] = {}
+    pending: list[type[msgspec.Struct]] = [msgspec.Struct]
+    while pending:
+        for sub in pending.pop().__subclasses__():
+            pending.append(sub)
+            if sub.__module__.startswith("paperclip.api."):
+                found[sub.__name__] = sub
+    return found

@@ -11,7 +11,14 @@ from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor
-from paperclip.api.schemas import RunEventOut, RunEventPage, RunOut, RunStatusName
+from paperclip.api.schemas import (
+    RunEventOut,
+    RunEventPage,
+    RunOut,
+    RunStatusName,
+    RunTurnList,
+    RunTurnOut,
+)
 from paperclip.services.runs import RunQueries
 
 SEQ_MAX = 2**31 - 1
@@ -63,3 +70,10 @@ class RunController(Controller):
         return RunEventPage(
             [RunEventOut.of(r) for r in rows], rows[-1].seq if len(rows) == limit else None
         )
+
+    @get("/{run_id:uuid}/turns", opt=access(Access.READ), responses=error_responses(404))
+    async def list_run_turns(
+        self, company_id: uuid.UUID, run_id: uuid.UUID, runs: RunQueries
+    ) -> RunTurnList:
+        """The run's turns, first to last: a run lost with its runner goes on in a next one."""
+        return RunTurnList([RunTurnOut.of(t) for t in await runs.turns(company_id, run_id)])

@@ -11,7 +11,17 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 from paperclip_hookspecs.providers import ProviderKind
 
-from paperclip.models import Agent, ApiKey, Comment, Company, Issue, Run, RunEvent, WakeRequest
+from paperclip.models import (
+    Agent,
+    ApiKey,
+    Comment,
+    Company,
+    Issue,
+    Run,
+    RunEvent,
+    RunTurn,
+    WakeRequest,
+)
 
 Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
 Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
@@ -302,6 +312,10 @@ class RunOut(msgspec.Struct):
     presentation: JsonObject | None
     """The presentation decision, once recorded: ``presentationDecision`` (``answer`` or
     ``none``), ``reason``, and ``comment_id`` of the comment that presented the answer."""
+    turn: int
+    """Its current turn's number (a run lost with its runner goes on in a next turn)."""
+    resume_attempts: int
+    """Turns started again after a loss."""
 
     @classmethod
     def of(cls, row: Run) -> RunOut:
@@ -327,6 +341,8 @@ class RunOut(msgspec.Struct):
             row.status_reason,
             row.answer,
             row.presentation,
+            row.turn,
+            row.resume_attempts,
         )
 
 
@@ -334,6 +350,8 @@ class RunEventOut(msgspec.Struct):
     seq: int
     type: str
     payload: JsonObject
+    turn: int
+    """The run's turn when the event was stored."""
     source_instance: str
     source_seq: int
     created_at: datetime
@@ -341,8 +359,62 @@ class RunEventOut(msgspec.Struct):
     @classmethod
     def of(cls, row: RunEvent) -> RunEventOut:
         return cls(
-            row.seq, row.type, row.payload, row.source_instance, row.source_seq, row.created_at
+            row.seq,
+            row.type,
+            row.payload,
+            row.turn,
+            row.source_instance,
+            row.source_seq,
+            row.created_at,
         )
+
+
+TurnKindName = Literal["initial", "continuation", "fresh_retry"]
+TurnStatusName = Literal["starting", "running", "completed", "failed", "lost"]
+
+
+class RunTurnOut(msgspec.Struct):
+    number: int
+    """1 for the run's first turn, then 2, 3, ..."""
+    kind: TurnKindName
+    """``initial``; ``continuation``: the same provider session resumed after a loss;
+    ``fresh_retry``: a new session with the full brief."""
+    status: TurnStatusName
+    runner_id: uuid.UUID | None
+    session_ref: str | None
+    """The provider session it ran in (a Codex thread id), once known."""
+    provider_turn_id: str | None
+    input_schema: str | None
+    """A continuation's input schema (``paperclip.native-continuation.v1``); the first turn's
+    input is the run's ``execution_input``."""
+    error_code: str | None
+    error_message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: RunTurn) -> RunTurnOut:
+        kind: Any = row.kind
+        status: Any = row.status
+        return cls(
+            row.number,
+            kind,
+            status,
+            row.runner_id,
+            row.session_ref,
+            row.provider_turn_id,
+            row.input_schema,
+            row.error_code,
+            row.error_message,
+            row.created_at,
+            row.started_at,
+            row.finished_at,
+        )
+
+
+class RunTurnList(msgspec.Struct):
+    items: list[RunTurnOut]
 
 
 class RunEventPage(msgspec.Struct):

@@ -9,22 +9,15 @@ one transaction executes and settles it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
 
-from paperclip_hookspecs.receipts import (
-    TOOL_CALL_INTERRUPTED_BY_RESTART,
-    Admission,
-    PendingToolInput,
-    ReceiptStatus,
-    ToolReceipt,
-    ToolRecovery,
-    ToolRecoveryAction,
-)
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal, outbox
 from paperclip.engine.executor import ToolExecutor
@@ -33,16 +26,15 @@ from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import Admitted, RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
-from paperclip.models import ToolReceipt as ReceiptRow
 from paperclip.plugins import PluginHost
 from paperclip.services.api_keys import hash_key
 from paperclip.wire.messages import ToolCall as ToolCallMessage
 from paperclip.wire.messages import ToolResult
-from paperclip.wire.tools import BY_NAME
 
 log = logging.getLogger(__name__)
 
 DISPATCH_BATCH = 32
+UNAVAILABLE_BACKOFF_SECONDS = 1.0
 
 
 class CallPipeline:
@@ -176,20 +168,30 @@ class CallPipeline:
         state again, so one bad call cannot hold up the others.
         """
         try:
-            replies = await self.execute_batch(link, batch)
-        except Exception:
+            replies = await self.execute_batch(link.runner_id, batch)
+        except Exception as exc:
+            if is_unavailable(exc):
+                # The calls stay journaled and pending: try them again once it is back.
+                log_failure(log, "%s tool call(s) wait for the database", exc, len(batch))
+                await asyncio.sleep(UNAVAILABLE_BACKOFF_SECONDS)
+                for run_id, call_db_id, _ in batch:
+                    link.admitted.put_nowait((run_id, call_db_id, None))
+                return
             if len(batch) > 1 or batch[0][2] is not None:
                 for run_id, call_db_id, _ in batch:
                     await self.dispatch(link, [(run_id, call_db_id, None)])
             else:
-                log.exception("tool call %s of run %s failed to dispatch", batch[0][1], batch[0][0])
+                log_failure(
+                    log, "tool call %s of run %s failed to dispatch", exc, batch[0][1], batch[0][0]
+                )
             return
         for seq, message in replies:
             await link.deliver(seq, message)
 
     async def execute_batch(
-        self, link: RunnerLink, batch: list[Admitted]
+        self, runner_id: uuid.UUID, batch: list[Admitted]
     ) -> list[tuple[int, ToolResult]]:
+        """Execute and settle a batch; its replies, queued in ``runner_id``'s outbox, by seq."""
         epochs = {
             run_id: epoch
             for run_id, _, _ in batch
@@ -221,14 +223,16 @@ class CallPipeline:
                     if row is None:
                         continue
                     if row.status != ToolCallStatus.PENDING:
-                        answers[call_db_id] = _reply(run_id, row.call_id, row.result, row.is_error)
+                        answers[call_db_id] = reply_to(
+                            run_id, row.call_id, row.result, row.is_error
+                        )
                         continue
                     call = journal.CallInput.of(row)
-                answers[call_db_id] = _reply(run_id, call.call_id, {}, False)  # filled in below
+                answers[call_db_id] = reply_to(run_id, call.call_id, {}, False)  # filled in below
                 work.append((runs[run_id], call))
             outcomes = await self.executor.execute_many(session, work)
             for (_, call), outcome in zip(work, outcomes, strict=True):
-                answers[call.id] = _reply(
+                answers[call.id] = reply_to(
                     call.run_id, call.call_id, outcome.result, outcome.is_error
                 )
             # One reply per call in the batch: a repeated call is answered again.
@@ -247,101 +251,16 @@ class CallPipeline:
                 ],
                 replies,
                 instance=self.instance,
-                runner_id=link.runner_id,
+                runner_id=runner_id,
             )
-        return [(seq, _numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
-
-    # Recovery: inputs an earlier controller left without a result
-
-    async def recover_pending(self, link: RunnerLink, run_id: uuid.UUID) -> None:
-        """After adoption: ask the tool-recovery hook what becomes of each input without a result.
-
-        This controller just adopted the run (its lease expired and the epoch
-        moved), so the earlier owner is gone. A receipt is replayed, an
-        interrupted input settles with ``tool_call_interrupted_by_restart``, an
-        input that provably had no effect runs now, and a kept one waits.
-        """
-        epoch = self.ownership.epoch(run_id)
-        async with self.sessions() as session:
-            pending = list(
-                (
-                    await session.execute(
-                        select(ToolCall).where(
-                            ToolCall.run_id == run_id, ToolCall.status == ToolCallStatus.PENDING
-                        )
-                    )
-                ).scalars()
-            )
-            receipts = await _receipts_of(session, pending)
-        settle: list[tuple[ToolCall, dict[str, object], bool]] = []
-        for row in pending:
-            decision = self.plugins.recover_tool_input(
-                self._pending_input(row, epoch, receipts.get(row.id))
-            )
-            log.info(
-                "tool call %s of run %s after adoption: %s (%s)",
-                row.call_id,
-                run_id,
-                decision.action.value,
-                decision.reason,
-            )
-            if decision.action is ToolRecoveryAction.REDISPATCH:
-                link.admitted.put_nowait((run_id, row.id, None))
-            elif decision.action is not ToolRecoveryAction.KEEP_PENDING:
-                result, is_error = _settled_result(decision)
-                settle.append((row, result, is_error))
-        if settle:
-            await self._settle_recovered(link, run_id, epoch, settle)
-
-    def _pending_input(
-        self, row: ToolCall, epoch: int, receipt: ToolReceipt | None
-    ) -> PendingToolInput:
-        here = row.admitted_by == self.instance and row.admitted_epoch == epoch
-        return PendingToolInput(
-            run_id=str(row.run_id),
-            input_id=str(row.id),
-            tool_name=row.tool,
-            admission=Admission.THIS_CONTROLLER if here else Admission.EARLIER_CONTROLLER,
-            running_here=False,
-            owner_gone=not here,
-            receipt=receipt,
-            # A core tool's effect commits with its saved result.
-            effect_in_journal=row.tool in BY_NAME,
-        )
-
-    async def _settle_recovered(
-        self,
-        link: RunnerLink,
-        run_id: uuid.UUID,
-        epoch: int,
-        settle: list[tuple[ToolCall, dict[str, object], bool]],
-    ) -> None:
-        replies = [
-            _reply(run_id, row.call_id, result, is_error) for row, result, is_error in settle
-        ]
-        async with self.sessions.begin() as session:
-            runs, refused = await lock_runs(session, {run_id: epoch}, instance=self.instance)
-            if run_id not in runs:
-                raise refused[run_id]
-            seqs = await journal.settle_many(
-                await driver_connection(session),
-                [
-                    journal.Settlement(row.id, dict(result), is_error, epoch)
-                    for row, result, is_error in settle
-                ],
-                replies,
-                instance=self.instance,
-                runner_id=link.runner_id,
-            )
-        for seq, reply in zip(seqs, replies, strict=True):
-            await link.deliver(seq, _numbered(reply, seq))
+        return [(seq, numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
 
-def _reply(run_id: uuid.UUID, call_id: str, content: object, is_error: bool) -> ToolResult:
+def reply_to(run_id: uuid.UUID, call_id: str, content: object, is_error: bool) -> ToolResult:
     return ToolResult(seq=0, run_id=run_id, call_id=call_id, content=content, is_error=is_error)
 
 
-def _numbered(reply: ToolResult, seq: int) -> ToolResult:
+def numbered(reply: ToolResult, seq: int) -> ToolResult:
     return ToolResult(
         seq=seq,
         run_id=reply.run_id,
@@ -349,52 +268,3 @@ def _numbered(reply: ToolResult, seq: int) -> ToolResult:
         content=reply.content,
         is_error=reply.is_error,
     )
-
-
-def _settled_result(decision: ToolRecovery) -> tuple[dict[str, object], bool]:
-    """The saved result of a recovered input: its receipt's, or the interruption."""
-    if decision.action is ToolRecoveryAction.REPLAY_RECEIPT and decision.receipt is not None:
-        receipt = decision.receipt
-        return (
-            {
-                **receipt.result,
-                "receipt": {
-                    "command_id": receipt.command_id,
-                    "outcome": ReceiptStatus.DUPLICATE.value,
-                    "state_revision": receipt.state_revision,
-                },
-            },
-            False,
-        )
-    return (
-        {
-            "error": {
-                "code": decision.error_code or TOOL_CALL_INTERRUPTED_BY_RESTART,
-                "message": "a restart interrupted this call; whether it took effect is unknown. "
-                "Check the current state before you repeat it.",
-                "outcome": "unknown",
-                "retryable": decision.retryable,
-            }
-        },
-        True,
-    )
-
-
-async def _receipts_of(session: AsyncSession, pending: list[ToolCall]) -> dict[int, ToolReceipt]:
-    """The durable receipt of each pending input that has one (by its command id)."""
-    by_command = {journal.CallInput.of(row).command_id: row.id for row in pending}
-    if not by_command:
-        return {}
-    rows = await session.execute(
-        select(ReceiptRow).where(ReceiptRow.command_id.in_(list(by_command)))
-    )
-    found: dict[int, ToolReceipt] = {}
-    for receipt in rows.scalars():
-        row_id = by_command[receipt.command_id]
-        found[row_id] = ToolReceipt(
-            command_id=receipt.command_id,
-            status=ReceiptStatus.APPLIED,
-            result=receipt.result,
-            state_revision=receipt.state_revision,
-        )
-    return found

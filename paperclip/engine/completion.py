@@ -1,9 +1,11 @@
 """The completion guards' question, asked the same way at ``finish`` and after the turn.
 
-At the feedback stage (inside the finish tool) a refusal becomes a correction
-the model can act on in the same turn; at the terminal stage (after the
-provider ended its turn) it fails the run with its code. Both build the check
-here, so the two callers can never ask different questions.
+One validator, two callers. At the feedback stage (inside the finish tool) a
+refusal becomes a correction the model can act on in the same turn; at the
+terminal stage (after the provider ended its turn) it fails the run with its
+code. Both read the run's wake snapshot and newest read receipt here (one exact
+query, then the snapshot's own comments) and ask every guard through the
+plugin facade, so the two callers can never ask different questions.
 """
 
 from __future__ import annotations
@@ -11,14 +13,24 @@ from __future__ import annotations
 from typing import Any
 
 from paperclip_hookspecs.completion import (
+    NATIVE_CURRENT_WAKE_COMMENTS_UNREAD,
+    READ_CURRENT_WAKE_COMMENTS,
     CompletionCheck,
     CompletionRefusal,
     CompletionReport,
     CompletionStage,
+    ReadReceipt,
     RunBinding,
+    WakeSnapshot,
 )
+from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.models import Run
+from paperclip.engine.snapshot import run_snapshot, snapshot_entries, state_revision
+from paperclip.models import Run, WakeCommentRead
+from paperclip.plugins import PluginHost
+
+MAX_CORRECTION_CHARS = 1_000
+"""A refusal's texts as the model gets them: bounded, whatever a plugin wrote."""
 
 
 def binding_of(run: Run) -> RunBinding:
@@ -30,13 +42,60 @@ def binding_of(run: Run) -> RunBinding:
     )
 
 
-def completion_check(run: Run, stage: CompletionStage, report: CompletionReport) -> CompletionCheck:
-    """What the guards are shown for ``run``'s report.
+def receipt_of(read: WakeCommentRead) -> ReadReceipt:
+    """A read receipt row as the guards see it: its own binding, never the checked run's."""
+    return ReadReceipt(
+        binding=RunBinding(
+            run_id=str(read.run_id),
+            company_id=str(read.company_id),
+            issue_id=str(read.issue_id),
+            agent_id=str(read.agent_id),
+        ),
+        snapshot_revision=read.snapshot_revision,
+        complete=read.complete,
+        cursor=read.next_cursor,
+    )
 
-    The wake snapshot and the run's read receipt are not recorded yet: every
-    run is checked without them (the built-in guard then has nothing to refuse).
+
+async def completion_check(
+    session: AsyncSession, run: Run, stage: CompletionStage, report: CompletionReport
+) -> CompletionCheck:
+    """What the guards are shown for ``run``'s report: its binding, its wake snapshot as it is
+    now, and its newest read receipt.
+
+    Raises :class:`~paperclip.engine.snapshot.SnapshotBindingError` when the
+    snapshot is not the run's company's, task's and agent's.
     """
-    return CompletionCheck(stage=stage, binding=binding_of(run), report=report)
+    found = await run_snapshot(session, run)
+    if found is None:
+        return CompletionCheck(stage=stage, binding=binding_of(run), report=report)
+    entries = (
+        await snapshot_entries(session, found.snapshot.id) if found.snapshot.comment_count else []
+    )
+    snapshot = WakeSnapshot(
+        revision=state_revision(entries),
+        comment_ids=tuple(str(e.comment_id) for e in entries),
+        read_required=found.snapshot.read_required,
+    )
+    receipt = receipt_of(found.latest_read) if found.latest_read is not None else None
+    return CompletionCheck(
+        stage=stage, binding=binding_of(run), report=report, snapshot=snapshot, receipt=receipt
+    )
+
+
+async def check_completion(
+    session: AsyncSession,
+    run: Run,
+    stage: CompletionStage,
+    report: CompletionReport,
+    plugins: PluginHost,
+) -> CompletionRefusal | None:
+    """The first guard's refusal of ``run``'s report at ``stage``, or None: accepted.
+
+    The run's row is locked by the caller. Errors other than a refusal (a
+    binding mismatch, a failing plugin) propagate.
+    """
+    return plugins.check_completion(await completion_check(session, run, stage, report))
 
 
 def report_of(result: dict[str, Any]) -> CompletionReport:
@@ -46,17 +105,25 @@ def report_of(result: dict[str, Any]) -> CompletionReport:
     )
 
 
+def feedback_code(refusal: CompletionRefusal) -> str:
+    """The finish tool's error code for a refusal: the unread-comments refusal is answered with
+    its correction's name, ``read_current_wake_comments``; other guards keep their own code."""
+    if refusal.code == NATIVE_CURRENT_WAKE_COMMENTS_UNREAD:
+        return READ_CURRENT_WAKE_COMMENTS
+    return refusal.code
+
+
 def refusal_body(refusal: CompletionRefusal) -> dict[str, Any]:
     """A refusal as the finish tool returns it: the code, and what to do about it now."""
     body: dict[str, Any] = {
-        "code": refusal.code,
-        "message": refusal.message,
-        "reason": refusal.reason,
+        "code": feedback_code(refusal),
+        "message": refusal.message[:MAX_CORRECTION_CHARS],
+        "reason": refusal.reason[:100],
     }
     if refusal.correction is not None:
         body["correction"] = {
-            "instruction": refusal.correction.instruction,
-            "message": refusal.correction.message,
+            "instruction": refusal.correction.instruction[:100],
+            "message": refusal.correction.message[:MAX_CORRECTION_CHARS],
             "cursor": refusal.correction.cursor,
             "restart": refusal.correction.restart,
         }

@@ -18,15 +18,17 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine import leases, outbox
+from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
-from paperclip.engine.endings import finish_run
-from paperclip.engine.fence import StaleEpochError
+from paperclip.engine.fence import StaleEpochError, lock_run
 from paperclip.engine.inbox import RunnerInbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.transport import Transport, TransportClosed
-from paperclip.models import Run, RunStatus
+from paperclip.engine.turns import RUNNER_RESTARTED, end_turn
+from paperclip.models import Run, TurnStatus
 from paperclip.models import Runner as RunnerRow
 from paperclip.wire.messages import (
     CLOSE_PROTOCOL_ERROR,
@@ -41,6 +43,8 @@ from paperclip.wire.messages import (
 log = logging.getLogger(__name__)
 
 HELLO_TIMEOUT = 10.0
+CLOSE_TRY_AGAIN = 1013
+"""WebSocket close code "try again later" (the database is away, say)."""
 
 
 class RunnerConnections:
@@ -49,19 +53,23 @@ class RunnerConnections:
         sessions: async_sessionmaker[AsyncSession],
         ownership: RunOwnership,
         calls: CallPipeline,
+        recovery: CallRecovery,
         inbox: RunnerInbox,
         *,
         instance: str,
         lease_seconds: float,
         nudge: Callable[[], None],
+        on_lost: Callable[[], None] = lambda: None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
         self.calls = calls
+        self.recovery = recovery
         self.inbox = inbox
         self.instance = instance
         self.ttl = lease_seconds
         self.nudge = nudge
+        self.on_lost = on_lost
         self.links: dict[uuid.UUID, RunnerLink] = {}
 
     def pick_link(self, provider: str | None) -> RunnerLink | None:
@@ -87,7 +95,12 @@ class RunnerConnections:
         except TransportClosed:
             return
 
-        link = await self._register(runner.id, transport, hello)
+        try:
+            link = await self._register(runner.id, transport, hello)
+        except Exception as exc:
+            log_failure(log, "runner %s could not be registered", exc, runner.name)
+            await transport.close(CLOSE_TRY_AGAIN, "the control plane cannot serve it now")
+            return
         try:
             await link.send(Welcome(replica=self.instance, acked_seq=link.last_in))
             await self._adopt_runs_of(link, hello)
@@ -101,6 +114,10 @@ class RunnerConnections:
         except StaleEpochError as exc:
             log.warning("runner %s: %s; closing this link", runner.name, exc)
             await link.close(CLOSE_REPLACED, "run adopted elsewhere")
+        except Exception as exc:
+            # The runner reconnects (with backoff) and both sides replay what is unacknowledged.
+            log_failure(log, "the connection of runner %s failed", exc, runner.name)
+            await link.close(CLOSE_TRY_AGAIN, "the control plane cannot serve it now")
         finally:
             await self._unregister(link)
 
@@ -171,12 +188,15 @@ class RunnerConnections:
                 )
 
     async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
+        """The runner's runs with a turn on it (not those waiting for a runner to go on)."""
         async with self.sessions() as session:
             return list(
                 (
                     await session.execute(
                         select(Run.id).where(
-                            Run.runner_id == runner_id, Run.status.in_(leases.ACTIVE)
+                            Run.runner_id == runner_id,
+                            Run.status.in_(leases.ACTIVE),
+                            Run.phase == "turn",
                         )
                     )
                 ).scalars()
@@ -185,43 +205,48 @@ class RunnerConnections:
     async def _adopt_runs_of(self, link: RunnerLink, hello: Hello) -> None:
         """Become the controller of every active run of this runner, then settle their journals.
 
-        A run still leased by a dead replica is adopted once its lease expires.
+        A run still leased by a dead replica is adopted once its lease expires. A
+        run the runner no longer hosts (a new process of it) lost its turn: the
+        run is not failed, the reconciler resumes it.
         """
-        hosted = {run.run_id for run in hello.runs}
+        hosted = {run.run_id: run for run in hello.runs}
         for run_id in await self._runs_of(link.runner_id):
-            if run_id not in hosted and not await self._start_pending(link, run_id):
-                await self._fail_lost_run(run_id)
+            if not await self._adopt(link, run_id):
                 continue
-            deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
-            while run_id not in self.ownership:
-                async with self.sessions.begin() as session:
-                    epoch = await leases.adopt(
-                        session, run_id, instance=self.instance, ttl=self.ttl
-                    )
-                if epoch is not None:
-                    self.ownership.own(run_id, epoch)
-                    log.info("adopted run %s at epoch %s", run_id, epoch)
-                    break
-                if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
-                    log.warning("could not adopt run %s in time", run_id)
-                    break
-                await asyncio.sleep(min(0.5, self.ttl / 4))
-            if run_id in self.ownership:
-                await self.calls.recover_pending(link, run_id)
+            if run_id not in hosted and not await self._start_pending(link, run_id):
+                await self._lose(run_id, RUNNER_RESTARTED)
+                continue
+            await self.recovery.recover_pending(run_id, runner_id=link.runner_id, link=link)
+            waiting = hosted[run_id].pending_calls if run_id in hosted else []
+            await self.recovery.answer_again(link, run_id, waiting)
+
+    async def _adopt(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
+        deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
+        while run_id not in self.ownership:
+            async with self.sessions.begin() as session:
+                epoch = await leases.adopt(session, run_id, instance=self.instance, ttl=self.ttl)
+            if epoch is not None:
+                self.ownership.own(run_id, epoch)
+                log.info("adopted run %s at epoch %s", run_id, epoch)
+                return True
+            if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
+                log.warning("could not adopt run %s in time", run_id)
+                return False
+            await asyncio.sleep(min(0.5, self.ttl / 4))
+        return True
 
     async def _start_pending(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
         async with self.sessions() as session:
             return await outbox.has_start_pending(session, link.runner_id, run_id)
 
-    async def _fail_lost_run(self, run_id: uuid.UUID) -> None:
+    async def _lose(self, run_id: uuid.UUID, reason: str) -> None:
+        """The run's turn went with its runner process: close it as lost, hand the run over."""
         async with self.sessions.begin() as session:
-            run = await session.get(Run, run_id, with_for_update=True)
-            if run is not None:
-                await finish_run(
-                    session,
-                    run,
-                    RunStatus.FAILED,
-                    error_code="runner_lost_run",
-                    error_message="the runner that hosted this run no longer has it",
-                )
-        self.nudge()
+            run = await lock_run(
+                session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
+            )
+            await end_turn(session, run, run.turn, TurnStatus.LOST, error_code=reason)
+            run.lease_expires_at = datetime.now(UTC)
+        self.ownership.release(run_id)
+        log.info("run %s lost its turn (%s); it goes on after recovery", run_id, reason)
+        self.on_lost()

@@ -19,23 +19,25 @@ from paperclip_hookspecs.presentation import (
     PresentationMode,
     PresentationPath,
 )
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import outbox
-from paperclip.engine.completion import completion_check, report_of
+from paperclip.engine.completion import check_completion, report_of
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
-from paperclip.models import Run, RunStatus, RunToken
+from paperclip.engine.snapshot import SnapshotBindingError
+from paperclip.engine.turns import end_turn, is_lost
+from paperclip.models import Run, RunStatus, TurnStatus
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.comments import add_comment
 from paperclip.services.issues import settle_after_run
+from paperclip.services.run_tokens import revoke_run_tokens
 from paperclip.wire.messages import Close, TurnFinished
 
 log = logging.getLogger(__name__)
@@ -101,11 +103,7 @@ async def finish_run(
         run.answer = answer
     if session_ref:
         run.session_ref = session_ref
-    await session.execute(
-        update(RunToken)
-        .where(RunToken.run_id == run.id, RunToken.revoked_at.is_(None))
-        .values(revoked_at=datetime.now(UTC))
-    )
+    await revoke_run_tokens(session, run.id)
     if run.issue_id is not None:
         await settle_after_run(
             session, run.issue_id, succeeded=status is RunStatus.SUCCEEDED, outcome=outcome
@@ -132,6 +130,7 @@ class RunEndings:
         *,
         instance: str,
         nudge: Callable[[], None],
+        on_lost: Callable[[], None] = lambda: None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -139,6 +138,8 @@ class RunEndings:
         self.plugins = plugins
         self.instance = instance
         self.nudge = nudge
+        self.on_lost = on_lost
+        """Called when a turn was lost: the reconciler settles it (a nudge, not a wait)."""
 
     async def turn_finished(self, link: RunnerLink, message: TurnFinished) -> None:
         run_id = message.run_id
@@ -148,47 +149,98 @@ class RunEndings:
             run = await lock_run(
                 session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
             )
-            status, code, text = decide(run, message)
-            if status is RunStatus.SUCCEEDED:
-                status, code, text = self._terminal_guard(run)
-            ended = await finish_run(
-                session,
-                run,
-                status,
-                error_code=code,
-                error_message=text,
-                session_ref=message.session_ref,
-                answer=message.answer,
-            )
-            if ended:
-                await append_events(
-                    session,
-                    run,
-                    link.instance,
-                    [
-                        NewEvent(
-                            message.seq,
-                            "run.finished",
-                            {"status": status.value, "error_code": code},
-                        )
-                    ],
-                )
-            await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+            number = message.turn or run.turn
+            if number != run.turn or run.phase != "turn":
+                return  # the end of an earlier turn of the run, replayed: settled already
+            if message.status != "completed" and is_lost(message.error_code):
+                await self._lose_turn(session, run, message)
+                lost = True
+            else:
+                lost = False
+                ended, status = await self._end_run(session, run, link, message)
+                await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+        if lost:
+            self.ownership.release(run_id)
+            self.on_lost()
+            return
         self.ownership.release(run_id)
         link.kick()
         self.nudge()
         if ended and status is RunStatus.SUCCEEDED:
             await self.present(run_id, PresentationPath.LIVE)
 
-    def _terminal_guard(self, run: Run) -> tuple[RunStatus, str | None, str | None]:
-        """The completion guards again, after the provider ended its turn: a refusal fails the run."""
+    async def _lose_turn(self, session: AsyncSession, run: Run, message: TurnFinished) -> None:
+        """The provider process, not the model, failed: the run is not over.
+
+        The turn is closed as lost and the run's lease released at once, so the
+        reconciler settles the loss (the next turn resumes the session).
+        """
+        await end_turn(
+            session,
+            run,
+            run.turn,
+            TurnStatus.LOST,
+            error_code=message.error_code,
+            error_message=message.error,
+            session_ref=message.session_ref,
+            provider_turn_id=message.provider_turn_id,
+        )
+        run.lease_expires_at = datetime.now(UTC)
+        log.info("turn %s of run %s was lost (%s)", run.turn, run.id, message.error_code)
+
+    async def _end_run(
+        self, session: AsyncSession, run: Run, link: RunnerLink, message: TurnFinished
+    ) -> tuple[bool, RunStatus]:
+        """The run's status decision: the turn ended, and with it the run."""
+        status, code, text = decide(run, message)
+        if status is RunStatus.SUCCEEDED:
+            status, code, text = await self._terminal_guard(session, run)
+        await end_turn(
+            session,
+            run,
+            run.turn,
+            TurnStatus.COMPLETED if message.status == "completed" else TurnStatus.FAILED,
+            error_code=message.error_code,
+            error_message=message.error,
+            session_ref=message.session_ref,
+            provider_turn_id=message.provider_turn_id,
+        )
+        ended = await finish_run(
+            session,
+            run,
+            status,
+            error_code=code,
+            error_message=text,
+            session_ref=message.session_ref,
+            answer=message.answer,
+        )
+        if ended:
+            await append_events(
+                session,
+                run,
+                link.instance,
+                [
+                    NewEvent(
+                        message.seq, "run.finished", {"status": status.value, "error_code": code}
+                    )
+                ],
+            )
+        return ended, status
+
+    async def _terminal_guard(
+        self, session: AsyncSession, run: Run
+    ) -> tuple[RunStatus, str | None, str | None]:
+        """The completion guards again, after the provider ended its turn, against the exact
+        wake snapshot as it is now: a refusal fails the run with its code."""
         assert run.result is not None
         try:
-            refusal = self.plugins.check_completion(
-                completion_check(run, CompletionStage.TERMINAL, report_of(run.result))
+            refusal = await check_completion(
+                session, run, CompletionStage.TERMINAL, report_of(run.result), self.plugins
             )
         except PluginError as exc:
             return RunStatus.FAILED, "plugin_failed", str(exc)
+        except SnapshotBindingError as exc:
+            return RunStatus.FAILED, exc.code, str(exc)
         if refusal is not None:
             return RunStatus.FAILED, refusal.code, refusal.message
         return RunStatus.SUCCEEDED, None, None

@@ -6,7 +6,8 @@
 - ``calls``: the tool-call pipeline (admit, execute, settle, recover);
 - ``endings``: a turn's end (terminal guard, status decision, presentation);
 - ``scheduler``: wakes to runs, nudged by PostgreSQL notifications;
-- ``leases``: renewing this replica's leases, ending abandoned runs.
+- ``leases``: renewing this replica's leases, ending abandoned runs;
+- ``reconciler``: the recovery policies, in the background, through the ``port``.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -17,17 +18,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.connections import RunnerConnections
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.inbox import RunnerInbox
 from paperclip.engine.leases import LeaseKeeper
+from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.reconciler import Reconciler
+from paperclip.engine.recovery_port import ControlPlanePort
+from paperclip.engine.resumption import Limits
 from paperclip.engine.scheduler import WakeScheduler
 from paperclip.engine.transport import Transport
 from paperclip.models import Runner
@@ -48,24 +56,49 @@ class RunEngine:
         instance: str,
         lease_seconds: float,
         abandon_after: float = 600.0,
+        runner_gone_after: float = 60.0,
+        max_resumes: int = 3,
+        reconcile_seconds: float = 2.0,
         database: AsyncEngine | None = None,
     ) -> None:
         self.instance = instance
         self.ownership = RunOwnership()
         gate = ControlGate(sessions, self.ownership)
         self.calls = CallPipeline(sessions, self.ownership, gate, plugins, instance=instance)
+        self.call_recovery = CallRecovery(self.calls)
+        self.port = ControlPlanePort(
+            sessions,
+            self.ownership,
+            plugins,
+            self.call_recovery,
+            instance=instance,
+            lease_seconds=lease_seconds,
+            limits=Limits(max_resumes, timedelta(seconds=abandon_after)),
+            runner_grace=timedelta(seconds=runner_gone_after),
+        )
+        self.reconciler = Reconciler(
+            sessions, plugins, self.port, instance=instance, pass_seconds=reconcile_seconds
+        )
         self.endings = RunEndings(
-            sessions, self.ownership, gate, plugins, instance=instance, nudge=self.nudge
+            sessions,
+            self.ownership,
+            gate,
+            plugins,
+            instance=instance,
+            nudge=self.nudge,
+            on_lost=self.reconciler.nudge,
         )
         inbox = RunnerInbox(sessions, self.ownership, gate, self.calls, self.endings)
         self.connections = RunnerConnections(
             sessions,
             self.ownership,
             self.calls,
+            self.call_recovery,
             inbox,
             instance=instance,
             lease_seconds=lease_seconds,
             nudge=self.nudge,
+            on_lost=self.reconciler.nudge,
         )
         self.scheduler = WakeScheduler(
             sessions,
@@ -75,6 +108,7 @@ class RunEngine:
             self.connections.pick_link,
             instance=instance,
             lease_seconds=lease_seconds,
+            on_adopted=self._adopted,
         )
         self.leases = LeaseKeeper(
             sessions,
@@ -85,11 +119,21 @@ class RunEngine:
             nudge=self.nudge,
         )
         self._loops: list[asyncio.Task[Any]] = []
+        self._adoptions: set[asyncio.Task[None]] = set()
+
+    def _adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        """A run adopted to start its next turn: settle what its lost turn left pending."""
+        task = asyncio.create_task(
+            self.call_recovery.recover_pending(run_id, runner_id=link.runner_id, link=link)
+        )
+        self._adoptions.add(task)
+        task.add_done_callback(self._adoptions.discard)
 
     async def start(self) -> None:
         self._loops = [
             asyncio.create_task(self.scheduler.run(), name="wake-scheduler"),
             asyncio.create_task(self.leases.run(), name="lease-keeper"),
+            asyncio.create_task(self.reconciler.run(), name="reconciler"),
         ]
 
     async def stop(self) -> None:

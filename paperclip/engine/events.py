@@ -47,12 +47,13 @@ WITH input AS (
 ), counter AS (
     UPDATE runs r SET last_event_seq = r.last_event_seq + counts.n
     FROM counts WHERE r.id = counts.run_id AND r.id = ANY($1::uuid[])
-    RETURNING r.id, r.company_id, r.last_event_seq - counts.n AS base
+    RETURNING r.id, r.company_id, r.turn, r.last_event_seq - counts.n AS base
 )
-INSERT INTO run_events (company_id, run_id, seq, type, payload, source_instance, source_seq)
+INSERT INTO run_events
+    (company_id, run_id, seq, type, payload, turn, source_instance, source_seq)
 SELECT counter.company_id, e.run_id,
     counter.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord),
-    e.type, e.payload, e.source_instance, e.source_seq
+    e.type, e.payload, greatest(counter.turn, 1), e.source_instance, e.source_seq
 FROM input e JOIN counter ON counter.id = e.run_id
 """
 

@@ -19,11 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.events import NewEvent, append_many
-from paperclip.engine.fence import lock_runs
+from paperclip.engine.fence import lock_run, lock_runs
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.transport import TransportClosed
+from paperclip.engine.turns import turn_started
 from paperclip.wire.messages import (
     Ack,
     DataMessage,
@@ -34,6 +35,7 @@ from paperclip.wire.messages import (
     SteerResult,
     ToolCall,
     TurnFinished,
+    TurnStarted,
     decode_from_runner,
 )
 
@@ -146,6 +148,8 @@ class RunnerInbox:
     async def _handle(self, link: RunnerLink, message: DataMessage) -> None:
         if isinstance(message, TurnFinished):
             await self.endings.turn_finished(link, message)
+        elif isinstance(message, TurnStarted):
+            await self._turn_started(link, message)
         elif isinstance(message, SteerResult):
             await self._steer_result(link, message)
         elif isinstance(message, Event):
@@ -176,6 +180,19 @@ class RunnerInbox:
             )
         for message in messages:
             link.processed(message.seq)
+
+    async def _turn_started(self, link: RunnerLink, message: TurnStarted) -> None:
+        """The runner started the turn; the session it reports is durable from now on."""
+        if not await self.gate.controls(link, message.run_id):
+            return
+        async with self.sessions.begin() as session:
+            run = await lock_run(
+                session,
+                message.run_id,
+                instance=self.calls.instance,
+                epoch=self.ownership.epoch(message.run_id),
+            )
+            await turn_started(session, run, message.turn, message.session_ref)
 
     async def _steer_result(self, link: RunnerLink, message: SteerResult) -> None:
         event = Event(

@@ -12,6 +12,7 @@ from datetime import timedelta
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine.endings import finish_run
 from paperclip.engine.fence import lock_run
 from paperclip.engine.ownership import RunOwnership
@@ -111,8 +112,8 @@ class LeaseKeeper:
                 await self.renew_owned()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("renewing leases failed")
+            except Exception as exc:
+                log_failure(log, "renewing leases failed", exc)
 
     async def renew_owned(self) -> None:
         owned = self.ownership.snapshot()
@@ -144,6 +145,8 @@ class LeaseKeeper:
                         select(Run.id)
                         .where(
                             Run.status.in_(ACTIVE),
+                            # A run waiting for a runner to go on is recovery's to settle.
+                            Run.phase == "turn",
                             Run.lease_expires_at
                             < func.now() - timedelta(seconds=self.abandon_after),
                         )

@@ -12,9 +12,10 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine import outbox
 from paperclip.engine.journal import CallInput
-from paperclip.engine.transport import Transport
+from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.models import Runner
 from paperclip.wire.messages import CLOSE_UNAUTHORIZED, Ack, Message, encode
 
@@ -96,7 +97,10 @@ class RunnerLink:
         """Send a just-committed outbox message now if it is next in order; else let the loop do it."""
         async with self._order_lock:
             if seq == self.last_sent + 1:
-                await self.send(message)
+                try:
+                    await self.send(message)
+                except TransportClosed:
+                    return  # it stays in the outbox: the runner's next connection gets it
                 self.last_sent = seq
                 return
         self.kick()
@@ -157,8 +161,8 @@ class RunnerLink:
                     return
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("saving the position of runner %s failed", self.runner_id)
+            except Exception as exc:
+                log_failure(log, "saving the position of runner %s failed", exc, self.runner_id)
 
     async def _revoked(self) -> bool:
         async with self.sessions() as session:
@@ -188,8 +192,10 @@ class RunnerLink:
                     self._kick.set()  # there may be more than one page
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except TransportClosed:
+                return  # the connection ended: the receive loop closes the link
+            except Exception as exc:
                 if self.closed.is_set():
                     return
-                log.exception("sending to runner %s failed", self.runner_id)
+                log_failure(log, "sending to runner %s failed", exc, self.runner_id)
                 await asyncio.sleep(POLL_SECONDS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.models import Agent, Comment, Issue, Run, WakeRequest
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
+from paperclip.services.comments import issue_comments
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
@@ -48,6 +50,18 @@ def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
     )
 
 
+def current_wake_comments(
+    agent: Agent, comments: list[Comment], since: datetime | None
+) -> list[Comment]:
+    """The comments a run is woken for, all of them, oldest first: written by others since this
+    agent's previous run on the issue started (the prompt renders a window of them)."""
+    return [
+        c
+        for c in comments
+        if c.author_agent_id != agent.id and (since is None or c.created_at > since)
+    ]
+
+
 def build_execution_input(
     *,
     agent: Agent,
@@ -65,11 +79,7 @@ def build_execution_input(
     The current wake comments are the ones written by others since this agent's
     previous run on the issue started; earlier ones are history.
     """
-    current = [
-        c
-        for c in comments
-        if c.author_agent_id != agent.id and (since is None or c.created_at > since)
-    ]
+    current = current_wake_comments(agent, comments, since)
     current_ids = {c.id for c in current}
     history = [c for c in comments if c.id not in current_ids]
     task = TaskSource(
@@ -105,6 +115,15 @@ def carriers_of(hooks: Any, provider: str) -> ProviderCarriers:
     return ProviderCarriers(default_rules=kind is not None and kind.capabilities.system_prompt)
 
 
+@dataclass(frozen=True, slots=True)
+class RunInput:
+    """A new run's assembled input, and every current wake comment it stands on."""
+
+    assembled: AssembledInput
+    current: list[Comment]
+    """All of them, not only the window the prompt rendered: the wake snapshot's comments."""
+
+
 async def assemble_for_run(
     session: AsyncSession,
     *,
@@ -113,20 +132,12 @@ async def assemble_for_run(
     wake: WakeRequest,
     run_id: str,
     hooks: Any = None,
-) -> AssembledInput:
+) -> RunInput:
     """Read what the prompt stands on (comments, parent, the agent's previous run) and assemble it."""
     comments: list[Comment] = []
     parent = since = None
     if issue is not None:
-        comments = list(
-            (
-                await session.execute(
-                    select(Comment)
-                    .where(Comment.issue_id == issue.id, Comment.deleted_at.is_(None))
-                    .order_by(Comment.created_at, Comment.id)
-                )
-            ).scalars()
-        )
+        comments = await issue_comments(session, issue.id)
         parent = await session.get(Issue, issue.parent_id) if issue.parent_id else None
         since = (
             await session.execute(
@@ -148,7 +159,7 @@ async def assemble_for_run(
         if author_ids
         else {}
     )
-    return build_execution_input(
+    assembled = build_execution_input(
         agent=agent,
         issue=issue,
         parent=parent,
@@ -159,3 +170,4 @@ async def assemble_for_run(
         run_id=run_id,
         hooks=hooks,
     )
+    return RunInput(assembled, current_wake_comments(agent, comments, since))

@@ -19,11 +19,15 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine import outbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
-from paperclip.models import Agent, Issue, Run, RunStatus, WakeRequest
+from paperclip.engine.resumption import new_token_for, queued_turn, resumable
+from paperclip.engine.snapshot import record_wake_snapshot
+from paperclip.engine.turns import open_turn
+from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
 from paperclip.plugins import PluginHost
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
@@ -55,12 +59,15 @@ class WakeScheduler:
         *,
         instance: str,
         lease_seconds: float,
+        on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
         self.ownership = ownership
         self.plugins = plugins
         self.pick_link = pick_link
+        self.on_adopted = on_adopted
+        """Called for a run this replica adopted to start its next turn (settle its journal)."""
         self.instance = instance
         self.ttl = lease_seconds
         self._nudge = asyncio.Event()
@@ -87,8 +94,8 @@ class WakeScheduler:
                         self.nudge()  # a full batch may have left more
                 except asyncio.CancelledError:
                     raise
-                except Exception:
-                    log.exception("claiming wakes failed")
+                except Exception as exc:
+                    log_failure(log, "claiming wakes failed", exc)
                     await asyncio.sleep(LISTEN_RETRY_SECONDS)
         finally:
             listener.cancel()
@@ -124,10 +131,59 @@ class WakeScheduler:
         self.nudge()
 
     async def claim_wakes(self) -> int:
-        """Turn queued wakes into runs for the runners connected here; how many runs started."""
-        started: list[tuple[RunnerLink, int, StartTurn]] = []
+        """Start what waits for a runner connected here: queued turns of runs that go on after
+        a loss, then runs for queued wakes; how many turns started."""
         if self.pick_link(None) is None:
             return 0  # no runner here: a replica with one (or a runner still to come) claims
+        return await self._claim_resumptions() + await self._claim_new_runs()
+
+    async def _claim_resumptions(self) -> int:
+        started: list[tuple[RunnerLink, int, StartTurn, int]] = []
+        async with self.sessions.begin() as session:
+            for run in (await session.execute(resumable(CLAIM_BATCH))).scalars():
+                link = self.pick_link(run.provider)
+                if link is None:
+                    continue
+                seq, start, epoch = await self._resume(session, run, link)
+                started.append((link, seq, start, epoch))
+        for link, seq, start, epoch in started:
+            self.ownership.own(start.run_id, epoch)
+            await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
+            self.on_adopted(link, start.run_id)
+        return len(started)
+
+    async def _resume(
+        self, session: AsyncSession, run: Run, link: RunnerLink
+    ) -> tuple[int, StartTurn, int]:
+        """Adopt the run (the epoch moves) and send its queued turn to ``link``'s runner."""
+        turn = await queued_turn(session, run)
+        agent = await session.get(Agent, run.agent_id)
+        assert agent is not None and turn.input is not None
+        run.controller_instance = self.instance
+        run.controller_epoch += 1
+        run.lease_expires_at = datetime.now(UTC) + timedelta(seconds=self.ttl)
+        run.runner_id = link.runner_id
+        run.phase = "turn"
+        run.resumable_since = None
+        turn.runner_id = link.runner_id
+        start = StartTurn(
+            seq=0,
+            run_id=run.id,
+            provider=run.provider,
+            turn=turn.number,
+            config=agent.provider_config,
+            prompt=str(turn.input.get("prompt") or ""),
+            system=turn.input.get("system"),
+            session_ref=turn.session_ref,
+            token=await new_token_for(session, run),
+            issue_id=run.issue_id,
+        )
+        seq = await outbox.enqueue_one(session, link.runner_id, start)
+        log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
+        return seq, start, run.controller_epoch
+
+    async def _claim_new_runs(self) -> int:
+        started: list[tuple[RunnerLink, int, StartTurn]] = []
         async with self.sessions.begin() as session:
             for wake, agent in await claimable_wakes(session, CLAIM_BATCH):
                 if not any(kind.name == agent.provider for kind in self.plugins.providers()):
@@ -189,9 +245,10 @@ class WakeScheduler:
             # First, so the prompt shows the status the agent works in.
             start_work(issue)
         run_id = uuid.uuid4()
-        assembled = await assemble_for_run(
+        prepared = await assemble_for_run(
             session, agent=agent, issue=issue, wake=wake, run_id=str(run_id), hooks=self.plugins
         )
+        assembled = prepared.assembled
         now = datetime.now(UTC)
         run = Run(
             id=run_id,
@@ -212,6 +269,14 @@ class WakeScheduler:
         )
         session.add(run)
         await session.flush()  # the one-active-run-per-issue index decides here
+        await open_turn(session, run, kind=TurnKind.INITIAL, runner_id=link.runner_id)
+        await record_wake_snapshot(
+            session,
+            run,
+            wake.source,
+            prepared.current,
+            assembled.execution_input.model.rendered_sources,
+        )
         token = new_run_token(session, run)
         mark_claimed(wake, run.id)
         start = StartTurn(

@@ -6,12 +6,16 @@ from paperclip.models.agent import Agent, AgentStatus
 from paperclip.models.api_key import ROLE_RANK, ApiKey, KeyRole
 from paperclip.models.comment import Comment
 from paperclip.models.company import Company
+from paperclip.models.hold import HoldSetter, HoldStatus, TaskHold
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
+from paperclip.models.recovery import RecoveryItem, RecoveryItemStatus, RecoverySettlement
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
+from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
+from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot, WakeSnapshotComment
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
@@ -23,21 +27,33 @@ __all__ = [
     "Base",
     "Comment",
     "Company",
+    "HoldSetter",
+    "HoldStatus",
     "Issue",
     "IssuePriority",
     "IssueStatus",
     "KeyRole",
+    "RecoveryItem",
+    "RecoveryItemStatus",
+    "RecoverySettlement",
     "Run",
     "RunEvent",
     "RunStatus",
     "RunToken",
+    "RunTurn",
     "Runner",
     "RunnerMessage",
     "ServerSecret",
+    "TaskHold",
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",
+    "TurnKind",
+    "TurnStatus",
+    "WakeCommentRead",
+    "WakeCommentSnapshot",
     "WakeKey",
     "WakeRequest",
+    "WakeSnapshotComment",
     "WakeStatus",
 ]

@@ -50,6 +50,17 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
             unique=True,
             postgresql_where=text("status IN ('queued', 'running') AND issue_id IS NOT NULL"),
         ),
+        # Recovery and resumption look at active runs only: history does not slow them.
+        Index(
+            "ix_runs_active_lease",
+            "lease_expires_at",
+            postgresql_where=text("status IN ('queued', 'running')"),
+        ),
+        Index(
+            "ix_runs_resuming",
+            "resumable_since",
+            postgresql_where=text("phase = 'resuming'"),
+        ),
     )
 
     company_id: Mapped[uuid.UUID] = mapped_column(
@@ -89,6 +100,12 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     wake_request_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("wake_requests.id", ondelete="SET NULL")
     )
+    turn: Mapped[int] = mapped_column(default=0)
+    """The number of its current (latest) turn; 0 before its first."""
+    resume_attempts: Mapped[int] = mapped_column(default=0)
+    """Turns started again after one was lost: bounded, then the task is held."""
+    resumable_since: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """Set while the run waits for a runner to start its next turn (phase ``resuming``)."""
     last_event_seq: Mapped[int] = mapped_column(default=0)
     """The seq of the newest run event; bumped under the run's row lock."""
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -111,6 +128,8 @@ class RunEvent(Base):
     """Position in the run's log, 1-based, gap-free."""
     type: Mapped[str] = mapped_column(String(100))
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    turn: Mapped[int] = mapped_column(default=1)
+    """The run's turn when the event was stored."""
     source_instance: Mapped[str] = mapped_column(String(200))
     """Who produced the event (a runner instance, a controller); with ``source_seq``, the replay key."""
     source_seq: Mapped[int] = mapped_column(BigInteger)

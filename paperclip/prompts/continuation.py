@@ -87,7 +87,11 @@ def render_continuation(
     blocks = [
         "## Paperclip continuation",
         f"You are continuing {task.identifier or task.id} after your previous turn. "
-        "Messages of the thread since then, oldest first:",
+        + (
+            "Messages of the thread since then, oldest first:"
+            if messages
+            else "The thread has no new messages since then."
+        ),
     ]
     if left_out:
         blocks.append(f"({left_out:,} older messages of the delta are not shown.)")

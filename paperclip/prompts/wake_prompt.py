@@ -68,7 +68,7 @@ def render_wake_prompt(
             if cut:
                 body += (
                     f"\n[Comment cut at {options.limits.max_comment_chars:,} characters; "
-                    "read it in full with get_task_context.]"
+                    "read it in full with read_current_wake_comments.]"
                 )
             parts.append(body)
             sources.append(SourceBlock(SourceKind.COMMENT, comment.id, rev, SECTION, cut))
@@ -99,7 +99,7 @@ def _facts(wake: WakeSource, task: TaskSource) -> str:
     if wake.omitted_count:
         lines.append(
             f"- Omitted: {count(wake.omitted_count, 'earlier comment')} of this wake "
-            "not shown; read the thread with get_task_context if you need it."
+            "not shown; read them all with read_current_wake_comments before you finish."
         )
     return "\n".join(lines)
 

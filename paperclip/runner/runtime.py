@@ -32,9 +32,11 @@ from paperclip_hookspecs.providers import (
 )
 from websockets.asyncio.client import ClientConnection, connect
 
+from paperclip.failpoints import failpoint
 from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
+from paperclip.runner.records import TurnRecords
 from paperclip.wire import messages as wire
 from paperclip.wire.tools import TOOLS
 
@@ -45,10 +47,15 @@ OUTBOX_LIMIT = 50_000
 BACKOFF_MAX = 2.0
 
 
+TURN_LOST = "turn_lost"
+"""A ``start_turn`` for a turn an earlier process of this runner started: it is gone."""
+
+
 @dataclass
 class HostedRun:
     run_id: uuid.UUID
     token: str
+    turn: int = 1
     driver: ProviderDriver | None = None
     kind: ProviderKind | None = None
     task: asyncio.Task[None] | None = None
@@ -151,7 +158,9 @@ class RunnerProcess:
                         providers=sorted(self.providers),
                         received_seq=self._received_seq,
                         runs=[
-                            wire.HostedRun(run_id=r.run_id, pending_calls=sorted(r.pending_calls))
+                            wire.HostedRun(
+                                run_id=r.run_id, pending_calls=sorted(r.pending_calls), turn=r.turn
+                            )
                             for r in self.runs.values()
                         ],
                     )
@@ -208,7 +217,11 @@ class RunnerProcess:
         if not isinstance(message, wire.DataMessage):
             return
         if message.seq > self._received_seq:
-            await self._handle(message)
+            try:
+                await self._handle(message)
+            except Exception:
+                # A bug in one message's handling must not take the other runs down.
+                log.exception("handling %s %s failed", type(message).__name__, message.seq)
             self._received_seq = message.seq
         self._acknowledge_soon()
 
@@ -236,15 +249,37 @@ class RunnerProcess:
     # Control-plane messages
 
     async def _on_start_turn(self, message: wire.StartTurn) -> None:
-        run_id = message.run_id
-        if run_id in self.runs:
-            return  # a replay of a turn already started
-        hosted = HostedRun(run_id=run_id, token=message.token)
+        run_id, number = message.run_id, message.turn
+        hosted = self.runs.get(run_id)
+        if hosted is not None and hosted.turn >= number:
+            return  # a replay of a turn this process runs (or ran)
+        run_dir = self.work_dir / "runs" / str(run_id)
+        records = TurnRecords(run_dir)
+        earlier = records.find(number)
+        if earlier is not None:
+            # Started by an earlier process of this runner, which is gone with its
+            # provider: never start it twice. The control plane resumes the session.
+            await self._send_data(
+                wire.TurnFinished(
+                    seq=0,
+                    run_id=run_id,
+                    turn=number,
+                    status="interrupted",
+                    session_ref=earlier.session_ref or records.latest_session(),
+                    error_code=TURN_LOST,
+                    error=f"turn {number} was started by an earlier runner process "
+                    f"({earlier.instance}) that is gone",
+                )
+            )
+            return
+        if hosted is not None:
+            await self._close_run(hosted)  # its earlier turn ended; this one starts afresh
+        hosted = HostedRun(run_id=run_id, token=message.token, turn=number)
         self.runs[run_id] = hosted
         kind = self.providers.get(message.provider)
         if kind is None:
             await self._refuse_turn(
-                run_id,
+                hosted,
                 "provider_not_installed",
                 f"provider {message.provider!r} is not installed on this runner",
             )
@@ -253,21 +288,54 @@ class RunnerProcess:
             # Decided here, before any process starts: the host's policy, not the caller's.
             command = self.launch.resolve(message.provider, message.config)
         except LaunchRefused as exc:
-            await self._refuse_turn(run_id, exc.code, str(exc))
+            await self._refuse_turn(hosted, exc.code, str(exc))
             return
-        state_dir = self.work_dir / "runs" / str(run_id)
-        state_dir.mkdir(parents=True, exist_ok=True)
-        hosted.driver = kind.create_driver(DriverContext(state_dir=str(state_dir), command=command))
+        records.start(number, self.instance, message.session_ref)
+
+        async def report_session(session_ref: str) -> None:
+            records.report_session(number, session_ref)
+            await self._send_data(
+                wire.TurnStarted(seq=0, run_id=run_id, turn=number, session_ref=session_ref)
+            )
+
+        try:
+            hosted.driver = kind.create_driver(
+                DriverContext(
+                    state_dir=str(run_dir), command=command, report_session=report_session
+                )
+            )
+        except Exception as exc:
+            # A plugin's failure is its run's failure, never the runner's.
+            log.exception("the %s provider plugin failed to create a driver", message.provider)
+            await self._refuse_turn(
+                hosted,
+                "plugin_failed",
+                f"the {message.provider!r} provider plugin failed to create its driver: "
+                f"{type(exc).__name__}: {exc}",
+            )
+            return
         hosted.kind = kind
-        turn = turn_input(kind, message, state_dir, self.bridge.url)
+        turn = turn_input(kind, message, run_dir, self.bridge.url)
         if turn.mcp is not None:
             self.bridge.open_run(str(run_id), hosted.token)
-        hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
-
-    async def _refuse_turn(self, run_id: uuid.UUID, code: str, text: str) -> None:
-        log.warning("run %s refused: %s", run_id, text)
         await self._send_data(
-            wire.TurnFinished(seq=0, run_id=run_id, status="failed", error=text, error_code=code)
+            wire.TurnStarted(seq=0, run_id=run_id, turn=number, session_ref=message.session_ref)
+        )
+        hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
+        # Recorded as started, its ack not sent yet: a replay must not start it twice.
+        failpoint("runner.start_turn.before_ack")
+
+    async def _refuse_turn(self, hosted: HostedRun, code: str, text: str) -> None:
+        log.warning("run %s refused: %s", hosted.run_id, text)
+        await self._send_data(
+            wire.TurnFinished(
+                seq=0,
+                run_id=hosted.run_id,
+                turn=hosted.turn,
+                status="failed",
+                error=text,
+                error_code=code,
+            )
         )
 
     async def _run_turn(self, hosted: HostedRun, turn: TurnInput) -> None:
@@ -294,10 +362,13 @@ class RunnerProcess:
             wire.TurnFinished(
                 seq=0,
                 run_id=hosted.run_id,
+                turn=hosted.turn,
                 status=result.status,
                 session_ref=result.session_ref,
                 error=result.error,
-                answer=getattr(result, "answer", None),
+                error_code=result.error_code,
+                answer=result.answer,
+                provider_turn_id=result.provider_turn_id,
             )
         )
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import secrets
 import uuid
+from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.models import Run, RunStatus, RunToken
@@ -27,6 +28,15 @@ def new_run_token(session: AsyncSession, run: Run) -> str:
         )
     )
     return token
+
+
+async def revoke_run_tokens(session: AsyncSession, run_id: uuid.UUID) -> None:
+    """Every live token of the run dies (the run ended, or its turn's provider is gone)."""
+    await session.execute(
+        update(RunToken)
+        .where(RunToken.run_id == run_id, RunToken.revoked_at.is_(None))
+        .values(revoked_at=datetime.now(UTC))
+    )
 
 
 async def token_run(session: AsyncSession, token: str) -> uuid.UUID | None:

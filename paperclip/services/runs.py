@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.models import Agent, Issue, Run, RunEvent
+from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn
 from paperclip.services.companies import require_company
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
@@ -61,4 +61,11 @@ class RunQueries:
                 .order_by(RunEvent.seq)
                 .limit(limit)
             )
+            return list((await session.execute(stmt)).scalars().all())
+
+    async def turns(self, company_id: uuid.UUID, run_id: uuid.UUID) -> list[RunTurn]:
+        """The run's turns, first to last (a run has a handful: no paging)."""
+        async with self.sessions() as session:
+            await get_scoped(session, Run, company_id, run_id, "run")
+            stmt = select(RunTurn).where(RunTurn.run_id == run_id).order_by(RunTurn.number)
             return list((await session.execute(stmt)).scalars().all())

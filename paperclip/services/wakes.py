@@ -18,8 +18,10 @@ from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
     AgentStatus,
+    HoldStatus,
     Issue,
     Run,
+    TaskHold,
     WakeKey,
     WakeRequest,
     WakeStatus,
@@ -151,8 +153,9 @@ async def claimable_wakes(session: AsyncSession, limit: int) -> list[tuple[WakeR
     """Queued wakes that may start a run now, oldest first, each locked for this transaction.
 
     Skipped: wakes other transactions hold (``SKIP LOCKED``: replicas claim
-    side by side), wakes of paused agents, and wakes of an issue that already
-    has an active run (they wait for it to end).
+    side by side), wakes of paused agents, wakes of an issue that already
+    has an active run (they wait for it to end), and wakes of a held issue
+    (they wait for the hold to be resolved).
     """
     rows = await session.execute(
         select(WakeRequest, Agent)
@@ -161,6 +164,13 @@ async def claimable_wakes(session: AsyncSession, limit: int) -> list[tuple[WakeR
         .where(
             ~exists().where(
                 and_(Run.issue_id == WakeRequest.issue_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+            )
+        )
+        .where(
+            ~exists().where(
+                and_(
+                    TaskHold.issue_id == WakeRequest.issue_id, TaskHold.status == HoldStatus.ACTIVE
+                )
             )
         )
         .order_by(WakeRequest.created_at)

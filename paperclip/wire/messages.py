@@ -50,6 +50,8 @@ class HostedRun(msgspec.Struct, kw_only=True):
     run_id: uuid.UUID
     pending_calls: list[str] = []
     """The ``call_id`` of each tool call still waiting for its result."""
+    turn: int = 0
+    """The turn it runs (0: a runner that does not say)."""
 
 
 class Hello(Message, tag="hello"):
@@ -78,12 +80,22 @@ class ToolCall(DataMessage, tag="tool_call"):
     """The run's token: the call acts for ``run_id`` only if it is that run's live token."""
 
 
+class TurnStarted(DataMessage, tag="turn_started"):
+    """The runner started the turn's provider, and (when known) its session."""
+
+    run_id: uuid.UUID
+    turn: int
+    session_ref: str | None = None
+
+
 TurnStatus = Literal["completed", "interrupted", "failed"]
 
 
 class TurnFinished(DataMessage, tag="turn_finished"):
     run_id: uuid.UUID
     status: TurnStatus
+    turn: int = 0
+    """The turn that ended (0: a runner that does not say; it is the run's current one)."""
     session_ref: str | None = None
     error: str | None = None
     error_code: str | None = None
@@ -91,6 +103,8 @@ class TurnFinished(DataMessage, tag="turn_finished"):
     provider's own failure (``provider_turn_failed``)."""
     answer: str | None = None
     """The turn's final prose, when the provider reported one."""
+    provider_turn_id: str | None = None
+    """The provider's own id of the turn, when it has one."""
 
 
 class SteerResult(DataMessage, tag="steer_result"):
@@ -112,10 +126,13 @@ class StartTurn(DataMessage, tag="start_turn"):
     run_id: uuid.UUID
     provider: str
     token: str
+    turn: int = 1
+    """The turn's number in its run: a runner starts each (run, turn) at most once."""
     config: dict[str, Any] = {}
     prompt: str = ""
     system: str | None = None
     session_ref: str | None = None
+    """The provider session to resume (a restart continuation), or None for a new one."""
     issue_id: uuid.UUID | None = None
     """The run's issue (added later: an older runner ignores it, an older control plane omits it)."""
 
@@ -154,7 +171,7 @@ class Error(Message, tag="error"):
     """The message it is about, when there is one."""
 
 
-FromRunner = Hello | Event | ToolCall | TurnFinished | SteerResult | Ack | Error
+FromRunner = Hello | Event | ToolCall | TurnStarted | TurnFinished | SteerResult | Ack | Error
 ToRunner = Welcome | StartTurn | ToolResult | Steer | Interrupt | Close | Ack | Error
 ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close
 

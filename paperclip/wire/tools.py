@@ -76,6 +76,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         writes=False,
     ),
     ToolSpec(
+        name="read_current_wake_comments",
+        title="Read the current wake comments",
+        description=(
+            "Read every comment this run was woken for, in full and oldest first, one page at "
+            "a time. Call it without a cursor for the first page, then with each page's "
+            "next_cursor until complete is true. When your prompt did not show all of them "
+            "in full, finish is refused until you have read every page."
+        ),
+        input_schema=_object(
+            {
+                "cursor": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200,
+                    "description": "The next_cursor of the page you read last (or the cursor "
+                    "a finish correction gave you). Leave it out for the first page.",
+                }
+            },
+            [],
+        ),
+        writes=False,
+    ),
+    ToolSpec(
         name="post_comment",
         title="Post a comment",
         description="Post a comment on your task, visible to the people working with you.",

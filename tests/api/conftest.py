@@ -9,15 +9,17 @@ def _providers(fixture_kind):
 
 
 @pytest.fixture
-async def company(client):
-    r = await client.post("/api/companies", json={"name": "Paperclip", "issue_prefix": "PAP"})
+async def company(paperclip_client):
+    r = await paperclip_client.post(
+        "/api/companies", json={"name": "Paperclip", "issue_prefix": "PAP"}
+    )
     assert r.status_code == 201
     return r.json()
 
 
 @pytest.fixture
-async def agent(client, company):
-    r = await client.post(
+async def agent(paperclip_client, company):
+    r = await paperclip_client.post(
         f"/api/companies/{company['id']}/agents",
         json={
             "name": "coder",

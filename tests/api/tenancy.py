@@ -16,6 +16,7 @@ from sqlalchemy import func, select, text
 
 from paperclip.api.access import Access, route_access
 from paperclip.models import Base, KeyRole, Run, RunEvent
+from paperclip.services.actor import LOCAL_OPERATOR
 
 # A valid body for every route that takes one (the walk fails on a route missing here).
 BODIES = {
@@ -29,6 +30,11 @@ BODIES = {
     ("POST", "/api/companies/{company_id}/agents/{agent_id}/wakeup"): {"reason": "r"},
     ("PATCH", "/api/companies/{company_id}"): {"name": "x"},
     ("POST", "/api/companies/{company_id}/api-keys"): {"name": "k", "role": "viewer"},
+    ("POST", "/api/companies/{company_id}/holds"): {
+        "issue_id": "00000000-0000-4000-8000-000000000000",
+        "reason": "r",
+    },
+    ("POST", "/api/companies/{company_id}/holds/{hold_id}/resolve"): {"resolution": "released"},
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -51,6 +57,12 @@ REFERENCES = {
     ("GET", "/api/companies/{company_id}/runs"): [
         {"params": {"agent_id": "{agent_id}"}},
         {"params": {"issue_id": "{issue_id}"}},
+    ],
+    ("GET", "/api/companies/{company_id}/holds"): [
+        {"params": {"issue_id": "{issue_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/holds"): [
+        {"json": {"issue_id": "{issue_id}", "reason": "r"}},
     ],
 }
 
@@ -127,6 +139,9 @@ async def make_company(client, container, name: str) -> dict[str, str]:
                 source_seq=1,
             )
         )
+    hold = await container.holds().create(
+        LOCAL_OPERATOR, uuid.UUID(cid), issue_id=uuid.UUID(issue["id"]), reason=f"{name} hold"
+    )
     key, _ = await container.api_keys().create(
         f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
     )
@@ -136,6 +151,7 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "issue_id": issue["id"],
         "comment_id": comment["id"],
         "run_id": str(run.id),
+        "hold_id": str(hold.id),
         "key_id": str(key.id),
         "name": name,
     }

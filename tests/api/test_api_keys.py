@@ -13,13 +13,13 @@ from paperclip.testing import running_lifespan
 
 
 @pytest.fixture
-async def authed(settings, container, plugin_host):
+async def authed(paperclip_settings, paperclip_container, paperclip_plugin_host):
     app = create_app(
-        settings.model_copy(update={"deployment_mode": DeploymentMode.AUTHENTICATED}),
-        plugin_host,
-        container=container,
+        paperclip_settings.model_copy(update={"deployment_mode": DeploymentMode.AUTHENTICATED}),
+        paperclip_plugin_host,
+        container=paperclip_container,
     )
-    _, root = await container.api_keys().create(f"root {uuid.uuid4()}")
+    _, root = await paperclip_container.api_keys().create(f"root {uuid.uuid4()}")
     async with running_lifespan(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(

@@ -19,10 +19,10 @@ pytestmark = pytest.mark.process
 
 
 @pytest.fixture(scope="module")
-def server(database_url, tmp_path_factory):
+def server(paperclip_database_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("door")
     env = {
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_DATA_DIR": str(tmp / "data"),
         "PAPERCLIP_PORT": "0",
     }

@@ -25,7 +25,7 @@ Documented exceptions, configured below and nowhere else:
   by design. ``test_pages.py`` tests it.
 - ``positive_data_acceptance`` accepts ``422`` on operations whose body or
   query refers to other resources by id (an issue's assignee and parent, a
-  wake's issue, the filters of the issue and run lists): an id the document
+  wake's issue, a hold's issue, the filters of the issue, run and hold lists): an id the document
   allows but no row has is refused as ``<entity>_not_found`` (422: the
   request's own resource exists, its reference does not). ``test_tenancy.py``
   tests it.
@@ -82,10 +82,10 @@ def mode(request):
 
 
 @pytest.fixture(scope="module")
-def served(mode, database_url, tmp_path_factory):
+def served(mode, paperclip_database_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"fuzz-{mode}")
     env = {
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_DATA_DIR": str(tmp / "data"),
         "PAPERCLIP_PORT": "0",
         "PAPERCLIP_DEPLOYMENT_MODE": mode,
@@ -162,7 +162,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup)$'",
+            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
@@ -183,9 +183,9 @@ def config(ids: dict[str, str]) -> str:
     )
 
 
-def test_every_operation_passes_every_check(served, database_url):
+def test_every_operation_passes_every_check(served, paperclip_database_url):
     server, headers, tmp = served
-    ids = seed(server.url, headers, database_url)
+    ids = seed(server.url, headers, paperclip_database_url)
     config_file = tmp / "schemathesis.toml"
     config_file.write_text(config(ids))
     junit = tmp / "junit.xml"

@@ -21,31 +21,31 @@ async def first_cursor(client, url):
     return (await client.get(url, params={"limit": 1})).json()["next_cursor"]
 
 
-async def test_a_cursor_works_only_on_its_own_list(client, company):
-    other = (await client.post("/api/companies", json={"name": "Other"})).json()
+async def test_a_cursor_works_only_on_its_own_list(paperclip_client, company):
+    other = (await paperclip_client.post("/api/companies", json={"name": "Other"})).json()
     for cid in (company["id"], other["id"]):
         for i in range(3):
-            await client.post(f"/api/companies/{cid}/issues", json={"title": f"t{i}"})
+            await paperclip_client.post(f"/api/companies/{cid}/issues", json={"title": f"t{i}"})
     issues = f"/api/companies/{company['id']}/issues"
-    assert len(await walk(client, issues)) == 3
+    assert len(await walk(paperclip_client, issues)) == 3
 
-    cursor = await first_cursor(client, issues)
+    cursor = await first_cursor(paperclip_client, issues)
     for elsewhere in (
         f"/api/companies/{other['id']}/issues",  # the same list of another company
         f"/api/companies/{company['id']}/agents",  # another list
         "/api/companies",
     ):
-        r = await client.get(elsewhere, params={"cursor": cursor})
+        r = await paperclip_client.get(elsewhere, params={"cursor": cursor})
         assert r.status_code == 422 and r.json()["code"] == "invalid_cursor", elsewhere
         assert r.json()["details"] == [
             {"source": "query", "field": "cursor", "message": r.json()["message"]}
         ]
 
 
-async def test_an_altered_cursor_is_refused(client, company):
+async def test_an_altered_cursor_is_refused(paperclip_client, company):
     for i in range(2):
-        await client.post("/api/companies", json={"name": f"Co {i}"})
-    cursor = await first_cursor(client, "/api/companies")
+        await paperclip_client.post("/api/companies", json={"name": f"Co {i}"})
+    cursor = await first_cursor(paperclip_client, "/api/companies")
     payload, mac = cursor.split(".")
     for forged in (
         f"{payload[:-2]}AA.{mac}",
@@ -54,7 +54,7 @@ async def test_an_altered_cursor_is_refused(client, company):
         "garbage!",
         "",
     ):
-        r = await client.get("/api/companies", params={"cursor": forged, "limit": 1})
+        r = await paperclip_client.get("/api/companies", params={"cursor": forged, "limit": 1})
         if forged == "":
             assert r.status_code == 200  # no cursor: the first page
             continue

@@ -18,18 +18,20 @@ from tests.api.tenancy import (
 )
 
 
-async def test_every_route_refuses_foreign_ids(client, app, container):
-    a = await make_company(client, container, "Alpha")
-    b = await make_company(client, container, "Bravo")
-    before = await table_fingerprint(container)
+async def test_every_route_refuses_foreign_ids(
+    paperclip_client, paperclip_app, paperclip_container
+):
+    a = await make_company(paperclip_client, paperclip_container, "Alpha")
+    b = await make_company(paperclip_client, paperclip_container, "Bravo")
+    before = await table_fingerprint(paperclip_container)
     walked = []
-    for route in http_routes(app):
+    for route in http_routes(paperclip_app):
         if "company_id" not in route.names or route.names == ["company_id"]:
             continue  # instance-wide routes, or routes that take only the company (below)
         url = route.url({n: b[n] for n in route.names} | {"company_id": a["company_id"]})
         body = BODIES.get((route.method, route.path)) if route.takes_body else None
         assert body is not None or not route.takes_body, f"add a body for {route} to BODIES"
-        r = await client.request(route.method, url, json=body)
+        r = await paperclip_client.request(route.method, url, json=body)
         assert r.status_code == 404, (route, r.status_code, r.text)
         assert r.json()["code"].endswith("not_found")
         assert "Bravo" not in r.text
@@ -39,7 +41,7 @@ async def test_every_route_refuses_foreign_ids(client, app, container):
     for (method, path), variants in REFERENCES.items():
         for variant in variants:
             url = path.format(**a)
-            r = await client.request(method, url, **fill_reference(variant, b))
+            r = await paperclip_client.request(method, url, **fill_reference(variant, b))
             # A reference in a body or query is invalid input; the code says it is not found.
             assert r.status_code == 422, (method, url, variant, r.text)
             assert r.json()["code"].endswith("not_found")
@@ -49,17 +51,23 @@ async def test_every_route_refuses_foreign_ids(client, app, container):
                 "query",
             )
 
-    assert await table_fingerprint(container) == before
+    assert await table_fingerprint(paperclip_container) == before
 
 
 @pytest.mark.parametrize("resource", ["agents", "issues", "runs"])
-async def test_lists_show_only_the_company_own_rows(client, container, resource):
-    a = await make_company(client, container, "Alpha")
-    b = await make_company(client, container, "Bravo")
-    items = (await client.get(f"/api/companies/{a['company_id']}/{resource}")).json()["items"]
+async def test_lists_show_only_the_company_own_rows(
+    paperclip_client, paperclip_container, resource
+):
+    a = await make_company(paperclip_client, paperclip_container, "Alpha")
+    b = await make_company(paperclip_client, paperclip_container, "Bravo")
+    items = (await paperclip_client.get(f"/api/companies/{a['company_id']}/{resource}")).json()[
+        "items"
+    ]
     assert items and all(i["company_id"] == a["company_id"] for i in items)
     assert b["company_id"] not in str(items)
     comments = (
-        await client.get(f"/api/companies/{a['company_id']}/issues/{a['issue_id']}/comments")
+        await paperclip_client.get(
+            f"/api/companies/{a['company_id']}/issues/{a['issue_id']}/comments"
+        )
     ).json()["items"]
     assert [c["body"] for c in comments] == ["Alpha body"]

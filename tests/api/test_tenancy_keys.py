@@ -38,14 +38,14 @@ PUBLIC = {
 
 
 @pytest.fixture
-async def world(settings, container, plugin_host, fixture_kind):
+async def world(paperclip_settings, paperclip_container, paperclip_plugin_host, fixture_kind):
     """An authenticated app with companies Alpha and Bravo, and keys of every role for Alpha."""
     app = create_app(
-        settings.model_copy(update={"deployment_mode": DeploymentMode.AUTHENTICATED}),
-        plugin_host,
-        container=container,
+        paperclip_settings.model_copy(update={"deployment_mode": DeploymentMode.AUTHENTICATED}),
+        paperclip_plugin_host,
+        container=paperclip_container,
     )
-    _, root = await container.api_keys().create(f"root {uuid.uuid4()}")
+    _, root = await paperclip_container.api_keys().create(f"root {uuid.uuid4()}")
     async with running_lifespan(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
@@ -53,11 +53,11 @@ async def world(settings, container, plugin_host, fixture_kind):
             base_url="http://127.0.0.1",
             headers={"authorization": f"Bearer {root}"},
         ) as client:
-            a = await make_company(client, container, "Alpha")
-            b = await make_company(client, container, "Bravo")
+            a = await make_company(client, paperclip_container, "Alpha")
+            b = await make_company(client, paperclip_container, "Bravo")
             keys = {}
             for role in (KeyRole.ADMIN, KeyRole.MEMBER, KeyRole.VIEWER):
-                _, keys[role] = await container.api_keys().create(
+                _, keys[role] = await paperclip_container.api_keys().create(
                     f"alpha {role}", company_id=uuid.UUID(a["company_id"]), role=role
                 )
             yield {"app": app, "client": client, "a": a, "b": b, "keys": keys}
@@ -74,10 +74,10 @@ def body_of(route):
     return BODIES[(route.method, route.path)]
 
 
-async def test_a_key_of_company_a_reaches_nothing_of_company_b(world, container):
+async def test_a_key_of_company_a_reaches_nothing_of_company_b(world, paperclip_container):
     app, client, a, b = world["app"], world["client"], world["a"], world["b"]
     admin = as_key(world["keys"][KeyRole.ADMIN])
-    before = await table_fingerprint(container)
+    before = await table_fingerprint(paperclip_container)
     walked, public = [], set()
     for route in http_routes(app):
         assert route.access is not None, f"{route} declares no access rule"
@@ -120,17 +120,17 @@ async def test_a_key_of_company_a_reaches_nothing_of_company_b(world, container)
     assert public == PUBLIC
     assert len(walked) == len([r for r in http_routes(app) if r.access is not Access.PUBLIC])
     assert len(walked) >= 22
-    assert await table_fingerprint(container) == before
+    assert await table_fingerprint(paperclip_container) == before
 
 
 NEEDS = {Access.WRITE: KeyRole.MEMBER, Access.MANAGE: KeyRole.ADMIN}
 
 
 @pytest.mark.parametrize("role", [KeyRole.VIEWER, KeyRole.MEMBER])
-async def test_a_role_reaches_only_what_it_may(world, container, role):
+async def test_a_role_reaches_only_what_it_may(world, paperclip_container, role):
     app, client, a = world["app"], world["client"], world["a"]
     key = as_key(world["keys"][role])
-    before = await table_fingerprint(container)
+    before = await table_fingerprint(paperclip_container)
     refused = 0
     for route in http_routes(app):
         if route.access in (None, Access.PUBLIC, Access.SIGNED_IN, Access.READ):
@@ -146,7 +146,7 @@ async def test_a_role_reaches_only_what_it_may(world, container, role):
         assert r.json()["code"] == expected, route
         refused += 1
     assert refused >= (14 if role is KeyRole.VIEWER else 9)
-    assert await table_fingerprint(container) == before
+    assert await table_fingerprint(paperclip_container) == before
     # What it may: read everything of its company.
     r = await client.get(f"/api/companies/{a['company_id']}/issues/{a['issue_id']}", headers=key)
     assert r.status_code == 200

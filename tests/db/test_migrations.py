@@ -14,16 +14,16 @@ from paperclip.testing import _admin, _with_database
 from tests.support.db import query
 
 
-def test_upgrade_from_empty_then_models_match(postgres_admin_url):
+def test_upgrade_from_empty_then_models_match(paperclip_postgres_url):
     name = "paperclip_migration_check"
     asyncio.run(
         _admin(
-            postgres_admin_url,
+            paperclip_postgres_url,
             f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
             f'CREATE DATABASE "{name}"',
         )
     )
-    url = _with_database(postgres_admin_url, name)
+    url = _with_database(paperclip_postgres_url, name)
     try:
         assert migrate.current_revision(url) is None
         migrate.upgrade(url)
@@ -47,20 +47,22 @@ def test_upgrade_from_empty_then_models_match(postgres_admin_url):
 
         assert asyncio.run(diff()) == []
     finally:
-        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(
+            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        )
 
 
-def test_keys_made_before_scoping_become_instance_keys_with_unique_names(postgres_admin_url):
+def test_keys_made_before_scoping_become_instance_keys_with_unique_names(paperclip_postgres_url):
     """From the previous schema, with keys of every shape the old one allowed."""
     name = "paperclip_migration_keys"
     asyncio.run(
         _admin(
-            postgres_admin_url,
+            paperclip_postgres_url,
             f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
             f'CREATE DATABASE "{name}"',
         )
     )
-    url = _with_database(postgres_admin_url, name)
+    url = _with_database(paperclip_postgres_url, name)
     try:
         migrate.upgrade(url, "0002")
         rows = [("", "pck_aaaaaaaa"), ("ci", "pck_bbbbbbbb"), ("ci", "pck_cccccccc")]
@@ -80,4 +82,6 @@ def test_keys_made_before_scoping_become_instance_keys_with_unique_names(postgre
             {"name": "ci (pck_cccccccc)", "role": "instance_admin", "company_id": None},
         ]
     finally:
-        asyncio.run(_admin(postgres_admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(
+            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        )

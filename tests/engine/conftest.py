@@ -35,6 +35,8 @@ class Stack:
     servers: list[ServerProcess] = field(default_factory=list)
     ports: list[int] = field(default_factory=list)
     runner: RunnerProcess | None = None
+    credential: str | None = None
+    runner_folder: Path | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
     """More environment for the control-plane processes (e.g. PYTHONPATH to installed plugins)."""
 
@@ -49,12 +51,16 @@ class Stack:
             "PAPERCLIP_INSTANCE_ID": f"replica-{index}",
         }
 
-    def start_server(self, index: int = 0) -> ServerProcess:
+    def start_server(self, index: int = 0, *, local_runner: bool = False) -> ServerProcess:
+        """A control plane; with ``local_runner``, it starts its own runner offering the fake."""
         while len(self.ports) <= index:
             self.ports.append(free_port())
-        server = ServerProcess(
-            self.server_env(index), self.tmp / f"cp{index}.log", "--no-runner"
-        ).start()
+        env = self.server_env(index)
+        if local_runner:
+            self.script_dir.mkdir(parents=True, exist_ok=True)
+            env["PAPERCLIP_RUNNER_LAUNCH"] = json.dumps(fake_launch(self.script_dir, self.fake_log))
+        args = () if local_runner else ("--no-runner",)
+        server = ServerProcess(env, self.tmp / f"cp{index}.log", *args).start()
         if index < len(self.servers):
             self.servers[index] = server
         else:
@@ -74,15 +80,24 @@ class Stack:
         return self.tmp / "fake.log"
 
     def start_runner(
-        self, launch: dict | None = None, env: dict[str, str] | None = None
+        self,
+        launch: dict | None = None,
+        env: dict[str, str] | None = None,
+        *,
+        another: bool = False,
     ) -> RunnerProcess:
-        """The runner, offering the fake app-server (or the given launch profiles)."""
+        """The runner (a next process of the same one, after the first), offering the fake
+        app-server (or the given launch profiles); ``another``: a second runner, on its own
+        credential and work folder."""
         self.script_dir.mkdir(parents=True, exist_ok=True)
         profiles = launch if launch is not None else fake_launch(self.script_dir, self.fake_log)
+        if another or self.credential is None:
+            self.credential = self.runner_credential()
+            self.runner_folder = self.tmp / ("runner" if not another else f"runner-{free_port()}")
         self.runner = RunnerProcess(
             [self.url(i) for i in range(len(self.ports))],
-            self.runner_credential(),
-            self.tmp / "runner",
+            self.credential,
+            self.runner_folder,
             self.tmp / "runner.log",
             env={**(env or {}), "PAPERCLIP_RUNNER_LAUNCH": json.dumps(profiles)},
         ).start()
@@ -135,19 +150,23 @@ class Stack:
             script_path.write_text(json.dumps(script))
         config = provider_config or {"launch": FAKE_PROFILE, "model": model}
         with self.api() as api:
-            company = api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}).json()
-            agent = api.post(
-                f"/companies/{company['id']}/agents",
-                json={
-                    "name": f"coder-{model}",
-                    "provider": provider,
-                    "provider_config": config,
-                },
-            ).json()
-            issue = api.post(
-                f"/companies/{company['id']}/issues",
-                json={"title": title, "description": "The build is red."},
-            ).json()
+            company = _created(api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}))
+            agent = _created(
+                api.post(
+                    f"/companies/{company['id']}/agents",
+                    json={
+                        "name": f"coder-{model}",
+                        "provider": provider,
+                        "provider_config": config,
+                    },
+                )
+            )
+            issue = _created(
+                api.post(
+                    f"/companies/{company['id']}/issues",
+                    json={"title": title, "description": "The build is red."},
+                )
+            )
         return {
             "company": company,
             "agent": agent,
@@ -208,7 +227,27 @@ class Stack:
 
 
 @pytest.fixture
-def stack(database_url, tmp_path):
-    s = Stack(database_url=database_url, tmp=tmp_path)
+async def world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    """The engine in memory, started, with a company and an agent (``tests.engine.memory_world``)."""
+    from tests.engine.memory_world import make_world
+
+    built, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        yield built
+    finally:
+        await engine.stop()
+
+
+@pytest.fixture
+def stack(paperclip_database_url, tmp_path):
+    s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s
     s.stop()
+
+
+def _created(response: httpx.Response) -> dict:
+    assert response.status_code == 201, response.text
+    return response.json()

@@ -8,168 +8,23 @@ here without processes.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
-from sqlalchemy import select, text
+from sqlalchemy import text
 
-from paperclip.engine.engine import RunEngine
-from paperclip.models import Issue, Run, RunEvent, ToolReceipt
+from paperclip.models import Run, ToolReceipt
 from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.wire import messages as wire
+from tests.engine.memory_world import (
+    PROVIDER,
+    call,
+    eventually,
+    finished,
+    started,
+)
 from tests.support.memory import MemoryRunner
-
-PROVIDER = "echo"
-
-
-class EchoProvider:
-    """A provider kind for claims; the memory runner plays its part, so no driver is made."""
-
-    @hookimpl
-    def paperclip_providers(self) -> list[ProviderKind]:
-        return [
-            ProviderKind(
-                name=PROVIDER,
-                capabilities=ProviderCapabilities(),
-                create_driver=lambda context: None,  # type: ignore[arg-type,return-value]
-            )
-        ]
-
-
-@dataclass
-class World:
-    engine: RunEngine
-    container: Any
-    company_id: uuid.UUID
-    agent_id: uuid.UUID
-    check_config: Any
-
-    async def connect(
-        self, runner_id: uuid.UUID, peer: MemoryRunner | None = None, **hello: Any
-    ) -> tuple[MemoryRunner, asyncio.Task[None]]:
-        peer = peer or MemoryRunner()
-        runner = await self._runner_row(runner_id)
-        task = asyncio.create_task(self.engine.serve_runner(runner, peer.transport))
-        peer.hello([PROVIDER], **hello)
-        await peer.expect(wire.Welcome)
-        return peer, task
-
-    async def _runner_row(self, runner_id: uuid.UUID) -> Any:
-        from paperclip.models import Runner
-
-        async with self.container.sessions()() as session:
-            return await session.get(Runner, runner_id)
-
-    async def new_runner(self) -> uuid.UUID:
-        row, _ = await self.container.runners().create(f"memory-{uuid.uuid4().hex[:8]}")
-        return row.id
-
-    async def assign(self, title: str = "Fix the build") -> uuid.UUID:
-        issue = await self.container.issues().create(
-            LOCAL_OPERATOR,
-            self.company_id,
-            title=title,
-            description="The build is red.",
-            status="todo",
-            priority="medium",
-            assignee_agent_id=self.agent_id,
-            parent_id=None,
-        )
-        return issue.id
-
-    async def run(self, run_id: uuid.UUID) -> Run:
-        async with self.container.sessions()() as session:
-            run = await session.get(Run, run_id)
-            assert run is not None
-            return run
-
-    async def issue_status(self, issue_id: uuid.UUID) -> str:
-        async with self.container.sessions()() as session:
-            issue = await session.get(Issue, issue_id)
-            assert issue is not None
-            return issue.status
-
-    async def events(self, run_id: uuid.UUID) -> list[str]:
-        async with self.container.sessions()() as session:
-            rows = await session.execute(
-                select(RunEvent.type).where(RunEvent.run_id == run_id).order_by(RunEvent.seq)
-            )
-            return list(rows.scalars())
-
-    async def until_ended(self, run_id: uuid.UUID, within: float = 10) -> Run:
-        return await eventually(lambda: self.run(run_id), lambda r: r.finished_at, within)
-
-
-async def eventually(fetch: Any, done: Any, within: float = 10, step: float = 0.05) -> Any:
-    """Poll the database until ``done(await fetch())``; that value."""
-    deadline = asyncio.get_running_loop().time() + within
-    for _ in itertools.count():
-        value = await fetch()
-        if done(value):
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"not reached in {within} s: {value!r}")
-        await asyncio.sleep(step)
-    raise AssertionError("unreachable")
-
-
-@pytest.fixture
-async def world(container, plugin_host, register_plugin) -> AsyncIterator[World]:
-    register_plugin(EchoProvider(), name="echo-provider")
-    check_config = ProviderConfigs(plugin_host.providers()).check
-    company = await container.companies().create(LOCAL_OPERATOR, name="Memory", issue_prefix=None)
-    agent = await container.agents().create(
-        LOCAL_OPERATOR,
-        company.id,
-        name=f"coder-{uuid.uuid4().hex[:6]}",
-        role="",
-        provider=PROVIDER,
-        provider_config={},
-        check_config=check_config,
-    )
-    engine = RunEngine(
-        container.sessions(),
-        plugin_host,
-        instance=f"memory-replica-{uuid.uuid4().hex[:6]}",
-        lease_seconds=2.0,
-        database=container.engine(),
-    )
-    await engine.start()
-    try:
-        yield World(engine, container, company.id, agent.id, check_config)
-    finally:
-        await engine.stop()
-
-
-async def started(peer: MemoryRunner) -> wire.StartTurn:
-    return await peer.expect(wire.StartTurn)
-
-
-async def call(peer: MemoryRunner, start: wire.StartTurn, tool: str, **arguments: Any):
-    call_id = uuid.uuid4().hex
-    peer.send(
-        wire.ToolCall(
-            seq=0,
-            run_id=start.run_id,
-            call_id=call_id,
-            tool=tool,
-            arguments=arguments,
-            token=start.token,
-        )
-    )
-    return await peer.expect(wire.ToolResult, call_id=call_id)
-
-
-def finished(start: wire.StartTurn, **fields: Any) -> wire.TurnFinished:
-    return wire.TurnFinished(seq=0, run_id=start.run_id, **{"status": "completed", **fields})
-
 
 # How a run ends
 
@@ -352,7 +207,7 @@ async def test_a_runner_replacing_its_own_connection_keeps_its_runs(world):
     await asyncio.wait_for(second_task, 5)
 
 
-async def test_a_runner_that_lost_its_run_fails_it(world):
+async def test_a_runner_that_lost_its_run_leaves_it_lost_not_failed(world):
     runner_id = await world.new_runner()
     first, first_task = await world.connect(runner_id)
     issue_id = await world.assign()
@@ -360,11 +215,17 @@ async def test_a_runner_that_lost_its_run_fails_it(world):
     first.transport.hang_up()
     await asyncio.wait_for(first_task, 5)
 
-    # A new process of the runner (new instance), hosting nothing: the run is gone.
+    # A new process of the runner (new instance), hosting nothing: the turn is gone,
+    # the run is not. Without a recovery policy installed nothing resumes it here.
     await world.connect(runner_id, MemoryRunner(), runs=[])
-    run = await world.until_ended(start.run_id)
-    assert (run.status, run.error_code) == ("failed", "runner_lost_run")
-    assert await world.issue_status(issue_id) == "todo"
+    turn = await eventually(
+        lambda: world.turn(start.run_id, 1), lambda t: t is not None and t.status == "lost"
+    )
+    assert turn.error_code == "runner_restarted"
+    run = await world.run(start.run_id)
+    assert (run.status, run.phase, run.turn) == ("running", "turn", 1)
+    assert start.run_id not in world.engine.ownership  # handed over for recovery
+    assert await world.issue_status(issue_id) == "in_progress"
 
 
 async def test_stopping_releases_the_leases_for_another_replica(world):

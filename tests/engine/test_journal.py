@@ -29,18 +29,20 @@ pytestmark = pytest.mark.usefixtures("fixture_kind")
 
 
 @pytest.fixture
-async def runs(client, container):
+async def runs(paperclip_client, paperclip_container):
     """Two running runs of one agent, controlled by INSTANCE at epoch 3."""
-    company = (await client.post("/api/companies", json={"name": "Journal"})).json()
+    company = (await paperclip_client.post("/api/companies", json={"name": "Journal"})).json()
     cid = company["id"]
     agent = (
-        await client.post(f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"})
+        await paperclip_client.post(
+            f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"}
+        )
     ).json()
     ids = []
-    async with container.sessions().begin() as session:
+    async with paperclip_container.sessions().begin() as session:
         for _ in range(2):
             issue = (
-                await client.post(f"/api/companies/{cid}/issues", json={"title": "task"})
+                await paperclip_client.post(f"/api/companies/{cid}/issues", json={"title": "task"})
             ).json()
             run = Run(
                 id=uuid.uuid4(),
@@ -77,10 +79,11 @@ async def stored_calls(container, runs):
 
 
 async def test_calls_of_several_runs_are_admitted_in_one_statement_with_their_admission(
-    container, runs
+    paperclip_container, runs
 ):
     admitted = await admit(
-        container, [progress(runs[0], "a"), progress(runs[1], "b"), progress(runs[0], "c")]
+        paperclip_container,
+        [progress(runs[0], "a"), progress(runs[1], "b"), progress(runs[0], "c")],
     )
 
     assert {key: fresh for key, (_, fresh) in admitted.items()} == {
@@ -88,7 +91,7 @@ async def test_calls_of_several_runs_are_admitted_in_one_statement_with_their_ad
         (runs[1], "b"): True,
         (runs[0], "c"): True,
     }
-    rows = await stored_calls(container, runs)
+    rows = await stored_calls(paperclip_container, runs)
     # Journal ids follow the order the calls came in.
     assert [r.call_id for r in rows] == ["a", "b", "c"]
     assert {(r.status, r.admitted_by, r.admitted_epoch) for r in rows} == {
@@ -96,38 +99,44 @@ async def test_calls_of_several_runs_are_admitted_in_one_statement_with_their_ad
     }
 
 
-async def test_a_replayed_call_is_the_same_input(container, runs):
-    [(first_id, _)] = (await admit(container, [progress(runs[0], "a")])).values()
+async def test_a_replayed_call_is_the_same_input(paperclip_container, runs):
+    [(first_id, _)] = (await admit(paperclip_container, [progress(runs[0], "a")])).values()
 
-    replayed = await admit(container, [progress(runs[0], "a"), progress(runs[0], "b")])
+    replayed = await admit(paperclip_container, [progress(runs[0], "a"), progress(runs[0], "b")])
 
     assert replayed[(runs[0], "a")] == (first_id, False)
     assert replayed[(runs[0], "b")][1] is True
-    assert [r.call_id for r in await stored_calls(container, runs)] == ["a", "b"]
+    assert [r.call_id for r in await stored_calls(paperclip_container, runs)] == ["a", "b"]
 
 
-async def test_a_stale_epoch_admits_nothing_for_its_run(container, runs):
-    admitted = await admit(container, [progress(runs[0], "old", epoch=2), progress(runs[1], "ok")])
+async def test_a_stale_epoch_admits_nothing_for_its_run(paperclip_container, runs):
+    admitted = await admit(
+        paperclip_container, [progress(runs[0], "old", epoch=2), progress(runs[1], "ok")]
+    )
 
     assert set(admitted) == {(runs[1], "ok")}
-    assert [r.call_id for r in await stored_calls(container, runs)] == ["ok"]
-    async with container.sessions().begin() as session:
+    assert [r.call_id for r in await stored_calls(paperclip_container, runs)] == ["ok"]
+    async with paperclip_container.sessions().begin() as session:
         locked, refused = await lock_runs(session, {runs[0]: 2, runs[1]: 3}, instance=INSTANCE)
     assert set(locked) == {runs[1]}
     assert refused[runs[0]].details == {"current_epoch": 3, "write_epoch": 2}
 
 
 @pytest.fixture
-async def pipeline(container, plugin_host, runs):
+async def pipeline(paperclip_container, paperclip_plugin_host, runs):
     """The engine's call pipeline, controlling ``runs`` at epoch 3, and a runner link in memory."""
     ownership = RunOwnership()
     for run_id in runs:
         ownership.own(run_id, 3)
-    sessions = container.sessions()
+    sessions = paperclip_container.sessions()
     pipeline = CallPipeline(
-        sessions, ownership, ControlGate(sessions, ownership), plugin_host, instance=INSTANCE
+        sessions,
+        ownership,
+        ControlGate(sessions, ownership),
+        paperclip_plugin_host,
+        instance=INSTANCE,
     )
-    runner, _ = await container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
+    runner, _ = await paperclip_container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
     link = RunnerLink(
         runner.id, "runner-1", MemoryTransport(), {"codex"}, sessions, last_in=0, last_sent=0
     )
@@ -144,7 +153,7 @@ async def dispatch(pipeline, runs, call_ids, *, stale=False):
     async with engine.sessions() as session:
         rows = (await session.execute(select(ToolCall).where(ToolCall.id.in_(call_ids)))).scalars()
         batch = [(row.run_id, row.id, journal.CallInput.of(row) if stale else None) for row in rows]
-    return await engine.execute_batch(link, batch)
+    return await engine.execute_batch(link.runner_id, batch)
 
 
 async def events_of(container, run_id):
@@ -155,15 +164,17 @@ async def events_of(container, run_id):
         return [tuple(row) for row in rows]
 
 
-async def test_a_call_settles_once_and_its_effect_is_written_once(container, runs, pipeline):
-    admitted = await admit(container, [progress(runs[0], "a"), progress(runs[1], "b")])
+async def test_a_call_settles_once_and_its_effect_is_written_once(
+    paperclip_container, runs, pipeline
+):
+    admitted = await admit(paperclip_container, [progress(runs[0], "a"), progress(runs[1], "b")])
     call_ids = [call_id for call_id, _ in admitted.values()]
 
     replies = await dispatch(pipeline, runs, call_ids)
     assert [(type(m), m.call_id) for _, m in replies] == [(ToolResult, "a"), (ToolResult, "b")]
     assert [seq for seq, _ in replies] == [1, 2]  # the runner's outbox numbers them
 
-    rows = await stored_calls(container, runs)
+    rows = await stored_calls(paperclip_container, runs)
     assert {r.status for r in rows} == {ToolCallStatus.SETTLED}
     assert all(r.result["receipt"]["outcome"] == "applied" for r in rows)
 
@@ -176,18 +187,20 @@ async def test_a_call_settles_once_and_its_effect_is_written_once(container, run
     with pytest.raises(asyncpg.UniqueViolationError):
         await dispatch(pipeline, runs, call_ids, stale=True)
     for run_id in runs:
-        assert await events_of(container, run_id) == [("progress", 1)]
+        assert await events_of(paperclip_container, run_id) == [("progress", 1)]
 
 
-async def test_a_second_settlement_of_a_call_rolls_back(container, runs, pipeline):
+async def test_a_second_settlement_of_a_call_rolls_back(paperclip_container, runs, pipeline):
     [(call_id, _)] = (
-        await admit(container, [journal.Request(runs[0], 3, "read", "get_task_context", {})])
+        await admit(
+            paperclip_container, [journal.Request(runs[0], 3, "read", "get_task_context", {})]
+        )
     ).values()
     await dispatch(pipeline, runs, [call_id])
-    [settled] = await stored_calls(container, runs)
+    [settled] = await stored_calls(paperclip_container, runs)
 
     # A read has no effect for a constraint to refuse: the settlement itself does.
     with pytest.raises(journal.AlreadySettledError):
         await dispatch(pipeline, runs, [call_id], stale=True)
-    [after] = await stored_calls(container, runs)
+    [after] = await stored_calls(paperclip_container, runs)
     assert (after.result, after.settled_at) == (settled.result, settled.settled_at)

@@ -57,17 +57,23 @@ async def make_run(client, container, name):
 
 
 @pytest.fixture
-async def two_runs(client, container):
-    return await make_run(client, container, "Alpha"), await make_run(client, container, "Bravo")
+async def two_runs(paperclip_client, paperclip_container):
+    return await make_run(paperclip_client, paperclip_container, "Alpha"), await make_run(
+        paperclip_client, paperclip_container, "Bravo"
+    )
 
 
-async def test_run_token_reads_and_comments_in_its_own_company(client, two_runs):
+async def test_run_token_reads_and_comments_in_its_own_company(paperclip_client, two_runs):
     a, _ = two_runs
     auth = {"Authorization": f"Bearer {a['token']}"}
     base = f"/api/companies/{a['company_id']}"
-    assert (await client.get(f"{base}/issues/{a['issue_id']}", headers=auth)).status_code == 200
-    assert (await client.get(f"{base}/runs/{a['run_id']}", headers=auth)).status_code == 200
-    r = await client.post(
+    assert (
+        await paperclip_client.get(f"{base}/issues/{a['issue_id']}", headers=auth)
+    ).status_code == 200
+    assert (
+        await paperclip_client.get(f"{base}/runs/{a['run_id']}", headers=auth)
+    ).status_code == 200
+    r = await paperclip_client.post(
         f"{base}/issues/{a['issue_id']}/comments", json={"body": "from the agent"}, headers=auth
     )
     assert r.status_code == 201
@@ -77,7 +83,7 @@ async def test_run_token_reads_and_comments_in_its_own_company(client, two_runs)
     )
 
 
-async def test_run_token_cannot_reach_another_company(client, two_runs):
+async def test_run_token_cannot_reach_another_company(paperclip_client, two_runs):
     a, b = two_runs
     auth = {"Authorization": f"Bearer {a['token']}"}
     for url in (
@@ -85,10 +91,10 @@ async def test_run_token_cannot_reach_another_company(client, two_runs):
         f"/api/companies/{b['company_id']}/runs/{b['run_id']}",
         f"/api/companies/{b['company_id']}/issues",
     ):
-        r = await client.get(url, headers=auth)
+        r = await paperclip_client.get(url, headers=auth)
         assert r.status_code == 404, url
         assert "Bravo" not in r.text
-    r = await client.post(
+    r = await paperclip_client.post(
         f"/api/companies/{b['company_id']}/issues/{b['issue_id']}/comments",
         json={"body": "x"},
         headers=auth,
@@ -96,66 +102,77 @@ async def test_run_token_cannot_reach_another_company(client, two_runs):
     assert r.status_code == 404
 
 
-async def test_run_token_cannot_act_as_another_run_or_agent(client, two_runs):
+async def test_run_token_cannot_act_as_another_run_or_agent(paperclip_client, two_runs):
     a, _ = two_runs
     auth = {"Authorization": f"Bearer {a['token']}"}
     base = f"/api/companies/{a['company_id']}"
-    r = await client.get(f"{base}/runs/{a['sibling_run_id']}", headers=auth)
+    r = await paperclip_client.get(f"{base}/runs/{a['sibling_run_id']}", headers=auth)
     assert r.status_code == 404 and r.json()["code"] == "run_not_found"
-    r = await client.get(f"{base}/runs/{a['sibling_run_id']}/events", headers=auth)
+    r = await paperclip_client.get(f"{base}/runs/{a['sibling_run_id']}/events", headers=auth)
     assert r.status_code == 404
-    r = await client.get(f"{base}/agents/{a['other_agent_id']}", headers=auth)
+    r = await paperclip_client.get(f"{base}/agents/{a['other_agent_id']}", headers=auth)
     assert r.status_code == 404 and r.json()["code"] == "agent_not_found"
-    r = await client.post(f"{base}/agents/{a['agent_id']}/wakeup", json={}, headers=auth)
+    r = await paperclip_client.post(f"{base}/agents/{a['agent_id']}/wakeup", json={}, headers=auth)
     assert r.status_code == 403 and r.json()["code"] == "run_token_forbidden"
-    r = await client.patch(f"{base}/issues/{a['issue_id']}", json={"title": "x"}, headers=auth)
+    r = await paperclip_client.patch(
+        f"{base}/issues/{a['issue_id']}", json={"title": "x"}, headers=auth
+    )
     assert r.status_code == 403
-    r = await client.get("/api/companies", headers=auth)
+    r = await paperclip_client.get("/api/companies", headers=auth)
     assert r.status_code == 403
 
 
-async def test_run_token_dies_with_its_run(client, container, two_runs):
+async def test_run_token_dies_with_its_run(paperclip_client, paperclip_container, two_runs):
     a, _ = two_runs
     auth = {"Authorization": f"Bearer {a['token']}"}
-    async with container.sessions().begin() as session:
+    async with paperclip_container.sessions().begin() as session:
         run = await session.get(Run, uuid.UUID(a["run_id"]), with_for_update=True)
         assert await finish_run(session, run, RunStatus.SUCCEEDED)
         assert await token_run(session, a["token"]) is None
-    r = await client.get(f"/api/companies/{a['company_id']}/issues/{a['issue_id']}", headers=auth)
+    r = await paperclip_client.get(
+        f"/api/companies/{a['company_id']}/issues/{a['issue_id']}", headers=auth
+    )
     assert r.status_code == 401 and r.json()["code"] == "invalid_run_token"
 
 
-async def test_a_run_token_is_bound_to_one_run_in_the_journal(client, container, two_runs):
+async def test_a_run_token_is_bound_to_one_run_in_the_journal(
+    paperclip_client, paperclip_container, two_runs
+):
     a, b = two_runs
-    async with container.sessions()() as session:
+    async with paperclip_container.sessions()() as session:
         assert str(await token_run(session, a["token"])) == a["run_id"]
         assert str(await token_run(session, b["token"])) == b["run_id"]
         assert await token_run(session, "pcr_forged") is None
 
 
-async def test_a_run_abandoned_by_its_runner_is_failed_once(client, container, two_runs):
+async def test_a_run_abandoned_by_its_runner_is_failed_once(
+    paperclip_client, paperclip_container, two_runs
+):
     from sqlalchemy import text
 
     a, _ = two_runs
-    engine = container.run_engine()
-    engine.abandon_after = 1
-    async with container.sessions().begin() as session:
+    engine = paperclip_container.run_engine()
+    engine.leases.abandon_after = 1
+    async with paperclip_container.sessions().begin() as session:
         await session.execute(
             text(
-                "UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3 WHERE id = :id"
+                "UPDATE runs SET lease_expires_at = now() - interval '1 hour', controller_epoch = 3, "
+                "phase = 'turn' WHERE id = :id"
             ),
             {"id": a["run_id"]},
         )
     assert await engine.leases.fail_abandoned_runs() >= 1
     assert await engine.leases.fail_abandoned_runs() == 0
-    run = (await client.get(f"/api/companies/{a['company_id']}/runs/{a['run_id']}")).json()
+    run = (
+        await paperclip_client.get(f"/api/companies/{a['company_id']}/runs/{a['run_id']}")
+    ).json()
     assert run["status"] == "failed" and run["error_code"] == "runner_unavailable"
     assert run["controller_epoch"] == 4  # adopted (fence moved) before it was ended
 
 
-async def test_run_token_cannot_list_other_runs(client, two_runs):
+async def test_run_token_cannot_list_other_runs(paperclip_client, two_runs):
     a, _ = two_runs
-    r = await client.get(
+    r = await paperclip_client.get(
         f"/api/companies/{a['company_id']}/runs", headers={"Authorization": f"Bearer {a['token']}"}
     )
     assert r.status_code == 403 and r.json()["code"] == "run_token_forbidden"

@@ -10,8 +10,8 @@ from paperclip_hookspecs.presentation import PresentationDecision
 from paperclip.plugins.builtin import BUILTIN_PLUGINS
 
 
-async def test_get_plugins_lists_the_builtins(client):
-    response = await client.get("/api/plugins")
+async def test_get_plugins_lists_the_builtins(paperclip_client):
+    response = await paperclip_client.get("/api/plugins")
     assert response.status_code == 200
     body = response.json()
     assert body["hook_api"] == HOOK_API
@@ -33,16 +33,16 @@ async def test_get_plugins_lists_the_builtins(client):
     }
 
 
-async def test_get_plugins_shows_a_registered_plugin(client, register_plugin):
+async def test_get_plugins_shows_a_registered_plugin(paperclip_client, paperclip_register_plugin):
     @hookimpl
     def paperclip_decide_presentation(turn):
         return PresentationDecision.none("testing")
 
-    register_plugin(
+    paperclip_register_plugin(
         types.SimpleNamespace(paperclip_decide_presentation=paperclip_decide_presentation),
         name="quiet",
     )
-    body = (await client.get("/api/plugins")).json()
+    body = (await paperclip_client.get("/api/plugins")).json()
     quiet = body["plugins"][-1]
     assert (quiet["name"], quiet["status"], quiet["hooks"]) == (
         "quiet",
@@ -51,6 +51,6 @@ async def test_get_plugins_shows_a_registered_plugin(client, register_plugin):
     )
 
 
-async def test_get_plugins_is_in_the_openapi_document(client):
-    paths = (await client.get("/api/docs/openapi.json")).json()["paths"]
+async def test_get_plugins_is_in_the_openapi_document(paperclip_client):
+    paths = (await paperclip_client.get("/api/docs/openapi.json")).json()["paths"]
     assert "get" in paths["/api/plugins"]

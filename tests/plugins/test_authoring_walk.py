@@ -47,7 +47,7 @@ def test_the_walk_has_files_and_commands():
         "cat > pyproject.toml",
         "cat > paperclip_hello/plugin.py",
         "cat > tests/test_plugin.py",
-        "provider_run(",
+        "paperclip_provider_run(",
         ".venv/bin/pytest -q",
         ".venv/bin/paperclip plugins --json",
     ):

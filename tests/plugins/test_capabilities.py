@@ -69,14 +69,16 @@ def start_turn(**fields) -> wire.StartTurn:
     )
 
 
-async def test_paperclip_providers_capabilities_are_shown_on_each_agent(client, register_plugin):
-    register_plugin(
+async def test_paperclip_providers_capabilities_are_shown_on_each_agent(
+    paperclip_client, paperclip_register_plugin
+):
+    paperclip_register_plugin(
         plugin(kind("steering", steer=True, mcp_tools=True, system_prompt=True)), name="steering"
     )
     company = (
-        await client.post("/api/companies", json={"name": "Acme", "issue_prefix": "ACM"})
+        await paperclip_client.post("/api/companies", json={"name": "Acme", "issue_prefix": "ACM"})
     ).json()
-    created = await client.post(
+    created = await paperclip_client.post(
         f"/api/companies/{company['id']}/agents", json={"name": "a", "provider": "steering"}
     )
     assert created.status_code == 201, created.text
@@ -89,19 +91,29 @@ async def test_paperclip_providers_capabilities_are_shown_on_each_agent(client, 
         "system_prompt": True,
     }
     assert created.json()["capabilities"] == expected
-    listed = (await client.get(f"/api/companies/{company['id']}/agents")).json()["items"]
+    listed = (await paperclip_client.get(f"/api/companies/{company['id']}/agents")).json()["items"]
     assert [a["capabilities"] for a in listed] == [expected]
 
 
-def test_paperclip_providers_system_prompt_carries_the_rules(plugin_host, register_plugin):
-    register_plugin(plugin(kind("carrier", system_prompt=True), kind("plain")), name="kinds")
-    assert carriers_of(plugin_host, "carrier") == ProviderCarriers(default_rules=True)
-    assert carriers_of(plugin_host, "plain") == ProviderCarriers(default_rules=False)
-    assert carriers_of(plugin_host, "not-installed") == ProviderCarriers(default_rules=False)
+def test_paperclip_providers_system_prompt_carries_the_rules(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(
+        plugin(kind("carrier", system_prompt=True), kind("plain")), name="kinds"
+    )
+    assert carriers_of(paperclip_plugin_host, "carrier") == ProviderCarriers(default_rules=True)
+    assert carriers_of(paperclip_plugin_host, "plain") == ProviderCarriers(default_rules=False)
+    assert carriers_of(paperclip_plugin_host, "not-installed") == ProviderCarriers(
+        default_rules=False
+    )
 
 
-def test_the_rules_go_to_the_system_carrier_or_the_prompt(plugin_host, register_plugin):
-    register_plugin(plugin(kind("carrier", system_prompt=True), kind("plain")), name="kinds")
+def test_the_rules_go_to_the_system_carrier_or_the_prompt(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(
+        plugin(kind("carrier", system_prompt=True), kind("plain")), name="kinds"
+    )
     task = TaskSource(id="t1", identifier="ACM-1", title="Fix the build")
     for name, in_system in (("carrier", True), ("plain", False)):
         assembled = assemble_execution_input(
@@ -111,9 +123,9 @@ def test_the_rules_go_to_the_system_carrier_or_the_prompt(plugin_host, register_
                 lane=Lane.NATIVE,
                 attempt=SessionAttempt.FRESH,
                 provider=name,
-                carriers=carriers_of(plugin_host, name),
+                carriers=carriers_of(paperclip_plugin_host, name),
             ),
-            plugin_host,
+            paperclip_plugin_host,
         )
         assert (DEFAULT_RULES in (assembled.system or "")) is in_system
         assert (DEFAULT_RULES in assembled.prompt) is not in_system

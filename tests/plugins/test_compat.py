@@ -2,7 +2,7 @@
 
 ``tests/fixtures/plugins/legacy`` was written against hook API 1.0 and must load
 and work on the current core; ``tests/fixtures/plugins/future`` needs hook API
-1.4 and must be refused, by name, with the range it asked for.
+1.99 and must be refused, by name, with the range it asked for.
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def test_the_fixtures_are_really_installed():
     assert version("paperclip-hookspecs") == HOOK_API
 
 
-async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plugin_host, tmp_path):
-    legacy = record(installed_plugin_host, "fixture-legacy")
+async def test_a_plugin_written_for_an_older_minor_loads_and_works(
+    paperclip_installed_plugin_host, tmp_path
+):
+    legacy = record(paperclip_installed_plugin_host, "fixture-legacy")
     assert (legacy.status, legacy.distribution, legacy.version, legacy.hook_api) == (
         PluginStatus.LOADED,
         "paperclip-fixture-legacy",
@@ -43,7 +45,7 @@ async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plu
     )
     assert legacy.hooks == ("paperclip_providers",)
 
-    kind = installed_plugin_host.provider("legacy-echo")
+    kind = paperclip_installed_plugin_host.provider("legacy-echo")
     events: list[ProviderEvent] = []
 
     async def emit(event: ProviderEvent) -> None:
@@ -55,14 +57,14 @@ async def test_a_plugin_written_for_an_older_minor_loads_and_works(installed_plu
     assert (result.status, result.session_ref) == ("completed", "legacy-r1")
     assert [e.type for e in events] == ["item.completed", "turn.completed"]
     # The newer hooks it does not implement are answered by the built-ins.
-    installed_plugin_host.check_pending()
+    paperclip_installed_plugin_host.check_pending()
 
 
-def test_a_plugin_requiring_a_newer_hook_api_is_refused_clearly(installed_plugin_host):
-    future = record(installed_plugin_host, "fixture-future")
+def test_a_plugin_requiring_a_newer_hook_api_is_refused_clearly(paperclip_installed_plugin_host):
+    future = record(paperclip_installed_plugin_host, "fixture-future")
     assert (future.status, future.code) == (PluginStatus.SKIPPED, SkipCode.INCOMPATIBLE_HOOK_API)
     assert future.reason == (
-        f"requires paperclip-hookspecs>=1.4,<2, but the running hook API is {HOOK_API}"
+        f"requires paperclip-hookspecs>=1.99,<2, but the running hook API is {HOOK_API}"
     )
     assert "paperclip_fixture_future.plugin" not in sys.modules  # never imported
 
@@ -85,4 +87,4 @@ def test_paperclip_plugins_shows_both(tmp_path):
     assert plugins["fixture-future"]["code"] == "incompatible_hook_api"
     # One clear line on stderr says the same.
     [line] = [ln for ln in result.stderr.splitlines() if "paperclip-fixture-future" in ln]
-    assert "skipped: requires paperclip-hookspecs>=1.4,<2" in line
+    assert "skipped: requires paperclip-hookspecs>=1.99,<2" in line

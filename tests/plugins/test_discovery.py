@@ -392,15 +392,15 @@ def test_an_installed_plugin_is_asked_before_the_builtin(fake_site: FakeSite, tm
     assert discover(tmp_path).decide_presentation(conversation_turn()).reason == "quiet_chat"
 
 
-def test_a_prompt_plugin_that_raises_is_named_too(plugin_host, register_plugin):
+def test_a_prompt_plugin_that_raises_is_named_too(paperclip_plugin_host, paperclip_register_plugin):
     class Exploding:
         @hookimpl
         def paperclip_render_task_markdown(self, task, options):
             raise RuntimeError("template missing")
 
-    register_plugin(Exploding(), name="exploding")
+    paperclip_register_plugin(Exploding(), name="exploding")
     with pytest.raises(PluginHookError) as raised:
-        plugin_host.render_task_markdown(
+        paperclip_plugin_host.render_task_markdown(
             TaskSource(id="i", identifier="PC-1", title="t"), TaskMarkdownOptions()
         )
     assert raised.value.plugin == "exploding"

@@ -17,21 +17,25 @@ PLUGIN_FOLDERS = sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.t
 
 
 @pytest.mark.parametrize("folder", PLUGIN_FOLDERS, ids=lambda p: p.name)
-def test_an_installed_plugin_folder_is_loaded_with_its_version(folder, installed_plugin_host):
+def test_an_installed_plugin_folder_is_loaded_with_its_version(
+    folder, paperclip_installed_plugin_host
+):
     project = tomllib.loads((folder / "pyproject.toml").read_text())["project"]
     [entry_point] = project["entry-points"]["paperclip"]
-    [found] = [r for r in installed_plugin_host.records() if r.name == entry_point]
+    [found] = [r for r in paperclip_installed_plugin_host.records() if r.name == entry_point]
 
     assert found.status is PluginStatus.LOADED, found.reason
     assert found.distribution == project["name"]
     assert found.version == version(project["name"])
     assert found.hooks
-    installed_plugin_host.check_pending()
+    paperclip_installed_plugin_host.check_pending()
 
 
-def test_paperclip_providers_of_the_repository_are_separate_distributions(installed_plugin_host):
-    records = {r.name: r for r in installed_plugin_host.records() if not r.builtin}
-    kinds = {k.name for k in installed_plugin_host.providers()}
+def test_paperclip_providers_of_the_repository_are_separate_distributions(
+    paperclip_installed_plugin_host,
+):
+    records = {r.name: r for r in paperclip_installed_plugin_host.records() if not r.builtin}
+    kinds = {k.name for k in paperclip_installed_plugin_host.providers()}
     providers = ("codex", "opencode", "pi", "gateway")
     assert set(providers) <= kinds
     distributions = {records[name].distribution for name in providers}

@@ -95,9 +95,9 @@ def test_plugins_exits_1_when_strict_mode_would_stop_startup(fake_site, site_env
 
 
 def test_serve_loads_an_installed_plugin_at_the_next_start(
-    fake_site, site_env, database_url, tmp_path
+    fake_site, site_env, paperclip_database_url, tmp_path
 ):
-    env = {**site_env, "PAPERCLIP_DATABASE_URL": database_url, "PAPERCLIP_PORT": "0"}
+    env = {**site_env, "PAPERCLIP_DATABASE_URL": paperclip_database_url, "PAPERCLIP_PORT": "0"}
     before = ServerProcess(env, tmp_path / "before.log").start()
     try:
         plugins = httpx.get(f"{before.url}/api/plugins").json()["plugins"]
@@ -117,7 +117,7 @@ def test_serve_loads_an_installed_plugin_at_the_next_start(
 
 
 def test_serve_refuses_to_start_in_strict_mode_with_a_broken_plugin(
-    fake_site, site_env, database_url, tmp_path
+    fake_site, site_env, paperclip_database_url, tmp_path
 ):
     fake_site.install(
         "paperclip-broken",
@@ -126,7 +126,7 @@ def test_serve_refuses_to_start_in_strict_mode_with_a_broken_plugin(
     )
     env = {
         **site_env,
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_PORT": "0",
         "PAPERCLIP_PLUGINS_STRICT": "1",
     }

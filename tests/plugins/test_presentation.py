@@ -15,33 +15,39 @@ from tests.plugins.samples import conversation_turn
 
 
 @pytest.mark.parametrize("path", list(PresentationPath))
-def test_paperclip_decide_presentation_a_finished_turn_presents_its_answer(plugin_host, path):
-    decision = plugin_host.decide_presentation(conversation_turn(path=path))
+def test_paperclip_decide_presentation_a_finished_turn_presents_its_answer(
+    paperclip_plugin_host, path
+):
+    decision = paperclip_plugin_host.decide_presentation(conversation_turn(path=path))
     assert decision == PresentationDecision(PresentationMode.ANSWER, "conversation_turn_finished")
 
 
 @pytest.mark.parametrize("result", ["done", "yielded"])
-def test_paperclip_decide_presentation_a_held_turn_presents_its_answer(plugin_host, result):
+def test_paperclip_decide_presentation_a_held_turn_presents_its_answer(
+    paperclip_plugin_host, result
+):
     held = conversation_turn(status_reason="governed_response_waiting", result=result)
-    decision = plugin_host.decide_presentation(held)
+    decision = paperclip_plugin_host.decide_presentation(held)
     assert decision == PresentationDecision(PresentationMode.ANSWER, "governed_response_waiting")
 
 
 @pytest.mark.parametrize("path", list(PresentationPath))
 def test_paperclip_decide_presentation_records_none_when_its_own_card_presents_it(
-    plugin_host, path
+    paperclip_plugin_host, path
 ):
     carded = conversation_turn(
         status_reason="governed_response_waiting",
         pending_cards=(PendingCard(id="card-1", kind="approval"),),
         path=path,
     )
-    decision = plugin_host.decide_presentation(carded)
+    decision = paperclip_plugin_host.decide_presentation(carded)
     assert decision.mode is PresentationMode.NONE and decision.mode == "none"
     assert decision.reason == COMMITTED_CONVERSATION_INTERACTION_PRESENTED
     assert decision.reason == "committed_conversation_interaction_presented"
 
 
-def test_paperclip_decide_presentation_a_finished_turn_presents_even_with_a_card(plugin_host):
+def test_paperclip_decide_presentation_a_finished_turn_presents_even_with_a_card(
+    paperclip_plugin_host,
+):
     finished = conversation_turn(pending_cards=(PendingCard(id="card-1", kind="question"),))
-    assert plugin_host.decide_presentation(finished).mode is PresentationMode.ANSWER
+    assert paperclip_plugin_host.decide_presentation(finished).mode is PresentationMode.ANSWER

@@ -50,11 +50,11 @@ def echo_plugin(name: str = "echo") -> types.SimpleNamespace:
 
 
 async def test_paperclip_providers_registers_a_kind_whose_driver_runs_a_turn(
-    plugin_host, register_plugin, tmp_path
+    paperclip_plugin_host, paperclip_register_plugin, tmp_path
 ):
-    register_plugin(echo_plugin(), name="echo")
+    paperclip_register_plugin(echo_plugin(), name="echo")
 
-    kind = plugin_host.provider("echo")
+    kind = paperclip_plugin_host.provider("echo")
     assert kind.capabilities == ProviderCapabilities(resume=True)
     events: list[ProviderEvent] = []
 
@@ -67,10 +67,12 @@ async def test_paperclip_providers_registers_a_kind_whose_driver_runs_a_turn(
     assert events == [ProviderEvent("agent_message", {"text": "hello"})]
 
 
-def test_paperclip_providers_a_missing_kind_is_a_clear_409(plugin_host, register_plugin):
-    register_plugin(echo_plugin(), name="echo")
+def test_paperclip_providers_a_missing_kind_is_a_clear_409(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(echo_plugin(), name="echo")
     with pytest.raises(ProviderNotInstalledError) as raised:
-        plugin_host.provider("codex")
+        paperclip_plugin_host.provider("codex")
     error = raised.value
     assert (error.status_code, error.code) == (409, "provider_not_installed")
     assert error.message == (
@@ -79,37 +81,47 @@ def test_paperclip_providers_a_missing_kind_is_a_clear_409(plugin_host, register
     )
 
 
-def test_paperclip_providers_are_listed_from_every_plugin(plugin_host, register_plugin):
-    register_plugin(echo_plugin("one"), name="one")
-    register_plugin(echo_plugin("two"), name="two")
-    assert sorted(k.name for k in plugin_host.providers()) == ["one", "two"]
+def test_paperclip_providers_are_listed_from_every_plugin(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(echo_plugin("one"), name="one")
+    paperclip_register_plugin(echo_plugin("two"), name="two")
+    assert sorted(k.name for k in paperclip_plugin_host.providers()) == ["one", "two"]
 
 
-def test_paperclip_providers_conflict_names_both_plugins(plugin_host, register_plugin):
-    register_plugin(echo_plugin(), name="first")
-    register_plugin(echo_plugin(), name="second")
+def test_paperclip_providers_conflict_names_both_plugins(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(echo_plugin(), name="first")
+    paperclip_register_plugin(echo_plugin(), name="second")
     with pytest.raises(
         PluginConflictError,
         match=r"^provider kind 'echo' is registered by both plugin 'first' .* and plugin 'second'",
     ):
-        plugin_host.providers()
+        paperclip_plugin_host.providers()
 
 
-def test_paperclip_providers_unregistered_at_teardown(plugin_host, register_plugin):
-    record = register_plugin(echo_plugin(), name="echo")
+def test_paperclip_providers_unregistered_at_teardown(
+    paperclip_plugin_host, paperclip_register_plugin
+):
+    record = paperclip_register_plugin(echo_plugin(), name="echo")
     assert record.hooks == ("paperclip_providers",)
-    plugin_host.unregister("echo")
-    assert plugin_host.providers() == []
+    paperclip_plugin_host.unregister("echo")
+    assert paperclip_plugin_host.providers() == []
     # The fixture's own teardown tolerates a plugin the test already removed.
 
 
-def test_paperclip_providers_an_implementation_with_unknown_arguments_is_refused(register_plugin):
+def test_paperclip_providers_an_implementation_with_unknown_arguments_is_refused(
+    paperclip_register_plugin,
+):
     @hookimpl
     def paperclip_providers(settings):
         return []
 
     with pytest.raises(PluginLoadError) as raised:
-        register_plugin(types.SimpleNamespace(paperclip_providers=paperclip_providers), name="bad")
+        paperclip_register_plugin(
+            types.SimpleNamespace(paperclip_providers=paperclip_providers), name="bad"
+        )
     assert str(raised.value) == (
         "plugin 'bad' (registered in process) was not registered: "
         "Plugin 'bad' for hook 'paperclip_providers'; "

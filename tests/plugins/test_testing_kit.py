@@ -16,7 +16,7 @@ import pytest
 
 
 @pytest.fixture(scope="module")
-def plugin_host():
+def paperclip_plugin_host():
     # Shared by the module, so a plugin left registered would leak into the next test.
     from paperclip.plugins import PluginHost
 
@@ -35,36 +35,62 @@ def paperclip_providers():
     return [ProviderKind("kit", ProviderCapabilities(), create_driver=lambda ctx: None)]
 
 
-def test_register(plugin_host, register_plugin):
-    record = register_plugin(types.SimpleNamespace(paperclip_providers=paperclip_providers), "kit")
+def test_register(paperclip_plugin_host, paperclip_register_plugin):
+    plugin = types.SimpleNamespace(paperclip_providers=paperclip_providers)
+    record = paperclip_register_plugin(plugin, "kit")
     assert record.status == "loaded"
-    assert [k.name for k in plugin_host.providers()] == ["kit"]
+    assert [k.name for k in paperclip_plugin_host.providers()] == ["kit"]
 
 
-def test_unregistered_at_teardown(plugin_host):
-    assert plugin_host.providers() == []
-    assert "kit" not in [r.name for r in plugin_host.records()]
+def test_unregistered_at_teardown(paperclip_plugin_host):
+    assert paperclip_plugin_host.providers() == []
+    assert "kit" not in [r.name for r in paperclip_plugin_host.records()]
 
 
-def test_bare_host_has_no_plugin(bare_plugin_host):
+def test_bare_host_has_no_plugin(paperclip_bare_plugin_host):
+    assert paperclip_bare_plugin_host.records() == ()
+
+
+def test_installed_host_has_the_builtins(paperclip_installed_plugin_host):
+    names = {r.name for r in paperclip_installed_plugin_host.records()}
+    assert {"prompts", "presentation"} <= names
+"""
+
+OLD_NAMES = """
+def test_the_names_before_0_2_still_work(plugin_host, bare_plugin_host, register_plugin):
     assert bare_plugin_host.records() == ()
-
-
-def test_installed_host_has_the_builtins(installed_plugin_host):
-    assert {"prompts", "presentation"} <= {r.name for r in installed_plugin_host.records()}
+    assert {"prompts", "presentation"} <= {r.name for r in plugin_host.records()}
 """
 
 
-def test_the_fixtures_are_registered_through_pytest11(tmp_path):
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))
-    (tmp_path / "test_kit.py").write_text(textwrap.dedent(TESTS))
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-        cwd=tmp_path,
+def run_pytest(folder):
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        cwd=folder,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_the_old_fixture_names_work_with_a_deprecation_warning(tmp_path):
+    (tmp_path / "test_old.py").write_text(textwrap.dedent(OLD_NAMES))
+    result = run_pytest(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    for old, new in [
+        ("plugin_host", "paperclip_plugin_host"),
+        ("bare_plugin_host", "paperclip_bare_plugin_host"),
+        ("register_plugin", "paperclip_register_plugin"),
+    ]:
+        assert f"PaperclipDeprecationWarning: the fixture '{old}' is deprecated" in result.stdout
+        assert f"use '{new}'" in result.stdout
+
+
+def test_the_fixtures_are_registered_through_pytest11(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST))
+    (tmp_path / "test_kit.py").write_text(textwrap.dedent(TESTS))
+    result = run_pytest(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout

@@ -23,17 +23,17 @@ from tests.plugins.samples import pending_input
 RECEIPT = ToolReceipt(command_id="cmd-7", status=ReceiptStatus.APPLIED, result={"ok": True})
 
 
-def test_paperclip_recover_tool_input_replays_a_durable_receipt(plugin_host):
+def test_paperclip_recover_tool_input_replays_a_durable_receipt(paperclip_plugin_host):
     # Whoever admitted it and wherever it runs: the receipt proves the effect, replay it.
     for admission in Admission:
         pending = pending_input(admission=admission, running_here=True, receipt=RECEIPT)
-        recovery = plugin_host.recover_tool_input(pending)
+        recovery = paperclip_plugin_host.recover_tool_input(pending)
         assert recovery.action is ToolRecoveryAction.REPLAY_RECEIPT
         assert recovery.receipt == RECEIPT
 
 
-def test_paperclip_recover_tool_input_settles_an_orphan_of_a_gone_controller(plugin_host):
-    recovery = plugin_host.recover_tool_input(pending_input())
+def test_paperclip_recover_tool_input_settles_an_orphan_of_a_gone_controller(paperclip_plugin_host):
+    recovery = paperclip_plugin_host.recover_tool_input(pending_input())
     assert recovery.action is ToolRecoveryAction.SETTLE_INTERRUPTED
     assert (
         recovery.error_code
@@ -44,12 +44,15 @@ def test_paperclip_recover_tool_input_settles_an_orphan_of_a_gone_controller(plu
 
 
 def test_paperclip_recover_tool_input_settles_an_unknown_outcome_only_when_the_owner_is_gone(
-    plugin_host,
+    paperclip_plugin_host,
 ):
     unknown = pending_input(authority_answer=SEMANTIC_TOOL_OUTCOME_UNKNOWN)
-    assert plugin_host.recover_tool_input(unknown).action is ToolRecoveryAction.SETTLE_INTERRUPTED
+    assert (
+        paperclip_plugin_host.recover_tool_input(unknown).action
+        is ToolRecoveryAction.SETTLE_INTERRUPTED
+    )
     alive = pending_input(authority_answer=SEMANTIC_TOOL_OUTCOME_UNKNOWN, owner_gone=False)
-    assert plugin_host.recover_tool_input(alive).action is ToolRecoveryAction.KEEP_PENDING
+    assert paperclip_plugin_host.recover_tool_input(alive).action is ToolRecoveryAction.KEEP_PENDING
 
 
 @pytest.mark.parametrize(
@@ -61,14 +64,16 @@ def test_paperclip_recover_tool_input_settles_an_unknown_outcome_only_when_the_o
         {"owner_gone": False},  # the earlier controller may still record its result
     ],
 )
-def test_paperclip_recover_tool_input_keeps_pending_what_it_may_not_settle(plugin_host, changes):
-    recovery = plugin_host.recover_tool_input(pending_input(**changes))
+def test_paperclip_recover_tool_input_keeps_pending_what_it_may_not_settle(
+    paperclip_plugin_host, changes
+):
+    recovery = paperclip_plugin_host.recover_tool_input(pending_input(**changes))
     assert recovery.action is ToolRecoveryAction.KEEP_PENDING
     assert recovery.error_code is None and recovery.receipt is None
 
 
 def test_paperclip_recover_tool_input_a_plugin_finding_a_receipt_answers_first(
-    plugin_host, register_plugin
+    paperclip_plugin_host, paperclip_register_plugin
 ):
     class ExternalReceipts:
         """Finds the receipts of one tool in an external system."""
@@ -79,17 +84,17 @@ def test_paperclip_recover_tool_input_a_plugin_finding_a_receipt_answers_first(
                 return None
             return ToolRecovery.replay(RECEIPT)
 
-    register_plugin(ExternalReceipts(), name="external-receipts")
+    paperclip_register_plugin(ExternalReceipts(), name="external-receipts")
 
-    ours = plugin_host.recover_tool_input(pending_input(tool_name="post_to_tracker"))
+    ours = paperclip_plugin_host.recover_tool_input(pending_input(tool_name="post_to_tracker"))
     assert ours.action is ToolRecoveryAction.REPLAY_RECEIPT
-    others = plugin_host.recover_tool_input(pending_input(tool_name="connections_search"))
+    others = paperclip_plugin_host.recover_tool_input(pending_input(tool_name="connections_search"))
     assert others.action is ToolRecoveryAction.SETTLE_INTERRUPTED
 
 
-def test_paperclip_recover_tool_input_without_the_builtin_has_no_answer(bare_plugin_host):
-    bare_plugin_host.register(types.SimpleNamespace(), name="nothing")
+def test_paperclip_recover_tool_input_without_the_builtin_has_no_answer(paperclip_bare_plugin_host):
+    paperclip_bare_plugin_host.register(types.SimpleNamespace(), name="nothing")
     with pytest.raises(
         NoPluginAnswerError, match="no plugin answered paperclip_recover_tool_input"
     ):
-        bare_plugin_host.recover_tool_input(pending_input())
+        paperclip_bare_plugin_host.recover_tool_input(pending_input())

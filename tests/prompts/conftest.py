@@ -12,6 +12,6 @@ from paperclip.plugins import PluginHost
 
 
 @pytest.fixture
-def hooks(plugin_host: PluginHost) -> PluginHost:
+def hooks(paperclip_plugin_host: PluginHost) -> PluginHost:
     """The prompt hooks of this test: the test's plugin host."""
-    return plugin_host
+    return paperclip_plugin_host

@@ -104,7 +104,7 @@ def test_custom_templates_keep_every_variable() -> None:
 
 
 def test_a_plugin_that_renders_a_comment_twice_breaks_ownership(
-    plugin_host: PluginHost, register_plugin: Any
+    paperclip_plugin_host: PluginHost, paperclip_register_plugin: Any
 ) -> None:
     class Echo:
         @hookimpl
@@ -116,29 +116,29 @@ def test_a_plugin_that_renders_a_comment_twice_breaks_ownership(
             )
             return RenderedSection("wake_prompt", "echo", blocks + blocks)
 
-    register_plugin(Echo())
+    paperclip_register_plugin(Echo())
     with pytest.raises(OwnershipError, match="c-1"):
-        assemble(plugin_host)
+        assemble(paperclip_plugin_host)
 
 
 def test_a_host_without_the_builtin_plugin_says_what_is_missing(
-    bare_plugin_host: PluginHost,
+    paperclip_bare_plugin_host: PluginHost,
 ) -> None:
     with pytest.raises(NoPluginAnswerError, match="PAPERCLIP_PLUGINS_DISABLE"):
-        assemble(bare_plugin_host)
+        assemble(paperclip_bare_plugin_host)
 
 
 def test_a_plugin_answer_of_the_wrong_type_is_refused(
-    plugin_host: PluginHost, register_plugin: Any
+    paperclip_plugin_host: PluginHost, paperclip_register_plugin: Any
 ) -> None:
     class Wrong:
         @hookimpl
         def paperclip_render_task_markdown(self, task: TaskSource, options: Any) -> str:
             return "a string"
 
-    register_plugin(Wrong())
+    paperclip_register_plugin(Wrong())
     with pytest.raises(PluginHookError, match="returned str from paperclip_render_task_markdown"):
-        assemble(plugin_host)
+        assemble(paperclip_plugin_host)
 
 
 def test_the_builtin_plugin_module_implements_every_prompt_hook() -> None:

@@ -135,7 +135,7 @@ def test_paperclip_render_completion_recovery_restores_criteria_and_drops_source
 
 
 def test_paperclip_render_completion_recovery_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     from paperclip_hookspecs.prompts import RenderedSection, TaskSource
 
@@ -144,12 +144,12 @@ def test_paperclip_render_completion_recovery_an_installed_plugin_overrides_the_
         def paperclip_render_completion_recovery(self, task: TaskSource) -> RenderedSection:
             return RenderedSection("completion_recovery", f"Finish {task.identifier}.")
 
-    register_plugin(Recovery())
+    paperclip_register_plugin(Recovery())
     assert hooks.render_completion_recovery(TASK).text == "Finish PAP-12."
 
 
 def test_paperclip_validate_completion_references_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class TrustTheTask:
         @hookimpl
@@ -158,6 +158,6 @@ def test_paperclip_validate_completion_references_an_installed_plugin_overrides_
         ) -> ReferenceCheck:
             return ReferenceCheck(accepted=tuple(r for r in references if r.kind is T))
 
-    register_plugin(TrustTheTask())
+    paperclip_register_plugin(TrustTheTask())
     check = hooks.validate_completion_references((CompletionReference(T, "any"),), ())
     assert check.ok

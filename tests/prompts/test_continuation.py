@@ -177,7 +177,7 @@ def test_build_continuation_records_the_objective_source(
 
 
 def test_paperclip_render_continuation_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class NoContinuation:
         @hookimpl
@@ -190,7 +190,7 @@ def test_paperclip_render_continuation_an_installed_plugin_overrides_the_builtin
         ) -> RenderedContinuation:
             return RenderedContinuation(RenderedSection("continuation", "Carry on."))
 
-    register_plugin(NoContinuation())
+    paperclip_register_plugin(NoContinuation())
     out = hooks.render_continuation(Continuation(ISSUE, (), "x"), TASK, (), ContinuationOptions())
     assert out.section.text == "Carry on." and not out.suppressed_comment_ids
 

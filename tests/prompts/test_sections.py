@@ -127,7 +127,7 @@ def test_paperclip_select_prompt_sections_follows_the_dispatched_attempt() -> No
 
 
 def test_paperclip_select_prompt_sections_a_provider_plugin_answers_for_its_own_provider(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class KimiSections:
         @hookimpl
@@ -138,7 +138,7 @@ def test_paperclip_select_prompt_sections_a_provider_plugin_answers_for_its_own_
                 return None
             return SectionSelection(**full(instructions=False))
 
-    register_plugin(KimiSections())
+    paperclip_register_plugin(KimiSections())
     kimi = hooks.select_prompt_sections(SectionRequest(Lane.CLOUD, FRESH, True, "kimi"))
     other = hooks.select_prompt_sections(SectionRequest(Lane.CLOUD, FRESH, True, "codex"))
     assert kimi.instructions is False

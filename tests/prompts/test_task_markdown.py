@@ -168,7 +168,7 @@ def test_build_task_markdown_standalone_callers_keep_the_historical_default() ->
 
 
 def test_paperclip_render_task_markdown_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class ShortBrief:
         @hookimpl
@@ -177,12 +177,12 @@ def test_paperclip_render_task_markdown_an_installed_plugin_overrides_the_builti
         ) -> RenderedSection:
             return RenderedSection("task_markdown", f"Task {task.identifier}")
 
-    register_plugin(ShortBrief())
+    paperclip_register_plugin(ShortBrief())
     assert hooks.render_task_markdown(make_task(), TaskMarkdownOptions()).text == "Task PAP-12"
 
 
 def test_paperclip_render_task_markdown_a_plugin_returning_none_defers_to_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class OnlyForOthers:
         @hookimpl
@@ -191,7 +191,7 @@ def test_paperclip_render_task_markdown_a_plugin_returning_none_defers_to_the_bu
         ) -> RenderedSection | None:
             return None
 
-    register_plugin(OnlyForOthers())
+    paperclip_register_plugin(OnlyForOthers())
     assert (
         "## Paperclip task" in hooks.render_task_markdown(make_task(), TaskMarkdownOptions()).text
     )

@@ -116,13 +116,13 @@ def test_missing_or_unknown_turn_context_falls_back_to_legacy(value: Any) -> Non
 
 
 def test_paperclip_build_turn_context_a_plugin_may_build_it(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class NoDescription:
         @hookimpl
         def paperclip_build_turn_context(self, task: TaskSource, wake: WakeSource) -> TurnContext:
             return TurnContext(AssignmentOwnership(None), EventsOwnership(()))
 
-    register_plugin(NoDescription())
+    paperclip_register_plugin(NoDescription())
     built = hooks.build_turn_context(make_task(), WakeSource("comment"))
     assert built.assignment.description is None

@@ -165,7 +165,7 @@ def test_paperclip_render_wake_prompt_receives_normalized_comments(
 
 
 def test_paperclip_render_wake_prompt_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, register_plugin: Any
+    hooks: Any, paperclip_register_plugin: Any
 ) -> None:
     class TerseWake:
         @hookimpl
@@ -174,6 +174,6 @@ def test_paperclip_render_wake_prompt_an_installed_plugin_overrides_the_builtin(
         ) -> RenderedSection:
             return RenderedSection("wake_prompt", f"{len(wake.comments)} new comments")
 
-    register_plugin(TerseWake())
+    paperclip_register_plugin(TerseWake())
     wake = WakeSource("comment", (FIRST,))
     assert hooks.render_wake_prompt(wake, TASK, WakePromptOptions()).text == "1 new comments"

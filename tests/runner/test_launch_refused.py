@@ -23,12 +23,12 @@ pytestmark = pytest.mark.process
 
 
 @pytest.fixture
-def stack(database_url, tmp_path):
+def stack(paperclip_database_url, tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
     port = free_port()
     env = {
-        "PAPERCLIP_DATABASE_URL": database_url,
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
         "PAPERCLIP_DATA_DIR": str(tmp_path / "data"),
         "PAPERCLIP_PORT": str(port),
         fixture_provider.MARKERS_ENV: str(markers),

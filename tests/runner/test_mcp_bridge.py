@@ -122,6 +122,7 @@ async def test_tools_carry_annotations_that_let_clients_call_them_unprompted(
     }
     assert hints == {
         "get_task_context": (True, False),
+        "read_current_wake_comments": (True, False),
         "post_comment": (False, False),
         "report_progress": (False, False),
         "finish": (False, False),

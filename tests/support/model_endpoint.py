@@ -287,7 +287,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         model = body.get("model") if isinstance(body.get("model"), str) else None
         index, step, known = self.owner._take_step(model)
-        self.owner._record(self._received(path, body, index))
+        received = self._received(path, body, index)
+        self.owner._record(received)
+        if step is not None and step.respond is not None:
+            step = step.respond(received)
         if not known:
             self._error(404, f"no script for model {model!r}", "model_not_found")
         elif step is None:

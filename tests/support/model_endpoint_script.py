@@ -16,7 +16,7 @@ import itertools
 import json
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,10 @@ class Step:
     """A gate name: the stream opens, then waits until the test releases the gate."""
     usage: tuple[int, int] = (100, 20)
     """Input and output tokens reported at the end."""
+    respond: Callable[[Any], Step] | None = None
+    """A model that reads its conversation: the response is made, when the request
+    arrives, from the request (a ``model_endpoint.Received``), e.g. to follow a
+    cursor a tool result gave. See :func:`reply`."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
@@ -117,6 +121,11 @@ def say(text: str, **options: Any) -> Step:
 def calls(*outputs: Text | FunctionCall, **options: Any) -> Step:
     """A step whose response carries these outputs, in order."""
     return Step(outputs=tuple(outputs), **options)
+
+
+def reply(respond: Callable[[Any], Step]) -> Step:
+    """A step made from the request when it arrives (``respond(received) -> Step``)."""
+    return Step(respond=respond)
 
 
 def mcp_tool(name: str, arguments: Mapping[str, Any], server: str | None = None) -> FunctionCall:

@@ -20,6 +20,7 @@ from tests.support.model_endpoint_script import (
     codex_shell,
     load_script,
     mcp_tool,
+    reply,
     say,
 )
 
@@ -196,3 +197,18 @@ def test_scripts_load_from_json() -> None:
     assert steps[4].error == HttpError(500, "boom")
     with pytest.raises(ValueError, match="unknown step key"):
         load_script([{"txt": "typo"}])
+
+
+def test_a_reply_step_is_made_from_the_request_that_arrives(endpoint: ModelEndpoint) -> None:
+    def echo_the_last_tool_output(received: Any) -> Step:
+        (output,) = received.tool_outputs()
+        return say(f"The tool said {output['output']}.")
+
+    endpoint.script("m", [reply(echo_the_last_tool_output)])
+    body = {
+        "model": "m",
+        "input": [{"type": "function_call_output", "call_id": "c1", "output": "p2"}],
+    }
+    events = sse(post(endpoint, "/responses", body))
+    assert events[-1]["response"]["output"][0]["content"][0]["text"] == "The tool said p2."
+    assert endpoint.scripted("m")[0].step == 0

@@ -26,6 +26,8 @@ class ServerProcess:
         self.extra_args = extra_args
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.listening_at = self.healthy_at = 0.0
+        """When it said where it listens, and when its health first answered (monotonic)."""
 
     def start(self, timeout: float = 60) -> ServerProcess:
         self.log = self.log_path.open("a")
@@ -42,9 +44,11 @@ class ServerProcess:
         if not line:
             raise RuntimeError(f"paperclip serve exited early: {self.tail()}")
         self.url = json.loads(line)["url"]
+        self.listening_at = time.monotonic()
         while time.monotonic() < deadline:
             try:
                 if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
+                    self.healthy_at = time.monotonic()
                     return self
             except httpx.HTTPError:
                 pass

@@ -5,9 +5,11 @@ from __future__ import annotations
 from paperclip.engine.tools.base import ToolContext, ToolHandler, ToolOutcome, error
 from paperclip.engine.tools.report import block, finish
 from paperclip.engine.tools.task import get_task_context, post_comment, report_progress
+from paperclip.engine.tools.wake_comments import read_current_wake_comments
 
 HANDLERS: dict[str, ToolHandler] = {
     "get_task_context": get_task_context,
+    "read_current_wake_comments": read_current_wake_comments,
     "post_comment": post_comment,
     "report_progress": report_progress,
     "finish": finish,

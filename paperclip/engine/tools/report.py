@@ -8,7 +8,8 @@ from paperclip_hookspecs.completion import CompletionReport, CompletionStage
 from paperclip_hookspecs.prompts import CompletionReference, SourceKind
 from sqlalchemy import select
 
-from paperclip.engine.completion import completion_check, refusal_body
+from paperclip.engine.completion import check_completion, refusal_body
+from paperclip.engine.snapshot import SnapshotBindingError
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Run
 from paperclip.prompts import read_execution_input, validate_completion
@@ -29,8 +30,15 @@ async def finish(ctx: ToolContext) -> ToolOutcome:
             refused=refused,
         )
     report = CompletionReport(status=arguments["outcome"], summary=arguments["summary"])
-    refusal = ctx.plugins.check_completion(completion_check(run, CompletionStage.FEEDBACK, report))
+    try:
+        # The binding first, then the read receipt: the validator the terminal guard runs too.
+        refusal = await check_completion(
+            ctx.session, run, CompletionStage.FEEDBACK, report, ctx.plugins
+        )
+    except SnapshotBindingError as exc:
+        return error(exc.code, str(exc))
     if refusal is not None:
+        # A bounded correction the model can act on in the same turn.
         body = refusal_body(refusal)
         return error(body.pop("code"), body.pop("message"), **body)
     run.result = {

@@ -11,6 +11,9 @@ from paperclip_hookspecs.completion import (
     CompletionRefusal,
 )
 
+BLOCKED = "blocked"
+"""The report of the ``block`` tool (the terminal stage sees it too)."""
+
 
 @hookimpl(trylast=True)
 def paperclip_check_completion(check: CompletionCheck) -> CompletionRefusal | None:
@@ -18,6 +21,8 @@ def paperclip_check_completion(check: CompletionCheck) -> CompletionRefusal | No
     snapshot, receipt = check.snapshot, check.receipt
     if snapshot is None or not snapshot.read_required:
         return None
+    if check.report.status == BLOCKED:
+        return None  # a run that asks for help reports no completion: nothing to guard
     if receipt is None:
         return _refuse("unread", "Read the current wake comments before reporting completion.")
     if receipt.binding != check.binding:

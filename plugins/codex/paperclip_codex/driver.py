@@ -7,11 +7,14 @@ import contextlib
 import logging
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from paperclip_hookspecs.providers import (
+    PROVIDER_EXITED,
+    PROVIDER_SPAWN_FAILED,
+    RESUME_FAILED,
     DriverContext,
     EventSink,
     ProviderEvent,
@@ -35,7 +38,7 @@ from paperclip_codex.config import (
 from paperclip_codex.errors import ErrorCode, TurnAborted, error_text
 from paperclip_codex.jsonrpc import ConnectionClosed, JsonRpcError
 from paperclip_codex.probe import install_hint
-from paperclip_codex.process import AppServerProcess, SpawnError
+from paperclip_codex.process import AppServerProcess, SpawnError, reap_leftover, remember
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +198,8 @@ class CodexDriver:
             except TurnAborted:
                 await self._finish_pump(session, pump, stop)
                 raise
-            return await self._await_completion(session, pump, stop, thread_id, turn_id, settings)
+            result = await self._await_completion(session, pump, stop, thread_id, turn_id, settings)
+            return replace(result, provider_turn_id=turn_id)
         finally:
             if not pump.done():
                 pump.cancel()
@@ -244,6 +248,8 @@ class CodexDriver:
         session = _Session(launch)
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
         env = {**inherited, **dict(launch.env)}
+        if (left := reap_leftover(self._context.state_dir)) is not None:
+            logger.warning("stopped the app-server an earlier runner left running (group %s)", left)
         try:
             session.process = await AppServerProcess.spawn(
                 argv,
@@ -259,6 +265,7 @@ class CodexDriver:
                 message += f". {install_hint(argv[0])}"
             raise TurnAborted(ErrorCode.SPAWN_FAILED, message) from None
         self._session = session
+        remember(self._context.state_dir, session.process.pid)
         if self._closed:  # close() ran while we were spawning
             await self._stop_session()
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
@@ -310,19 +317,22 @@ class CodexDriver:
                     "thread %s could not be resumed (%s); starting a fresh one", ref, exc.message
                 )
             else:
-                return self._adopt_thread(session, result, "thread/resume")
+                return await self._adopt_thread(session, result, "thread/resume")
         try:
             result = await self._request(session, "thread/start", overrides)
         except JsonRpcError as exc:
             raise TurnAborted(ErrorCode.THREAD_START_FAILED, exc.message) from None
-        return self._adopt_thread(session, result, "thread/start")
+        return await self._adopt_thread(session, result, "thread/start")
 
-    def _adopt_thread(self, session: _Session, result: Any, method: str) -> str:
+    async def _adopt_thread(self, session: _Session, result: Any, method: str) -> str:
         thread_id = _dig(result, "thread", "id")
         if not isinstance(thread_id, str):
             raise TurnAborted(ErrorCode.THREAD_START_FAILED, f"{method} returned no thread id")
         session.thread_id = thread_id
         self._thread_id = thread_id
+        if self._context.report_session is not None:
+            # Durable at the runner before the turn starts: a lost turn resumes this thread.
+            await self._context.report_session(thread_id)
         return thread_id
 
     async def _start_turn(
@@ -517,8 +527,22 @@ class CodexDriver:
             await session.process.terminate(self._settings.close_timeout_seconds)
 
 
+# The failures of the process rather than of the model: the control plane resumes them.
+_RESUMABLE = {
+    ErrorCode.PROVIDER_EXITED: PROVIDER_EXITED,
+    ErrorCode.SPAWN_FAILED: PROVIDER_SPAWN_FAILED,
+    ErrorCode.STARTUP_FAILED: PROVIDER_SPAWN_FAILED,
+    ErrorCode.RESUME_FAILED: RESUME_FAILED,
+}
+
+
 def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
-    return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))
+    return TurnResult(
+        status="failed",
+        session_ref=session_ref,
+        error=error_text(code, message),
+        error_code=_RESUMABLE.get(code),
+    )
 
 
 def _turn_result(thread_id: str, payload: Mapping[str, Any], answer: str | None) -> TurnResult:

@@ -10,6 +10,13 @@ may stand for a single list. Steps (one key each):
 - ``{"message": "text"}``: an ``agentMessage`` item, streamed as deltas.
 - ``{"call_tool": {"name": ..., "arguments": {...}, "server": ...}}``: an
   ``mcpToolCall`` item, gated by tool approval the way Codex gates it.
+- ``{"page_tool": {"name": ..., "arguments": {...}, "start_cursor": "error.correction.cursor"}}``:
+  a model paging through a cursor-paged tool: one ``call_tool`` per page,
+  passing each result's ``next_cursor`` as the ``cursor`` argument until it is
+  null (at most ``max_pages``, default 100; then the turn fails). The first
+  call passes no cursor, or the value at ``start_cursor`` (a dotted path) in
+  the previous tool result, e.g. the cursor a refused call told it to
+  continue from. ``cursor_argument`` and ``next_cursor`` rename the two.
 - ``{"shell": {"command": "...", "escalate": false}}``: a ``commandExecution``
   item; an escalated one asks the client under ``on-request`` and is refused
   without asking under ``never``, as Codex does.
@@ -40,6 +47,7 @@ STEP_KINDS = frozenset(
     {
         "message",
         "call_tool",
+        "page_tool",
         "shell",
         "sleep",
         "wait_for_file",
@@ -108,10 +116,10 @@ def _check_step(step: Any) -> None:
     extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
     if extra:
         raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
-    if kind == "call_tool" and not (
+    if kind in ("call_tool", "page_tool") and not (
         isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
     ):
-        raise ScriptError(f"call_tool needs an object with a 'name': {step!r}")
+        raise ScriptError(f"{kind} needs an object with a 'name': {step!r}")
     if kind == "shell" and not (
         isinstance(step[kind], dict) and isinstance(step[kind].get("command"), str)
     ):

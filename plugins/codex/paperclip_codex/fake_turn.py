@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -67,6 +68,8 @@ class TurnRun:
     steers: list[list[dict[str, Any]]] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
     last_message: dict[str, Any] | None = None
+    last_result: Any = None
+    """The structured result of the turn's latest tool call (what a model reads next)."""
 
 
 class Failure(Exception):
@@ -165,6 +168,8 @@ class TurnRunner:
             self._message(str(step["message"]))
         elif "call_tool" in step:
             await self._call_tool(step["call_tool"])
+        elif "page_tool" in step:
+            await self._page_tool(step["page_tool"])
         elif "shell" in step:
             await self._shell(step["shell"])
         elif "sleep" in step:
@@ -253,12 +258,31 @@ class TurnRunner:
             failed = bool(outcome.get("isError"))
             item |= {"status": "failed" if failed else "completed", "result": result}
             record["result"] = result
+            self.run.last_result = _structured(outcome)
         else:
             item |= {"status": "failed", "error": {"message": str(outcome)}}
             record["error"] = str(outcome)
+            self.run.last_result = None
         self.host.log(record)
         duration = int((time.monotonic() - started) * 1000)
         self._completed(item | {"durationMs": duration})
+
+    async def _page_tool(self, page: dict[str, Any]) -> None:
+        """Call a cursor-paged tool page by page, as a model following ``next_cursor`` does."""
+        argument = str(page.get("cursor_argument", "cursor"))
+        next_field = str(page.get("next_cursor", "next_cursor"))
+        start = page.get("start_cursor")
+        cursor = _at(self.run.last_result, str(start)) if start else None
+        limit = int(page.get("max_pages", 100))
+        for _ in range(limit):
+            arguments = dict(page.get("arguments") or {})
+            if cursor is not None:
+                arguments[argument] = cursor
+            await self._call_tool({**page, "arguments": arguments})
+            cursor = _at(self.run.last_result, next_field)
+            if cursor is None:
+                return
+        raise Failure(f"page_tool {page['name']} had more than {limit} pages")
 
     async def _tool_refusal(
         self,
@@ -391,6 +415,24 @@ class TurnRunner:
             "item/completed", {"item": done, **self.ids, "completedAtMs": done["completedAtMs"]}
         )
         return done
+
+
+def _structured(outcome: Mapping[str, Any]) -> Any:
+    """A tool result as a model reads it: its structured content, or its JSON text."""
+    if outcome.get("structuredContent") is not None:
+        return outcome["structuredContent"]
+    for part in outcome.get("content") or []:
+        if isinstance(part, dict) and part.get("type") == "text":
+            with contextlib.suppress(ValueError):
+                return json.loads(part.get("text") or "")
+    return None
+
+
+def _at(value: Any, path: str) -> Any:
+    """The value at a dotted path (``error.correction.cursor``), or None."""
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
 
 
 async def _wait_for_file(path: Path, limit: float) -> None:

@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from paperclip_codex.jsonrpc import CloseHandler, JsonRpcConnection, MessageSink, RequestHandler
 
@@ -156,3 +157,34 @@ class AppServerProcess:
 def _existing_dir(path: str | None) -> str | None:
     # A missing cwd must not stop the provider: thread/start carries the cwd too.
     return path if path and os.path.isdir(path) else None
+
+
+LEFTOVER_FILE = "app-server.pgid"
+"""In the run's state folder: the process group of the app-server this run last started."""
+
+
+def reap_leftover(state_dir: str) -> int | None:
+    """Stop the app-server an earlier runner process of this run left behind; its group id.
+
+    A runner that dies (SIGKILL) leaves its provider processes running: the npm
+    ``codex`` wrapper's native child survives it, and would hold the thread's
+    writer lock against the next turn. A run never has two provider processes:
+    the next turn's driver stops the earlier group first.
+    """
+    path = Path(state_dir) / LEFTOVER_FILE
+    try:
+        pgid = int(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    path.unlink(missing_ok=True)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return None
+    return pgid
+
+
+def remember(state_dir: str, pgid: int) -> None:
+    """Note the app-server's process group in the run's state folder (see ``reap_leftover``)."""
+    with contextlib.suppress(OSError):
+        (Path(state_dir) / LEFTOVER_FILE).write_text(str(pgid))

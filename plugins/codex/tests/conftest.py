@@ -21,7 +21,8 @@ except ImportError:  # mcp 1.x
 
 @pytest.fixture
 async def tool_server() -> AsyncIterator[ToolServer]:
-    """The run's tools: `echo` and `add`, behind a bearer token, on 127.0.0.1."""
+    """The run's tools: `echo`, `add`, the paged `pages` and `correct`, behind a bearer token,
+    on 127.0.0.1."""
     mcp = MCPServer("paperclip-test-tools")
     holder: list[ToolServer] = []
 
@@ -36,6 +37,19 @@ async def tool_server() -> AsyncIterator[ToolServer]:
         """Add two integers."""
         holder[0].calls.append({"name": "add", "arguments": {"a": a, "b": b}})
         return a + b
+
+    @mcp.tool()
+    def pages(cursor: str | None = None) -> dict[str, Any]:
+        """Three cursor-paged pages: each names the cursor of the next."""
+        holder[0].calls.append({"name": "pages", "arguments": {"cursor": cursor}})
+        page = int(cursor[1:]) if cursor else 1
+        return {"page": page, "next_cursor": f"p{page + 1}" if page < 3 else None}
+
+    @mcp.tool()
+    def correct() -> dict[str, Any]:
+        """A refusal whose correction says where to continue."""
+        holder[0].calls.append({"name": "correct", "arguments": {}})
+        return {"error": {"code": "read_first", "correction": {"cursor": "p2"}}}
 
     inner = mcp.streamable_http_app()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from codex_testing import PLUGIN_ROOT
+from paperclip_codex import __version__
 from paperclip_codex.probe import probe, version_command
 
 pytestmark = pytest.mark.process
@@ -62,4 +63,4 @@ def test_the_fake_app_server_profile_reports_its_own_version(
     command = (sys.executable, "-m", "paperclip_codex.fake_app_server", "--script-dir", "/x")
     assert version_command(command) == [*command[:3], "--version"]
     found = probe(command)
-    assert found.found and found.version == "0.2.0", found.hint
+    assert found.found and found.version == __version__, found.hint

@@ -33,9 +33,9 @@ def model_endpoint() -> Iterator[ModelEndpoint]:
 
 
 @pytest.fixture
-def real_stack(database_url: str, tmp_path: Path, codex_cli: Path) -> Iterator[Stack]:
+def real_stack(paperclip_database_url: str, tmp_path: Path, codex_cli: Path) -> Iterator[Stack]:
     """A control plane and a runner whose default codex profile is the real CLI."""
-    stack = Stack(database_url=database_url, tmp=tmp_path)
+    stack = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     stack.codex_cli = codex_cli  # type: ignore[attr-defined]
     yield stack
     stack.stop()

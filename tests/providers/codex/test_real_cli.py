@@ -248,3 +248,94 @@ def test_a_steer_enters_the_running_turn_of_the_real_cli(real_stack, model_endpo
     assert [e["type"] for e in events].count("turn/completed") == 1
     after = [r for r in model_endpoint.scripted(ctx["model"]) if r.step and r.step >= 2]
     assert after and all("Also mention the changelog." in r.user_texts() for r in after)
+
+
+def restart_steps() -> list:
+    """Turn 1 comments, then the model is slow (held) when its process goes away; the
+    restart continuation (turn 2, the same thread resumed) finishes."""
+    return [
+        calls(mcp_tool("get_task_context", {})),
+        calls(mcp_tool("post_comment", {"body": "Before the loss."})),
+        say("Thinking about the fix.", hold="slow-step"),  # the interrupted request
+        calls(mcp_tool("finish", {"outcome": "done", "summary": "Fixed after the loss"})),
+        say("Done after the loss."),
+    ]
+
+
+def codex_processes(stack) -> list:
+    """The real CLI's processes (the npm wrapper and its native child) under the runner folder."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["cmdline", "environ"]):
+        try:
+            if "app-server" in (proc.info["cmdline"] or []) and str(stack.runner_folder) in str(
+                (proc.info["environ"] or {}).get("CODEX_HOME", "")
+            ):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def assert_resumed_the_thread(stack, ctx, run) -> None:
+    assert run["status"] == "succeeded", (run, stack.runner.tail())
+    rows = query(
+        stack.database_url,
+        "SELECT number, kind, status, session_ref FROM run_turns WHERE run_id = $1 ORDER BY number",
+        uuid.UUID(run["id"]),
+    )
+    assert [(r["number"], r["kind"], r["status"]) for r in rows] == [
+        (1, "initial", "lost"),
+        (2, "continuation", "completed"),
+    ], rows
+    assert rows[0]["session_ref"] and rows[1]["session_ref"] == rows[0]["session_ref"]
+    assert_succeeded_once(stack, ctx, run, "Before the loss.")
+
+
+def test_sigkill_of_the_runner_mid_turn_resumes_the_codex_thread(real_stack, model_endpoint):
+    import signal
+
+    start_real(real_stack)
+    ctx = new_agent(real_stack, model_endpoint, restart_steps(), mcp_tool_timeout_seconds=300)
+    real_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-step")
+    gate.wait_reached(WAIT)
+
+    real_stack.runner.proc.send_signal(signal.SIGKILL)
+    real_stack.runner.proc.wait(10)
+    gate.release()  # the answer goes to a provider that is gone
+    start_real_runner_again(real_stack)
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert_resumed_the_thread(real_stack, ctx, run)
+    assert len({p.pid for p in codex_processes(real_stack)}) <= 2  # one wrapper + native
+
+
+def test_sigkill_of_the_codex_process_alone_resumes_the_codex_thread(real_stack, model_endpoint):
+    import os
+    import signal
+
+    start_real(real_stack)
+    ctx = new_agent(real_stack, model_endpoint, restart_steps(), mcp_tool_timeout_seconds=300)
+    real_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-step")
+    gate.wait_reached(WAIT)
+
+    # The whole process group: the npm wrapper and the native binary it started.
+    [group] = {os.getpgid(p.pid) for p in codex_processes(real_stack)}
+    os.killpg(group, signal.SIGKILL)
+    gate.release()
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert_resumed_the_thread(real_stack, ctx, run)
+
+
+def start_real_runner_again(stack) -> None:
+    """The runner's next process, on the same folder (and so the same Codex homes)."""
+    from tests.providers.codex.conftest import MODEL_KEY_VARIABLE
+
+    stack.start_runner(
+        launch={"codex": {"default": [str(stack.codex_cli), "app-server"]}},
+        env={MODEL_KEY_VARIABLE: "scripted-dummy-key", "HOME": str(stack.tmp / "home")},
+    )

@@ -223,8 +223,8 @@ def model_endpoint() -> Iterator[ModelEndpoint]:
 
 
 @pytest.fixture
-def gateway_stack(database_url: str, tmp_path: Path) -> Iterator[Stack]:
-    stack = Stack(database_url=database_url, tmp=tmp_path)
+def gateway_stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack]:
+    stack = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield stack
     stack.stop()
     gateway = getattr(stack, "gateway", None)

@@ -1,0 +1,207 @@
+"""Recovery costs what is pending, not what is past: a reconciler pass over a small and a large history.
+
+Two databases on one PostgreSQL, the same in all but their past:
+
+- small: 10^3 history rows (settled runs, their events and tool calls);
+- large: 10^6 history rows of the same shape.
+
+Each round writes the same pending set into both (``--pending`` runs lost with
+their provider, candidates of the ``lost_runs`` policy) and times the real
+reconciler's passes over it (``Reconciler.pass_once``, the engine as
+``paperclip serve`` composes it, with the installed plugins; each pass
+settles up to 100 candidates) until none is left. Rounds alternate between
+the databases, so both see the same machine. The figure is the ratio of the
+median pass on the large history to the median on the small one.
+
+Usage: python bench/recovery_pass.py [--rounds N] [--pending N] [--history N] [--json]
+Uses PAPERCLIP_DATABASE_URL (a server where it may create databases) when set,
+else an embedded PostgreSQL in a temp dir. Exits 1 when the ratio is over 1.5.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support import connect
+
+from paperclip.db import migrate
+from paperclip.db.embedded import EmbeddedPostgres
+from tests.support.recovery_load import (
+    Tenant,
+    seed_history,
+    seed_lost_runs,
+    seed_tenant,
+)
+
+TARGET = 1.5
+SMALL_HISTORY = 1_000
+
+
+def server_url(tmp: str) -> tuple[str, EmbeddedPostgres | None]:
+    url = os.environ.get("PAPERCLIP_DATABASE_URL")
+    if url:
+        return url, None
+    server = EmbeddedPostgres(Path(tmp) / "pgdata")
+    return server.start(), server
+
+
+def with_database(url: str, name: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).set(database=name).render_as_string(hide_password=False)
+
+
+async def create_database(url: str, name: str) -> None:
+    conn = await connect(url)
+    try:
+        await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def drop_database(url: str, name: str) -> None:
+    conn = await connect(url)
+    try:
+        await conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        await conn.close()
+
+
+class Side:
+    """One database and a control plane's engine on it (not started: the bench drives passes)."""
+
+    def __init__(self, name: str, url: str, history: int) -> None:
+        self.name, self.url, self.history = name, url, history
+        self.passes: list[float] = []
+        self.tenant: Tenant | None = None
+
+    async def seed(self, pending: int) -> None:
+        conn = await connect(self.url)
+        try:
+            if self.tenant is None:
+                self.tenant = await seed_tenant(conn)
+                await seed_history(conn, self.tenant, self.history)
+            await seed_lost_runs(conn, self.tenant, pending)
+            await conn.execute("ANALYZE")
+        finally:
+            await conn.close()
+
+    async def open(self) -> None:
+        from paperclip.container import Container
+        from paperclip.settings import Settings
+
+        settings = Settings(database_url=self.url, data_dir=Path(tempfile.gettempdir()))
+        self.container = Container(settings=settings)
+        self.container.init_resources()
+        if "lost_runs" not in {p.name for p in self.container.plugin_host().recovery_policies()}:
+            raise SystemExit("the lost_runs policy is not installed (./dev sets it up)")
+        self.engine = self.container.run_engine()  # as serve composes it; never started here
+
+    async def close(self) -> None:
+        await self.container.engine().dispose()
+        self.container.shutdown_resources()
+
+    async def drain(self) -> int:
+        """Passes until nothing is left to settle; each timed. Returns how many were settled."""
+        reconciler = self.engine.reconciler
+        settled = 0
+        while True:
+            started = time.perf_counter()
+            await reconciler.pass_once()
+            elapsed = time.perf_counter() - started
+            report = reconciler.reports["lost_runs"]
+            if report.candidates == 0:
+                return settled
+            if report.failed:
+                raise SystemExit(f"{self.name}: a settlement failed: {report.last_error}")
+            self.passes.append(elapsed)
+            settled += report.settled
+
+
+async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
+    names = {size: f"paperclip_bench_recovery_{size}_{uuid.uuid4().hex[:6]}" for size in ("s", "l")}
+    for name in names.values():
+        await create_database(url, name)
+    try:
+        for name in names.values():
+            await asyncio.to_thread(migrate.upgrade, with_database(url, name))
+        small = Side("small", with_database(url, names["s"]), SMALL_HISTORY)
+        large = Side("large", with_database(url, names["l"]), args.history)
+        sides = (small, large)
+        seeding = time.perf_counter()
+        for side in sides:
+            await side.seed(0)
+        seeded = time.perf_counter() - seeding
+        for side in sides:
+            await side.open()
+        try:
+            for round_ in range(args.rounds):
+                # Alternate which goes first, so neither always meets a warmer machine.
+                for side in sides if round_ % 2 == 0 else reversed(sides):
+                    await side.seed(args.pending)
+                    settled = await side.drain()
+                    if settled != args.pending:
+                        raise SystemExit(f"{side.name}: settled {settled} of {args.pending}")
+        finally:
+            for side in sides:
+                await side.close()
+    finally:
+        for name in names.values():
+            await drop_database(url, name)
+    small_median = statistics.median(small.passes)
+    large_median = statistics.median(large.passes)
+    return {
+        "pending_per_round": args.pending,
+        "rounds": args.rounds,
+        "history_small": SMALL_HISTORY,
+        "history_large": args.history,
+        "seconds_to_seed_history": round(seeded, 1),
+        "passes": len(small.passes),
+        "pass_ms_small": round(small_median * 1000, 1),
+        "pass_ms_large": round(large_median * 1000, 1),
+        "ratio": round(large_median / small_median, 3),
+        "target": TARGET,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pending", type=int, default=500, help="lost runs per round")
+    parser.add_argument("--history", type=int, default=1_000_000, help="rows of the large past")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="paperclip-bench-", dir="/var/tmp") as tmp:
+        os.chmod(tmp, 0o755)
+        url, server = server_url(tmp)
+        try:
+            result = asyncio.run(bench(url, args))
+        finally:
+            if server is not None:
+                server.stop()
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(
+            f"history {SMALL_HISTORY:,} rows: {result['pass_ms_small']} ms per pass; "
+            f"{args.history:,} rows: {result['pass_ms_large']} ms per pass "
+            f"(medians of {result['passes']} passes of up to 100 lost runs each)"
+        )
+        verdict = "ok" if result["ratio"] <= TARGET else "too slow: recovery pays for the past"
+        print(f"ratio {result['ratio']:.2f}x (target at most {TARGET}x) {verdict}")
+    return 0 if float(result["ratio"]) <= TARGET else 1  # type: ignore[arg-type]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

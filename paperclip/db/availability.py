@@ -1,0 +1,55 @@
+"""Is the database away? Telling "PostgreSQL cannot be reached" from "this statement was wrong".
+
+While PostgreSQL is down or restarting, the API answers 503 and the
+background loops wait and retry; each says so in one log line, without a
+traceback, because nothing is wrong with the code.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from asyncpg.exceptions import InterfaceError as AsyncpgInterfaceError
+from asyncpg.exceptions import PostgresConnectionError
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether an error means the database is away, not that a statement was wrong."""
+    if isinstance(exc, DBAPIError):
+        if exc.connection_invalidated:
+            return True
+        exc = exc.orig or exc
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    # 08: connection exception; 57P: operator intervention (shutdown, cannot connect now).
+    if sqlstate.startswith(("08", "57P")) or isinstance(
+        exc, (PostgresConnectionError, AsyncpgInterfaceError, PoolTimeoutError)
+    ):
+        return True
+    # Connecting raises plain OSErrors (a refused port, a missing socket file): they are the
+    # database's when asyncpg raised them.
+    return isinstance(exc, OSError) and _raised_in(exc, "asyncpg")
+
+
+def _raised_in(exc: BaseException, package: str) -> bool:
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__", "").startswith(package):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a log: the error's type and first line."""
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}"
+
+
+def log_failure(log: logging.Logger, message: str, exc: BaseException, *args: object) -> None:
+    """Log a background failure: one warning line when the database is away, else the traceback."""
+    if is_unavailable(exc):
+        log.warning(message + " (the database is unavailable: %s)", *args, describe(exc))
+    else:
+        log.error(message, *args, exc_info=exc)

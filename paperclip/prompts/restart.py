@@ -1,0 +1,94 @@
+"""The restart continuation: what a resumed session is told after its turn was lost.
+
+A turn lost with its runner or provider process is resumed in the same
+provider session, which already holds the brief and everything said so far.
+The next turn's input is therefore short: the continuation of the run's task
+(rendered by the prompt hooks' continuation rules, with the steered messages
+the model has not read yet, oldest first), and one instruction to continue
+the current request and check the state before repeating an action.
+Persisted on the turn under ``paperclip.native-continuation.v1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from paperclip_hookspecs.prompts import ContinuationMessage, ContinuationOptions, SessionAttempt
+
+from paperclip.prompts.assemble import (
+    AgentBrief,
+    AssembledInput,
+    AssemblyRequest,
+    assemble_execution_input,
+)
+from paperclip.prompts.continuation import build_continuation
+from paperclip.prompts.envelopes import ExecutionInput
+from paperclip.prompts.hooks import PromptHooks
+from paperclip.prompts.markdown import join_blocks
+from paperclip.prompts.sources import normalize_task
+
+NATIVE_CONTINUATION_V1 = "paperclip.native-continuation.v1"
+
+RESTART_INSTRUCTION = (
+    "Your previous turn was interrupted by a restart of the system that runs you; your "
+    "session was kept. Continue the current request where you left off. Before you repeat "
+    "an action that may already have happened (a comment, a change to a file), check the "
+    "current state first: use get_task_context for the task and its comments."
+)
+STEERED_INSTRUCTION = (
+    "Messages were sent to you during the interrupted turn that you have not read yet. "
+    "Handle each of them once, oldest first, as part of the current request."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartContinuation:
+    prompt: str
+    envelope: dict[str, Any]
+
+
+def restart_continuation(
+    previous: ExecutionInput,
+    hooks: PromptHooks,
+    *,
+    turn: int,
+    steered: tuple[ContinuationMessage, ...] = (),
+) -> RestartContinuation:
+    """The input of turn ``turn`` of the run whose persisted input is ``previous``."""
+    task = normalize_task(previous.task)
+    continuation = build_continuation(task, steered)
+    rendered = hooks.render_continuation(continuation, task, (), ContinuationOptions())
+    instructions = [RESTART_INSTRUCTION]
+    if steered:
+        instructions.append(STEERED_INSTRUCTION)
+    prompt = join_blocks([rendered.section.text, *instructions])
+    envelope = {
+        "schema": NATIVE_CONTINUATION_V1,
+        "reason": "restart",
+        "runId": previous.run_id,
+        "turn": turn,
+        "issue": {"id": task.id, "identifier": task.identifier, "title": task.title},
+        "steeredMessages": [{"id": m.id, "issueId": m.issue_id, "body": m.body} for m in steered],
+        "prompt": prompt,
+        "system": previous.model.system,
+    }
+    return RestartContinuation(prompt, envelope)
+
+
+def fresh_retry(previous: ExecutionInput, hooks: PromptHooks, agent: AgentBrief) -> AssembledInput:
+    """The full brief again, for a new session: the provider could not resume the old one.
+
+    Assembled from the sources the run was woken with (its persisted input), under
+    the prompt rules of a ``fresh_retry`` attempt.
+    """
+    request = AssemblyRequest(
+        task=previous.task,
+        wake=previous.wake,
+        lane=previous.lane,
+        attempt=SessionAttempt.FRESH_RETRY,
+        run_id=previous.run_id,
+        provider=previous.provider,
+        agent=agent,
+    )
+    return assemble_execution_input(request, hooks)
