@@ -91,7 +91,7 @@ def test_the_authoring_walk_works_in_a_clean_folder(tmp_path):
         "builtin": False,
         "status": "loaded",
         "hooks": ["paperclip_providers"],
-        "hook_api": ">=1.3,<2",
+        "hook_api": ">=1.4,<2",
         "code": None,
         "reason": None,
     }
