@@ -11,8 +11,12 @@ import random
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from paperclip.chaos.cluster import provider_processes
+
+if TYPE_CHECKING:
+    pass
 
 KINDS: dict[str, str] = {
     "cp_kill": "SIGKILL of a control-plane replica, started again at once",

@@ -8,6 +8,7 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,7 +318,7 @@ class ChaosRun:
                 "SELECT issue_id, 'succeeded' AS outcome FROM runs WHERE company_id = $1 "
                 "AND status = 'succeeded' UNION SELECT issue_id, 'held' FROM task_holds "
                 "WHERE company_id = $1 AND status = 'active'",
-                __import__("uuid").UUID(company),
+                uuid.UUID(company),
             )
         finally:
             await conn.close()
@@ -332,7 +333,7 @@ class ChaosRun:
                         "SELECT count(*) FROM runs WHERE company_id = $1 AND ((status = "
                         "'succeeded' AND answer IS NOT NULL AND presentation IS NULL) "
                         "OR status IN ('queued', 'running'))",
-                        __import__("uuid").UUID(self.workload.company_id),
+                        uuid.UUID(self.workload.company_id),
                     )
                 )
             finally:
