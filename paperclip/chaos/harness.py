@@ -110,6 +110,7 @@ class ChaosRun:
                 )
             )
             self._next_event_times()
+            self.http_5xx += self.workload.server_errors
             if self.http_5xx:
                 self.violations += [Violation("http_500", line) for line in self.http_5xx[:20]]
             return self._result(time.monotonic() - started, folder)

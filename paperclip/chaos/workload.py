@@ -51,6 +51,8 @@ class Workload:
         self.items = [WorkItem(f"w{n:04d}") for n in range(count)]
         self.script_dir, self.pause = script_dir, pause
         self.company_id = ""
+        self.server_errors: list[str] = []
+        """Answers of the API other than 503 ``database_unavailable`` in the 5xx range."""
 
     def create(self, api: httpx.Client) -> None:
         """The company, and for each run an agent (its model names its script) and an issue."""
@@ -89,6 +91,10 @@ class Workload:
             )
         except httpx.HTTPError:
             return False
+        if r.status_code >= 500 and r.status_code != 503:
+            self.server_errors.append(
+                f"PATCH issue {item.issue_id}: {r.status_code} {r.text[:200]}"
+            )
         item.assigned = r.status_code == 200
         return item.assigned
 
