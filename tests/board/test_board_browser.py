@@ -10,6 +10,9 @@ duplicate. The tests take the screenshots docs/board.md shows.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -206,3 +209,38 @@ def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothi
     assert shown[: len(before)] == before and len(shown) > len(before)
     assert events.get_attribute("data-anomalies") == "0"
     expect(page.locator("dl.facts")).to_have_attribute("data-status", "succeeded")
+
+
+def make_key(stack, name: str, *extra: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-m", "paperclip", "keys", "create", name, *extra, "--json"],
+        env={**os.environ, **stack.server_env(0)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout)["key"]
+
+
+def test_with_login_the_page_asks_for_a_key_and_a_viewer_may_only_look(stack, page):
+    stack.extra_env["PAPERCLIP_DEPLOYMENT_MODE"] = "authenticated"
+    stack.start_server()
+    admin = {"Authorization": f"Bearer {make_key(stack, 'operator')}"}
+    with stack.api() as api:
+        company = api.post("/companies", json={"name": "Keyed"}, headers=admin).json()
+        api.post(f"/companies/{company['id']}/issues", json={"title": "Seen"}, headers=admin)
+    viewer = make_key(stack, "watcher", "--company", company["id"], "--role", "viewer")
+
+    page.goto(f"{stack.url()}/")
+    page.get_by_label("API key").fill(viewer)
+    page.get_by_role("button", name="Use this key").click()
+    page.get_by_role("link", name="Keyed").click()
+    expect(page.locator("tr[data-issue]")).to_contain_text("Seen")
+    # The key's role decides, as for any client: a viewer's write is refused, and said so.
+    page.get_by_label("Title").fill("Not allowed")
+    page.get_by_role("button", name="Create issue").click()
+    expect(page.get_by_role("alert")).to_contain_text("insufficient_role")
+    # The key lives in this tab only: a new tab asks again.
+    other = page.context.new_page()
+    other.goto(f"{stack.url()}/")
+    expect(other.get_by_label("API key")).to_be_visible()

@@ -26,7 +26,7 @@ let teardown = null;
 function keyForm() {
   const input = h("input", { type: "password", autocomplete: "off", required: true });
   return h("form", {
-    class: "panel", "aria-label": "API key",
+    class: "panel", "aria-label": "Sign in",
     onsubmit: (e) => { e.preventDefault(); setApiKey(input.value.trim()); render(); },
   }, h("h1", {}, "Sign in"),
     h("p", {}, "This server needs an API key (made with paperclip keys create). It is kept for this tab only."),
