@@ -24,7 +24,7 @@ export async function agentsView(companyId) {
         h("th", { scope: "row" }, a.name), h("td", {}, a.role), h("td", {}, a.provider),
         h("td", { class: "capabilities" }, capabilities(a.provider)),
         h("td", {}, config.launch || "default"), h("td", {}, config.model || ""),
-        h("td", {}, badge(a.status)), h("td", {}, toggle));
+        h("td", {}, badge(a.status, a.status === "active" ? "active_agent" : a.status)), h("td", {}, toggle));
     }));
     if (!agents.length) tbody.append(h("tr", {}, h("td", { colspan: 8, class: "muted" }, "No agent yet.")));
   }

@@ -46,7 +46,8 @@ export async function runView(companyId, runId, signal) {
       if (s === "ended" || s === "live") refresh().catch(() => {});
     },
   });
-  const timer = setInterval(() => { if (!document.hidden && run.status !== "succeeded") refresh().catch(() => {}); }, 2000);
+  const ended = () => ["succeeded", "failed", "cancelled"].includes(run.status);
+  const timer = setInterval(() => { if (!document.hidden && !ended()) refresh().catch(() => {}); }, 2000);
   signal.addEventListener("abort", () => { stop(); clearInterval(timer); });
 
   return h("div", { class: "run", "data-run": runId },
