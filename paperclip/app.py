@@ -23,7 +23,6 @@ from paperclip.api.holds import HoldController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
-from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
@@ -89,7 +88,6 @@ def create_app(
             recovery_status,
             ApiKeyController,
             PluginController,
-            ProviderController,
             runner_connect,
         ],
     )

@@ -65,7 +65,7 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
 
     page.get_by_role("link", name="Agents").click()
     page.get_by_label("Name", exact=True).fill("coder")
-    page.get_by_label("Provider", exact=True).select_option("codex")
+    page.get_by_label("Provider", exact=True).fill("codex")
     page.get_by_label("Provider configuration").fill(
         json.dumps({"launch": "fake", "model": "board-live"})
     )

@@ -15,10 +15,11 @@ export const slots = {
   /** Questions, confirmations and approvals the agent raised (cards). */
   issueInteractions: () => unavailable("Questions and approvals", "This server's API has no interaction cards yet."),
   /** A steer box on a running turn: disabled, with the reason, where steering is not possible. */
-  turnSteer: ({ run, provider, turn }) => {
+  turnSteer: ({ run, agent, turn }) => {
+    const can = agent.capabilities;
     let reason = "Steering is not offered by this server's API yet.";
-    if (!provider) reason = `The ${run.provider} provider is not installed here.`;
-    else if (!provider.capabilities.steer) reason = `The ${provider.name} provider cannot steer a running turn.`;
+    if (!can) reason = `The ${run.provider} provider is not installed here.`;
+    else if (!can.steer && !can.follow_up) reason = `The ${run.provider} provider cannot steer a running turn.`;
     else if (!turn) reason = "No turn is running.";
     const box = h("textarea", { id: "steer-text", rows: 2, disabled: true, "aria-describedby": "steer-reason" });
     return h("section", { class: "panel slot", "aria-label": "Steer" },

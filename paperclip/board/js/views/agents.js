@@ -1,14 +1,11 @@
-import { all, get, post } from "../api.js";
+import { all, post } from "../api.js";
 import { badge, clear, errorBox, field, h } from "../dom.js";
 
 export async function agentsView(companyId) {
   const base = `/companies/${companyId}/agents`;
-  const providers = (await get("/providers")).items;
-  const kinds = Object.fromEntries(providers.map((p) => [p.name, p]));
-  const capabilities = (name) => {
-    const kind = kinds[name];
-    if (!kind) return h("span", { class: "error" }, "not installed");
-    const can = Object.entries(kind.capabilities).filter(([, yes]) => yes).map(([c]) => c.replace(/_/g, " "));
+  const capabilities = (agent) => {
+    if (!agent.capabilities) return h("span", { class: "error" }, "provider not installed");
+    const can = Object.entries(agent.capabilities).filter(([, yes]) => yes).map(([c]) => c.replace(/_/g, " "));
     return can.length ? can.join(", ") : "none";
   };
   const tbody = h("tbody");
@@ -22,7 +19,7 @@ export async function agentsView(companyId) {
       const config = a.provider_config || {};
       return h("tr", { "data-agent": a.id },
         h("th", { scope: "row" }, a.name), h("td", {}, a.role), h("td", {}, a.provider),
-        h("td", { class: "capabilities" }, capabilities(a.provider)),
+        h("td", { class: "capabilities" }, capabilities(a)),
         h("td", {}, config.launch || "default"), h("td", {}, config.model || ""),
         h("td", {}, badge(a.status, a.status === "active" ? "active_agent" : a.status)), h("td", {}, toggle));
     }));
@@ -31,9 +28,7 @@ export async function agentsView(companyId) {
   await load();
 
   const name = h("input", { name: "name", required: true, maxlength: 200 });
-  const provider = providers.length
-    ? h("select", { name: "provider", required: true }, providers.map((p) => h("option", { value: p.name }, p.name)))
-    : h("input", { name: "provider", required: true });
+  const provider = h("input", { name: "provider", required: true, value: "codex" });
   const config = h("textarea", { name: "provider_config", rows: 3, spellcheck: "false" }, "{}");
   const status = h("div", { "aria-live": "polite" });
   const form = h("form", {
@@ -54,7 +49,6 @@ export async function agentsView(companyId) {
   h("button", { type: "submit" }, "Create agent"), status);
 
   return h("div", {}, h("h1", {}, "Agents"),
-    providers.length ? null : h("p", { class: "error" }, "No provider plugin is installed: agents cannot run."),
     h("div", { class: "scroll" }, h("table", {},
       h("thead", {}, h("tr", {}, ["Name", "Role", "Provider", "Can", "Launch profile", "Model", "Status", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody)), form);

@@ -10,7 +10,6 @@ export async function runView(companyId, runId, signal) {
   const base = `/companies/${companyId}`;
   let run = await get(`${base}/runs/${runId}`);
   const agent = await get(`${base}/agents/${run.agent_id}`);
-  const kind = (await get("/providers")).items.find((p) => p.name === run.provider) || null;
   const summary = h("dl", { class: "facts" });
   const turns = h("tbody");
   const steer = h("div");
@@ -33,7 +32,7 @@ export async function runView(companyId, runId, signal) {
       h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""),
       h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ")))));
     const running = items.find((t) => t.status === "running") || null;
-    clear(steer).append(slots.turnSteer({ companyId, run, agent, provider: kind, turn: running }));
+    clear(steer).append(slots.turnSteer({ companyId, run, agent, turn: running }));
   }
   await refresh();
 
