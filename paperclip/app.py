@@ -12,6 +12,7 @@ from paperclip.api.access import authorize
 from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import authenticate, current_actor
+from paperclip.api.board import BOARD_ROUTES
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
 from paperclip.api.cursors import CursorCodec, provide_pages
@@ -23,6 +24,7 @@ from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
 from paperclip.api.recovery import recovery_status
+from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.container import Container
@@ -81,6 +83,7 @@ def create_app(
             IssueController,
             CommentController,
             RunController,
+            RunStreamController,
             HoldController,
             recovery_status,
             ApiKeyController,
@@ -90,7 +93,7 @@ def create_app(
     )
     authenticated = settings.deployment_mode is DeploymentMode.AUTHENTICATED
     app = Litestar(
-        route_handlers=[api],
+        route_handlers=[api, *BOARD_ROUTES],
         guards=[authenticate, authorize],
         dependencies={
             "actor": Provide(current_actor, sync_to_thread=False),
