@@ -14,7 +14,14 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from paperclip_hookspecs.recovery import LostRun, OwnerProof, OwnerRef, ResumeOutcome
+from paperclip_hookspecs.recovery import (
+    CallbacksRecovered,
+    LostRun,
+    OwnerProof,
+    OwnerRef,
+    PendingCallback,
+    ResumeOutcome,
+)
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -30,6 +37,8 @@ from paperclip.models import (
     Run,
     RunStatus,
     RunTurn,
+    ToolCall,
+    ToolCallStatus,
     TurnStatus,
 )
 from paperclip.models import Runner as RunnerRow
@@ -128,6 +137,45 @@ class ControlPlanePort:
                 return OwnerProof(False, f"its lease is held by {who!r}")
         self.ownership.own(key, epoch)
         return OwnerProof(True, f"lease expired; the epoch fence moved to {epoch}", epoch=epoch)
+
+    async def pending_callbacks(self, limit: int) -> Sequence[PendingCallback]:
+        """Pending inputs of runs controlled here that an earlier epoch admitted, oldest first."""
+        owned = self.ownership.snapshot()
+        if not owned:
+            return []
+        stmt = (
+            select(ToolCall)
+            .where(ToolCall.run_id.in_(list(owned)), ToolCall.status == ToolCallStatus.PENDING)
+            .order_by(ToolCall.id)
+        )
+        async with self.sessions() as session:
+            rows = (await session.execute(stmt)).scalars().all()
+        return [
+            PendingCallback(
+                run_id=str(row.run_id),
+                company_id=str(row.company_id),
+                input_id=str(row.id),
+                tool_name=row.tool,
+                admitted_by=row.admitted_by,
+                admitted_epoch=row.admitted_epoch,
+                epoch=owned[row.run_id],
+            )
+            for row in rows
+            if row.admitted_epoch < owned.get(row.run_id, 0)
+        ][:limit]
+
+    async def recover_callbacks(self, run_id: str, *, epoch: int) -> CallbacksRecovered:
+        """Ask the tool-recovery hook again about the run's pending inputs, under ``epoch``."""
+        key = uuid.UUID(run_id)
+        if self.ownership.snapshot().get(key) != epoch:
+            return CallbacksRecovered(settled=0, pending=0)  # it moved on: nothing of ours
+        async with self.sessions() as session:
+            runner_id = (
+                await session.execute(select(Run.runner_id).where(Run.id == key))
+            ).scalar_one_or_none()
+        if runner_id is None:
+            return CallbacksRecovered(settled=0, pending=0)
+        return await self.recovery.recover_pending(key, runner_id=runner_id)
 
     async def resume_run(self, run_id: str, *, epoch: int, settlement: str) -> ResumeOutcome:
         """Settle a lost run once: its next turn queued, or its task held."""
