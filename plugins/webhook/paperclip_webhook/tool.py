@@ -105,7 +105,7 @@ class WebhookHandler:
 
     def _send(self, request: urllib.request.Request) -> tuple[int | None, Any]:
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout()) as response:  # noqa: S310
+            with urllib.request.urlopen(request, timeout=self._timeout()) as response:
                 return response.status, _json(response.read())
         except urllib.error.HTTPError as exc:
             return exc.code, _json(exc.read())
