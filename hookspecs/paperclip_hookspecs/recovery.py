@@ -83,7 +83,7 @@ class CleanupHold:
     company_id: str
     issue_id: str
     run_id: str
-    closing: OwnerRef
+    closing: OwnerRef | None
     """The controller that tried to close the session (its cleanup gate was in-process)."""
     protects_unsaved_files: bool
     """The hold keeps work tree files not verified as saved: workspace recovery decides it."""
@@ -128,9 +128,10 @@ class RecoveryPort(Protocol):
         ``native_session_cleanup_quarantined`` after a completed turn (hook API 1.4)."""
         ...
 
-    async def controller_gone(self, owner: OwnerRef) -> OwnerProof:
-        """Whether a controller instance is provably gone: no live lease of any run is
-        held by it (hook API 1.4)."""
+    async def prove_closing_controller_gone(self, hold_id: str) -> OwnerProof:
+        """Whether the controller that stamped the cleanup hold is provably gone: its boot is
+        retired (not seen for a lease, then retired by this proof); a hold saved in the
+        earlier shape predates boots, so its controller is gone (hook API 1.4)."""
         ...
 
     async def settle_cleanup_hold(self, hold_id: str, *, settlement: str) -> bool:

@@ -16,6 +16,7 @@ from datetime import timedelta
 
 from paperclip_hookspecs.recovery import (
     CallbacksRecovered,
+    CleanupHold,
     LostRun,
     OwnerProof,
     OwnerRef,
@@ -26,7 +27,7 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import leases
+from paperclip.engine import cleanup_holds, leases
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.fence import StaleEpochError, lock_run
 from paperclip.engine.ownership import RunOwnership
@@ -65,6 +66,7 @@ class ControlPlanePort:
         lease_seconds: float,
         limits: Limits,
         runner_grace: timedelta,
+        boot: uuid.UUID | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -74,6 +76,8 @@ class ControlPlanePort:
         self.ttl = lease_seconds
         self.limits = limits
         self.runner_grace = runner_grace
+        self.boot = boot or uuid.uuid4()
+        """This process's boot: a hold it stamped itself is never proven gone here."""
         """How long a run's runner may be away (its lease expired) before the turn counts lost."""
 
     async def lost_runs(self, limit: int) -> Sequence[LostRun]:
@@ -176,6 +180,25 @@ class ControlPlanePort:
         if runner_id is None:
             return CallbacksRecovered(settled=0, pending=0)
         return await self.recovery.recover_pending(key, runner_id=runner_id)
+
+    async def cleanup_holds(self, limit: int) -> Sequence[CleanupHold]:
+        """Active system no-replay holds of runs quarantined after a completed turn."""
+        async with self.sessions() as session:
+            return await cleanup_holds.list_holds(session, limit)
+
+    async def prove_closing_controller_gone(self, hold_id: str) -> OwnerProof:
+        """Retire the closing controller's boot if it was not seen for a lease: the proof."""
+        async with self.sessions.begin() as session:
+            return await cleanup_holds.prove_closing_gone(
+                session, uuid.UUID(hold_id), ttl=self.ttl, this_boot=self.boot
+            )
+
+    async def settle_cleanup_hold(self, hold_id: str, *, settlement: str) -> bool:
+        """Resolve the hold as ``restored``, lift its replay block, log it; once."""
+        async with self.sessions.begin() as session:
+            return await cleanup_holds.settle_hold(
+                session, uuid.UUID(hold_id), settlement=settlement, instance=self.instance
+            )
 
     async def resume_run(self, run_id: str, *, epoch: int, settlement: str) -> ResumeOutcome:
         """Settle a lost run once: its next turn queued, or its task held."""

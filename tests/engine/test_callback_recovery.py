@@ -151,7 +151,7 @@ async def test_a_callback_this_controller_saw_rejected_stays_pending(scene):
     tool.answer = {"text": "a NUL \u0000 PostgreSQL refuses to store"}
     tool.release.set()
     call_id = send_call(peer, start)
-    row = await eventually(
+    await eventually(
         lambda: row_of(world, start.run_id, call_id),
         lambda r: r is not None and engine.calls.memory.failed_here(r.id),
     )

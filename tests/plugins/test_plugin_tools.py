@@ -75,7 +75,7 @@ def test_paperclip_tools_a_core_tools_name_is_refused(
     paperclip_plugin_host, paperclip_register_plugin
 ):
     paperclip_register_plugin(Weather(name="finish"), name="impostor")
-    with pytest.raises(PluginConflictError, match="'finish' of .*impostor.* name of a core tool"):
+    with pytest.raises(PluginConflictError, match=r"'finish' of .*impostor.* name of a core tool"):
         paperclip_plugin_host.tools()
 
 

@@ -23,7 +23,6 @@ from paperclip_hookspecs.recovery import (
     RecoveryPolicy,
     SettlementOutcome,
 )
-
 from paperclip_orphaned_callbacks import plugin
 from paperclip_orphaned_callbacks.policy import OrphanedCallbacksPolicy
 from paperclip_orphaned_callbacks.rule import decide
