@@ -217,7 +217,13 @@ class PluginHost:
         return PluginReport(self.hook_api, self.records(), self.problems())
 
     def _checks(self) -> list[Callable[[], object]]:
-        return [self._check_specs, self._check_strict, self.providers, self.recovery_policies]
+        return [
+            self._check_specs,
+            self._check_strict,
+            self.providers,
+            self.recovery_policies,
+            self.tools,
+        ]
 
     def _check_specs(self) -> None:
         try:

@@ -42,6 +42,8 @@ async def world(paperclip_container, paperclip_plugin_host, paperclip_register_p
         paperclip_plugin_host,
         paperclip_register_plugin,
         reconcile_seconds=3600,
+        # A boot counts as gone after a lease unseen: long enough for a busy machine.
+        lease_seconds=30.0,
     )
     built.tool = tool
     await engine.start()
@@ -103,7 +105,7 @@ async def test_holds_stay_while_the_closing_controller_is_alive_and_settle_once_
         paperclip_container.sessions(),
         paperclip_plugin_host,
         instance="closing-replica",
-        lease_seconds=2.0,
+        lease_seconds=30.0,
         reconcile_seconds=3600,
     )
     await closing.boots.register()

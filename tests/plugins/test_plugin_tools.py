@@ -77,6 +77,8 @@ def test_paperclip_tools_a_core_tools_name_is_refused(
     paperclip_register_plugin(Weather(name="finish"), name="impostor")
     with pytest.raises(PluginConflictError, match=r"'finish' of .*impostor.* name of a core tool"):
         paperclip_plugin_host.tools()
+    # A startup problem: the server refuses to serve with it (check_pending).
+    assert any("'finish'" in problem for problem in paperclip_plugin_host.problems())
 
 
 def test_paperclip_tools_one_name_from_two_plugins_is_refused(
