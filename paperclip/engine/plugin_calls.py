@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from paperclip_hookspecs.tools import PluginTool, ToolCall
+from paperclip_hookspecs.plugin_tools import PluginTool, ToolCall
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.driver import driver_connection

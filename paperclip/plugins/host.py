@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pluggy
 from paperclip_hookspecs import HOOK_API, PROJECT_NAME
 from paperclip_hookspecs import completion as completion_family
+from paperclip_hookspecs import plugin_tools as plugin_tools_family
 from paperclip_hookspecs import presentation as presentation_family
 from paperclip_hookspecs import prompts as prompts_family
 from paperclip_hookspecs import providers as providers_family
 from paperclip_hookspecs import receipts as receipts_family
 from paperclip_hookspecs import recovery as recovery_family
-from paperclip_hookspecs import tools as tools_family
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
+from paperclip_hookspecs.plugin_tools import PluginTool
 from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
 from paperclip_hookspecs.prompts import (
     CommentSource,
@@ -47,7 +48,6 @@ from paperclip_hookspecs.prompts import (
 from paperclip_hookspecs.providers import ProviderKind
 from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
-from paperclip_hookspecs.tools import PluginTool
 
 from paperclip.plugins import discovery, failures
 from paperclip.plugins.errors import (
@@ -75,7 +75,7 @@ SPEC_MODULES: tuple[ModuleType, ...] = (
     completion_family,
     presentation_family,
     recovery_family,
-    tools_family,
+    plugin_tools_family,
 )
 """Every hook family of the contract, in the order of DESIGN.md section 3."""
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.plugin_tools import PluginTool, ToolAnswer, ToolCall, ToolOutcomeUnknown
 from paperclip_hookspecs.receipts import ReceiptStatus, ToolReceipt
-from paperclip_hookspecs.tools import PluginTool, ToolAnswer, ToolCall, ToolOutcomeUnknown
 from sqlalchemy import select, text
 
 from paperclip.engine.callbacks import CAPACITY

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.tools import PluginTool, ToolAnswer, ToolCall
+from paperclip_hookspecs.plugin_tools import PluginTool, ToolAnswer, ToolCall
 from sqlalchemy import select
 
 from paperclip.models import ToolCall as ToolCallRow

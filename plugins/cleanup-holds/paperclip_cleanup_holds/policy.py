@@ -30,7 +30,7 @@ NAME = "native_completed_turn_cleanup_hold"
 
 def _port(ctx: RecoveryContext) -> RecoveryPort:
     if ctx.port is None:
-        raise RuntimeError("the reconciler gave no control-plane port (hook API 1.4 needed)")
+        raise RuntimeError("the reconciler gave no control-plane port (hook API 1.5 needed)")
     return ctx.port
 
 

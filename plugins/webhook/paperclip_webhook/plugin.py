@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.tools import PluginTool
+from paperclip_hookspecs.plugin_tools import PluginTool
 
 from paperclip_webhook.tool import DESCRIPTION, NAME, SCHEMA, WebhookHandler
 

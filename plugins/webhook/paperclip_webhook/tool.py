@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from paperclip_hookspecs.plugin_tools import ToolAnswer, ToolCall, ToolOutcomeUnknown
 from paperclip_hookspecs.receipts import ReceiptStatus, ToolReceipt
-from paperclip_hookspecs.tools import ToolAnswer, ToolCall, ToolOutcomeUnknown
 
 NAME = "notify_webhook"
 URL_ENV = "PAPERCLIP_WEBHOOK_URL"

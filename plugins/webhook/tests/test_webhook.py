@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import unquote
 
 import pytest
+from paperclip_hookspecs.plugin_tools import PluginTool, ToolCall, ToolOutcomeUnknown
 from paperclip_hookspecs.receipts import ReceiptStatus
-from paperclip_hookspecs.tools import PluginTool, ToolCall, ToolOutcomeUnknown
 from paperclip_webhook import plugin
 from paperclip_webhook.tool import URL_ENV, WebhookHandler
 
