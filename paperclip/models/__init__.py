@@ -8,7 +8,12 @@ from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.hold import HoldSetter, HoldStatus, TaskHold
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
-from paperclip.models.recovery import RecoveryItem, RecoveryItemStatus, RecoverySettlement
+from paperclip.models.recovery import (
+    ControllerBoot,
+    RecoveryItem,
+    RecoveryItemStatus,
+    RecoverySettlement,
+)
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
@@ -27,6 +32,7 @@ __all__ = [
     "Base",
     "Comment",
     "Company",
+    "ControllerBoot",
     "HoldSetter",
     "HoldStatus",
     "Issue",

@@ -16,6 +16,7 @@ import os
 import socket
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,7 @@ from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
 from paperclip.wire import messages as wire
-from paperclip.wire.tools import TOOLS
+from paperclip.wire.tools import TOOLS, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,7 @@ class RunnerProcess:
         work_dir: Path,
         providers: dict[str, Any],
         launch: LaunchPolicy | None = None,
+        tools: Sequence[ToolSpec] = (),
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -85,7 +87,8 @@ class RunnerProcess:
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.runs: dict[uuid.UUID, HostedRun] = {}
-        self.bridge = McpBridge(TOOLS, self._dispatch_tool)
+        # The core's tools, then the installed plugins' (their plugins load here too).
+        self.bridge = McpBridge((*TOOLS, *tools), self._dispatch_tool)
         self._out_seq = 0
         self._outbox: OrderedDict[int, wire.DataMessage] = OrderedDict()
         self._outbox_room = asyncio.Event()
