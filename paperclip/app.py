@@ -25,6 +25,7 @@ from paperclip.api.plugins import PluginController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
+from paperclip.api.steering import RunSteerController
 from paperclip.container import Container
 from paperclip.plugins import PluginHost
 from paperclip.services.server_secrets import server_secret
@@ -81,6 +82,7 @@ def create_app(
             IssueController,
             CommentController,
             RunController,
+            RunSteerController,
             HoldController,
             recovery_status,
             ApiKeyController,
@@ -103,6 +105,7 @@ def create_app(
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),
+            "steering": _service(container.steering),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

@@ -10,13 +10,14 @@ dependency (``paperclip-hookspecs>=1.2,<2``). See ``CHANGELOG.md``.
 One module per hook family: :mod:`~paperclip_hookspecs.providers`,
 :mod:`~paperclip_hookspecs.prompts`, :mod:`~paperclip_hookspecs.receipts`,
 :mod:`~paperclip_hookspecs.completion`, :mod:`~paperclip_hookspecs.presentation`,
-:mod:`~paperclip_hookspecs.recovery`.
+:mod:`~paperclip_hookspecs.recovery` (with
+:mod:`~paperclip_hookspecs.steering`, its unread-steers hook).
 """
 
 from __future__ import annotations
 
 from paperclip_hookspecs._markers import PROJECT_NAME, hookimpl
 
-HOOK_API = "1.3.0"
+HOOK_API = "1.4.0"
 
 __all__ = ["HOOK_API", "PROJECT_NAME", "hookimpl"]
