@@ -14,7 +14,7 @@ steered input). The log holds both facts, so no other record is needed:
 - ``turn/completed`` reads them all.
 
 Only events a runner delivered count (``source_event_id``), and an item counts
-once, by its own id: the text a model writes (a tool's output, an agent
+once, by its turn and id: the text a model writes (a tool's output, an agent
 message) is never read evidence. An event that cannot be attributed is
 skipped, which may deliver a steer twice rather than lose it.
 """
@@ -37,8 +37,9 @@ class _Ledger:
     unread: list[tuple[str, int]]
     """(message id, turn it was acknowledged in), oldest first."""
     acknowledged: set[str]
-    items: set[str]
-    """``userMessage`` item ids already counted."""
+    items: set[tuple[int, str]]
+    """``userMessage`` items already counted, by turn and item id (a provider process
+    numbers its items itself: the next turn's process may reuse an id)."""
     turns_with_input: set[int]
 
     def acknowledge(self, message_id: str, turn: int) -> None:
@@ -48,9 +49,9 @@ class _Ledger:
         self.unread.append((message_id, turn))
 
     def user_message(self, item_id: str, turn: int) -> None:
-        if item_id in self.items:
+        if (turn, item_id) in self.items:
             return
-        self.items.add(item_id)
+        self.items.add((turn, item_id))
         # Earlier turns' steers rode in on this turn's input.
         self.unread = [(m, t) for m, t in self.unread if t >= turn]
         if turn not in self.turns_with_input:

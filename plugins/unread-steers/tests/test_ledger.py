@@ -65,6 +65,12 @@ def test_dedupe_a_user_message_item_counts_once_by_its_id():
     assert log.unread() == ["m2"]
 
 
+def test_dedupe_is_per_turn_a_later_process_may_reuse_an_item_id():
+    # The continuation's provider process numbers its items from the start again.
+    log = Log().user_message("msg_1").ack("m1").user_message("msg_1", turn=2)
+    assert log.unread() == []
+
+
 def test_initial_input_the_first_user_message_of_a_turn_reads_no_steer_of_its_turn():
     # A steer can be acknowledged before the turn's own input is recorded.
     log = Log().ack("m1").user_message("input")
