@@ -72,6 +72,7 @@ async def test_unread_steers_come_from_runner_events_and_the_runs_own_comments(
 ):
     paperclip_register_plugin(unread_steers_plugin, name="unread-steers")
     live = await live_turn(steer_world)
+    await steer_world.engine.stop()  # the log is written here alone from now on
     log = Log(steer_world, live.start.run_id)
     first = await live.comment("First steer.")
     second = await live.comment("Second steer.")
@@ -119,6 +120,7 @@ async def test_unread_steers_come_from_runner_events_and_the_runs_own_comments(
 
 async def test_without_the_unread_steers_policy_a_continuation_carries_nothing(steer_world):
     live = await live_turn(steer_world)
+    await steer_world.engine.stop()
     log = Log(steer_world, live.start.run_id)
     steer = await live.comment("Lost without the policy.")
     await log.add("item/completed", user_message("input-1"))
