@@ -374,8 +374,18 @@ def test_a_steer_during_a_slow_command_is_read_in_the_same_turn(real_stack, mode
     requests = model_endpoint.scripted(ctx["model"])
     assert STEER not in " ".join(requests[1].user_texts())
     assert all(STEER in " ".join(r.user_texts()) for r in requests[2:])
-    types = [e["type"] for e in real_stack.events(ctx, run_id)]
-    assert types.count("turn/completed") == 1
+    events = real_stack.events(ctx, run_id)
+    assert [e["type"] for e in events].count("turn/completed") == 1
+    # The acknowledgement is in the log before the item that reads it.
+    [ack] = [e["seq"] for e in events if e["type"] == "steering_acknowledgement"]
+    [read] = [
+        e["seq"]
+        for e in events
+        if e["type"] == "item/completed"
+        and e["payload"]["item"].get("type") == "userMessage"
+        and STEER in json.dumps(e["payload"]["item"]["content"])
+    ]
+    assert ack < read
 
 
 def test_a_steer_acknowledged_before_a_restart_is_answered_once_after_recovery(
