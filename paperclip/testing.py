@@ -18,6 +18,8 @@ pytest plugin's:
   instance) on ``paperclip_plugin_host`` for the test and unregisters it at teardown.
   ``paperclip_app`` uses ``paperclip_plugin_host``, so plugins registered before the app
   is built serve its requests.
+- ``paperclip_provider_run``: a real run of an installed provider through a control plane
+  and a runner started as processes (:mod:`paperclip.testing_runs`).
 
 The names before 0.2 (``client``, ``app``, ``plugin_host``, ...) still work, with a
 ``PaperclipDeprecationWarning``, until 0.3. Overriding an old name does not change
@@ -292,6 +294,36 @@ def paperclip_register_plugin(
     for name in reversed(names):
         with suppress(KeyError):  # the test may have unregistered it itself
             paperclip_plugin_host.unregister(name)
+
+
+@pytest.fixture
+def paperclip_provider_run(paperclip_database_url: str, tmp_path: Path) -> Iterator[Any]:
+    """``paperclip_provider_run(provider, provider_config=None, *, title=..., description=..., timeout=120)``:
+    a real run of an installed provider, through a control plane and a runner started as
+    processes on the test module's database, the run's tools served over the runner's MCP
+    endpoint. Returns a :class:`paperclip.testing_runs.RunOutcome` (``status``, ``answer``,
+    ``error_code``, ``run``, ``events``, ``comments``, ``issue``).
+
+    ``paperclip_provider_run.launch`` (``{provider: {profile: argv}}``) and ``paperclip_provider_run.runner_env``
+    may be set before the first run: the runner's launch profiles and extra environment.
+    """
+    from paperclip.testing_runs import RunStack
+
+    stack = RunStack(database_url=paperclip_database_url, folder=tmp_path / "provider-run")
+
+    class ProviderRun:
+        launch = None
+        runner_env: dict[str, str] = {}
+
+        def __call__(self, provider: str, provider_config: Any = None, **options: Any) -> Any:
+            stack.launch = self.launch
+            stack.runner_env = self.runner_env
+            return stack.run(provider, provider_config, **options)
+
+    try:
+        yield ProviderRun()
+    finally:
+        stack.stop()
 
 
 # The names before 0.2, until 0.3.

@@ -5,6 +5,16 @@ runner asks the kind for a driver per run; the driver owns the provider
 process (``codex app-server``, ``opencode serve``, ``pi --mode rpc``, a gateway
 socket) and turns one prompt into one provider turn, streaming events back.
 The control plane reads only the kind's name and capabilities.
+
+What a driver must do for a run to succeed: the run succeeds when the model
+reports with the ``finish`` tool (or ``block``) and the driver then returns a
+``completed`` :class:`TurnResult`. So a driver gives the model the run's tools
+(:attr:`TurnInput.mcp`: configure an MCP-speaking provider with it, or call
+the tools through :class:`paperclip_hookspecs.tools.ToolClient`), sends every
+provider notification to the event sink, and ends the turn when the provider
+does: ``completed`` with the final prose in :attr:`TurnResult.answer`, or
+``failed`` with an error that says why. A turn that completes without an
+accepted ``finish`` or ``block`` fails the run with ``finish_not_called``.
 """
 
 from __future__ import annotations
@@ -32,43 +42,73 @@ class ProviderCapabilities:
     """What a provider kind can do; the core selects behaviour from these, never from names."""
 
     steer: bool = False
-    """A message can enter a running turn (not merely queue after it)."""
+    """A message can enter a running turn (not merely queue after it). The runner
+    forwards a steer to :meth:`ProviderDriver.steer` only when ``steer`` or
+    ``follow_up`` is set; otherwise it is refused without reaching the driver."""
     resume: bool = False
-    """A session can be resumed by a later turn or run."""
+    """A session can be resumed by a later turn or run: the runner passes
+    :attr:`TurnInput.session_ref` only to kinds that say so."""
     mcp_tools: bool = False
-    """The model can call the run's server-owned tools over MCP."""
+    """The model can call the run's server-owned tools (over MCP, or through
+    :class:`~paperclip_hookspecs.tools.ToolClient`): the runner gives
+    :attr:`TurnInput.mcp` only to kinds that say so. Without tools a run cannot
+    report ``finish``, so it ends ``finish_not_called``."""
     fresh_retry: bool = False
     """When a resume fails, a fresh session may be started with the full brief."""
     follow_up: bool = False
-    """A message can be queued to run after the current turn (hook API 1.2)."""
+    """A message can be queued to run after the current turn (hook API 1.2): a steer
+    to a kind with ``follow_up`` but not ``steer`` is delivered that way."""
     system_prompt: bool = False
-    """The provider carries :attr:`TurnInput.system` as its system prompt (hook API 1.2)."""
+    """The provider carries :attr:`TurnInput.system` as its system prompt (hook API 1.2):
+    the control plane then puts the standing rules there rather than in the prompt."""
 
 
 @dataclass(frozen=True, slots=True)
 class McpEndpoint:
-    """The run's server-owned tools, served over streamable HTTP on loopback."""
+    """The run's server-owned tools, served by the runner over MCP streamable HTTP on loopback.
+
+    Give it to the provider as an MCP server (``name`` is the server's name,
+    ``paperclip``), or call it with :class:`paperclip_hookspecs.tools.ToolClient`.
+    Every request carries ``Authorization: Bearer <bearer_token>``; the token acts
+    as this run only and is refused once the run ends, so it never outlives the
+    turn. Keep it out of files other processes can read (pass it in the
+    provider's environment or its request headers).
+    """
 
     name: str
+    """The MCP server name to configure (tools appear to the model under it)."""
     url: str
+    """``http://127.0.0.1:<port>/mcp``: POST only, JSON-RPC, stateless."""
     bearer_token: str
+    """The run's token."""
 
 
 @dataclass(frozen=True, slots=True)
 class TurnInput:
-    """One provider turn to run."""
+    """One provider turn to run, as the runner hands it to :meth:`ProviderDriver.run_turn`."""
 
     run_id: str
+    """The run's id (a UUID): stable across restarts, a natural idempotency key."""
     prompt: str
+    """What the model is asked this turn: the task brief and wake prompt, assembled by
+    the prompt hooks. Send it as the user message."""
     cwd: str
+    """The run's working directory on the runner (``<work dir>/runs/<run id>``), writable."""
     session_ref: str | None = None
-    """The provider session to resume (a Codex thread id, ...), or None for a fresh one."""
+    """The provider session to resume (a Codex thread id, ...), or None for a fresh one.
+    Only given to kinds whose capabilities say ``resume``."""
     mcp: McpEndpoint | None = None
+    """The run's tools; None when the kind does not declare ``mcp_tools``."""
     config: Mapping[str, Any] = field(default_factory=dict)
-    """The agent's provider configuration, as stored on the agent."""
+    """The agent's provider configuration, as stored on the agent (checked against
+    :attr:`ProviderKind.config_schema`; check it again, a runner may serve an older
+    control plane). Never a source of commands or paths to execute."""
     system: str | None = None
     """Standing rules for the model (hook API 1.2): a provider whose capabilities say
     ``system_prompt`` carries them as its system prompt; others get them in ``prompt``."""
+    issue_id: str | None = None
+    """The issue the run works on (hook API 1.4), None for a run without one: lets a
+    provider keep one conversation per issue (a gateway's session key)."""
 
 
 @dataclass(frozen=True, slots=True)

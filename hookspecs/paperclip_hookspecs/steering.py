@@ -1,4 +1,4 @@
-"""Unread steers: which acknowledged steers a restart continuation must carry (hook API 1.4).
+"""Unread steers: which acknowledged steers a restart continuation must carry (hook API 1.5).
 
 Part of the recovery-policy family. A person may steer a running turn; the
 provider acknowledges the steer at once, but the model reads it only at its

@@ -37,11 +37,13 @@ class AgentController(Controller):
         company_id: uuid.UUID,
         agents: AgentService,
         pages: Pages,
+        plugin_host: PluginHost,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[AgentOut]:
         rows, end = await agents.list(company_id, after=pages.after(cursor), limit=limit)
-        return pages.page([AgentOut.of(r) for r in rows], end)
+        kinds = plugin_host.providers()
+        return pages.page([AgentOut.of(r, kinds) for r in rows], end)
 
     @post("/", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422))
     async def create_agent(
@@ -62,13 +64,17 @@ class AgentController(Controller):
             provider_config=data.provider_config,
             check_config=ProviderConfigs(plugin_host.providers()).check,
         )
-        return AgentOut.of(agent)
+        return AgentOut.of(agent, plugin_host.providers())
 
     @get("/{agent_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_agent(
-        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService
+        self,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        agents: AgentService,
+        plugin_host: PluginHost,
     ) -> AgentOut:
-        return AgentOut.of(await agents.get(company_id, agent_id))
+        return AgentOut.of(await agents.get(company_id, agent_id), plugin_host.providers())
 
     @patch("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404, 409, 422))
     async def update_agent(
@@ -80,8 +86,10 @@ class AgentController(Controller):
         actor: Actor,
         plugin_host: PluginHost,
     ) -> AgentOut:
-        check = ProviderConfigs(plugin_host.providers()).check
-        return AgentOut.of(await agents.update(actor, company_id, agent_id, changes(data), check))
+        kinds = plugin_host.providers()
+        check = ProviderConfigs(kinds).check
+        updated = await agents.update(actor, company_id, agent_id, changes(data), check)
+        return AgentOut.of(updated, kinds)
 
     @delete("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404))
     async def delete_agent(
@@ -96,9 +104,15 @@ class AgentController(Controller):
         responses=error_responses(404),
     )
     async def pause_agent(
-        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
+        self,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        agents: AgentService,
+        actor: Actor,
+        plugin_host: PluginHost,
     ) -> AgentOut:
-        return AgentOut.of(await agents.set_status(actor, company_id, agent_id, AgentStatus.PAUSED))
+        agent = await agents.set_status(actor, company_id, agent_id, AgentStatus.PAUSED)
+        return AgentOut.of(agent, plugin_host.providers())
 
     @post(
         "/{agent_id:uuid}/resume",
@@ -107,9 +121,15 @@ class AgentController(Controller):
         responses=error_responses(404),
     )
     async def resume_agent(
-        self, company_id: uuid.UUID, agent_id: uuid.UUID, agents: AgentService, actor: Actor
+        self,
+        company_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        agents: AgentService,
+        actor: Actor,
+        plugin_host: PluginHost,
     ) -> AgentOut:
-        return AgentOut.of(await agents.set_status(actor, company_id, agent_id, AgentStatus.ACTIVE))
+        agent = await agents.set_status(actor, company_id, agent_id, AgentStatus.ACTIVE)
+        return AgentOut.of(agent, plugin_host.providers())
 
     @post(
         "/{agent_id:uuid}/wakeup",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
+from paperclip_hookspecs.providers import ProviderKind
 
 from paperclip.models import (
     Agent,
@@ -93,6 +95,17 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
     provider_config: JsonObject | UnsetType = UNSET
 
 
+class CapabilitiesOut(msgspec.Struct):
+    """What the agent's provider can do, as its plugin declares it (``ProviderCapabilities``)."""
+
+    steer: bool
+    follow_up: bool
+    resume: bool
+    mcp_tools: bool
+    fresh_retry: bool
+    system_prompt: bool
+
+
 class AgentOut(msgspec.Struct):
     id: uuid.UUID
     company_id: uuid.UUID
@@ -103,9 +116,13 @@ class AgentOut(msgspec.Struct):
     status: Literal["active", "paused"]
     created_at: datetime
     updated_at: datetime
+    capabilities: CapabilitiesOut | None = None
+    """The provider's capabilities; null when no installed plugin provides it."""
 
     @classmethod
-    def of(cls, row: Agent) -> AgentOut:
+    def of(cls, row: Agent, kinds: Sequence[ProviderKind] = ()) -> AgentOut:
+        kind = next((k for k in kinds if k.name == row.provider), None)
+        caps = kind.capabilities if kind is not None else None
         return cls(
             row.id,
             row.company_id,
@@ -116,6 +133,16 @@ class AgentOut(msgspec.Struct):
             row.status,
             row.created_at,
             row.updated_at,  # type: ignore[arg-type]
+            capabilities=None
+            if caps is None
+            else CapabilitiesOut(
+                steer=caps.steer,
+                follow_up=caps.follow_up,
+                resume=caps.resume,
+                mcp_tools=caps.mcp_tools,
+                fresh_retry=caps.fresh_retry,
+                system_prompt=caps.system_prompt,
+            ),
         )
 
 

@@ -13,6 +13,7 @@ from paperclip_hookspecs.prompts import (
     CommentTrust,
     Lane,
     ParentTask,
+    ProviderCarriers,
     SessionAttempt,
     TaskSource,
     WakeSource,
@@ -100,9 +101,18 @@ def build_execution_input(
         run_id=run_id,
         provider=agent.provider,
         agent=AgentBrief(name=agent.name, instructions=agent.role),
+        carriers=carriers_of(hooks, agent.provider),
         history=tuple(comment_source(c, agent_names) for c in history),
     )
     return assemble_execution_input(request, hooks)
+
+
+def carriers_of(hooks: Any, provider: str) -> ProviderCarriers:
+    """Where the provider carries the standing rules: its system prompt when its
+    capabilities say ``system_prompt`` (then they travel as ``TurnInput.system``)."""
+    kinds = hooks.providers() if hooks is not None and hasattr(hooks, "providers") else []
+    kind = next((k for k in kinds if k.name == provider), None)
+    return ProviderCarriers(default_rules=kind is not None and kind.capabilities.system_prompt)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from paperclip_hookspecs.recovery import (
@@ -101,9 +101,19 @@ class Reconciler:
 
     async def pass_once(self) -> None:
         for policy in self.plugins.recovery_policies():
-            report = self.reports.setdefault(policy.name, PolicyReport(policy.name))
+            ctx = RecoveryContext(instance_id=self.instance, now=datetime.now(UTC), port=self.port)
+            # Built aside and swapped in whole: a status read mid-pass sees the last full pass.
+            report = replace(
+                self.reports.get(policy.name) or PolicyReport(policy.name),
+                last_pass_at=ctx.now,
+                candidates=0,
+                settled=0,
+                kept=0,
+                failed=0,
+                reasons={},
+            )
             try:
-                await self._run_policy(policy, report)
+                await self._run_policy(policy, ctx, report)
             except (Exception, PluginError) as exc:
                 # One policy that cannot even list its candidates stops none of the others.
                 if is_unavailable(exc):
@@ -112,13 +122,12 @@ class Reconciler:
                 report.failed_total += 1
                 report.last_error = f"{type(exc).__name__}: {exc}"
                 log.warning("recovery policy %s failed: %s", policy.name, exc)
+            self.reports[policy.name] = report
         self.passes += 1
 
-    async def _run_policy(self, policy: RecoveryPolicy, report: PolicyReport) -> None:
-        ctx = RecoveryContext(instance_id=self.instance, now=datetime.now(UTC), port=self.port)
-        report.last_pass_at = ctx.now
-        report.candidates = report.settled = report.kept = report.failed = 0
-        report.reasons = {}
+    async def _run_policy(
+        self, policy: RecoveryPolicy, ctx: RecoveryContext, report: PolicyReport
+    ) -> None:
         candidates = list(await policy.list_candidates(ctx, BATCH))
         report.candidates = len(candidates)
         quarantined = await self._quarantined(policy.name, [c.key for c in candidates])

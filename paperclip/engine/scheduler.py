@@ -176,6 +176,7 @@ class WakeScheduler:
             system=turn.input.get("system"),
             session_ref=turn.session_ref,
             token=await new_token_for(session, run),
+            issue_id=run.issue_id,
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
@@ -287,6 +288,7 @@ class WakeScheduler:
             system=assembled.system,
             session_ref=None,
             token=token,
+            issue_id=run.issue_id,
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         record_activity(

@@ -24,15 +24,16 @@ import msgspec
 import websockets
 from paperclip_hookspecs.providers import (
     DriverContext,
-    McpEndpoint,
     ProviderDriver,
     ProviderEvent,
+    ProviderKind,
     TurnInput,
     TurnResult,
 )
 from websockets.asyncio.client import ClientConnection, connect
 
 from paperclip.failpoints import failpoint
+from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
@@ -57,6 +58,7 @@ class HostedRun:
     token: str
     turn: int = 1
     driver: ProviderDriver | None = None
+    kind: ProviderKind | None = None
     task: asyncio.Task[None] | None = None
     pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
     order: SteerOrder[wire.DataMessage] = field(default_factory=SteerOrder)
@@ -315,18 +317,12 @@ class RunnerProcess:
                 f"{type(exc).__name__}: {exc}",
             )
             return
-        self.bridge.open_run(str(run_id), hosted.token)
+        hosted.kind = kind
+        turn = turn_input(kind, message, run_dir, self.bridge.url)
+        if turn.mcp is not None:
+            self.bridge.open_run(str(run_id), hosted.token)
         await self._send_data(
             wire.TurnStarted(seq=0, run_id=run_id, turn=number, session_ref=message.session_ref)
-        )
-        turn = TurnInput(
-            run_id=str(run_id),
-            prompt=message.prompt,
-            cwd=str(run_dir),
-            session_ref=message.session_ref,
-            mcp=McpEndpoint(name="paperclip", url=self.bridge.url, bearer_token=hosted.token),
-            config=message.config,
-            system=message.system,
         )
         hosted.task = asyncio.create_task(self._run_turn(hosted, turn), name=f"turn-{run_id}")
         # Recorded as started, its ack not sent yet: a replay must not start it twice.
@@ -393,7 +389,7 @@ class RunnerProcess:
             acknowledged = False
             # A steer for another turn of the run (an earlier one, replayed) is refused.
             live = hosted is not None and message.turn in (0, hosted.turn)
-            if live and hosted is not None and hosted.driver is not None:
+            if live and hosted is not None and hosted.driver is not None and may_steer(hosted.kind):
                 try:
                     acknowledged = await hosted.driver.steer(message.message_id, message.text)
                 except Exception:

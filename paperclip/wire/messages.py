@@ -133,6 +133,8 @@ class StartTurn(DataMessage, tag="start_turn"):
     system: str | None = None
     session_ref: str | None = None
     """The provider session to resume (a restart continuation), or None for a new one."""
+    issue_id: uuid.UUID | None = None
+    """The run's issue (added later: an older runner ignores it, an older control plane omits it)."""
 
 
 class ToolResult(DataMessage, tag="tool_result"):

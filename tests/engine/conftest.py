@@ -135,7 +135,12 @@ class Stack:
         return httpx.Client(base_url=f"{self.url(index)}/api", timeout=30)
 
     def setup_issue(
-        self, script: dict, *, title: str = "Fix the build", provider_config: dict | None = None
+        self,
+        script: dict,
+        *,
+        title: str = "Fix the build",
+        provider_config: dict | None = None,
+        provider: str = "codex",
     ) -> dict:
         """A company, an agent on the fake (its model names its script) and an issue."""
         model = f"scripted-{free_port()}"
@@ -151,7 +156,7 @@ class Stack:
                     f"/companies/{company['id']}/agents",
                     json={
                         "name": f"coder-{model}",
-                        "provider": "codex",
+                        "provider": provider,
                         "provider_config": config,
                     },
                 )

@@ -8,6 +8,7 @@ through; neither log holds a traceback.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ def own_postgres():
     migrate.upgrade(url)
     yield server, url
     server.stop()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

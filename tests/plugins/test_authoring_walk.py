@@ -47,6 +47,7 @@ def test_the_walk_has_files_and_commands():
         "cat > pyproject.toml",
         "cat > paperclip_hello/plugin.py",
         "cat > tests/test_plugin.py",
+        "paperclip_provider_run(",
         ".venv/bin/pytest -q",
         ".venv/bin/paperclip plugins --json",
     ):
@@ -59,6 +60,11 @@ def test_the_authoring_walk_works_in_a_clean_folder(tmp_path):
     env.pop("PYTHONPATH", None)
     env["PAPERCLIP_SRC"] = str(ROOT)
     env["PAPERCLIP_DATA_DIR"] = str(tmp_path / "data")
+    # The walk's real run starts its own embedded PostgreSQL, beside this session's one (its
+    # user must reach the folder: the tox work dir is open to it, a pytest tmp dir may not be).
+    pgdata = os.environ.get("PAPERCLIP_TEST_PGDATA")
+    if pgdata:
+        env["PAPERCLIP_TEST_PGDATA"] = f"{pgdata}-walk"
     # uv comes with the test environment; the walk expects it on PATH.
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     folder = tmp_path / "empty"
@@ -74,7 +80,7 @@ def test_the_authoring_walk_works_in_a_clean_folder(tmp_path):
     )
 
     assert result.returncode == 0, f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
-    assert re.search(r"\b2 passed\b", result.stdout), result.stdout
+    assert re.search(r"\b3 passed\b", result.stdout), result.stdout
     report = json.loads(result.stdout.strip().splitlines()[-1])
     [hello] = [p for p in report["plugins"] if p["name"] == "hello"]
     assert hello == {
@@ -85,7 +91,7 @@ def test_the_authoring_walk_works_in_a_clean_folder(tmp_path):
         "builtin": False,
         "status": "loaded",
         "hooks": ["paperclip_providers"],
-        "hook_api": ">=1.0,<2",
+        "hook_api": ">=1.4,<2",
         "code": None,
         "reason": None,
     }

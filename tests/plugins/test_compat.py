@@ -2,7 +2,7 @@
 
 ``tests/fixtures/plugins/legacy`` was written against hook API 1.0 and must load
 and work on the current core; ``tests/fixtures/plugins/future`` needs hook API
-1.5 and must be refused, by name, with the range it asked for.
+1.99 and must be refused, by name, with the range it asked for.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_a_plugin_requiring_a_newer_hook_api_is_refused_clearly(paperclip_instal
     future = record(paperclip_installed_plugin_host, "fixture-future")
     assert (future.status, future.code) == (PluginStatus.SKIPPED, SkipCode.INCOMPATIBLE_HOOK_API)
     assert future.reason == (
-        f"requires paperclip-hookspecs>=1.5,<2, but the running hook API is {HOOK_API}"
+        f"requires paperclip-hookspecs>=1.99,<2, but the running hook API is {HOOK_API}"
     )
     assert "paperclip_fixture_future.plugin" not in sys.modules  # never imported
 
@@ -87,4 +87,4 @@ def test_paperclip_plugins_shows_both(tmp_path):
     assert plugins["fixture-future"]["code"] == "incompatible_hook_api"
     # One clear line on stderr says the same.
     [line] = [ln for ln in result.stderr.splitlines() if "paperclip-fixture-future" in ln]
-    assert "skipped: requires paperclip-hookspecs>=1.5,<2" in line
+    assert "skipped: requires paperclip-hookspecs>=1.99,<2" in line

@@ -29,3 +29,15 @@ def test_an_installed_plugin_folder_is_loaded_with_its_version(
     assert found.version == version(project["name"])
     assert found.hooks
     paperclip_installed_plugin_host.check_pending()
+
+
+def test_paperclip_providers_of_the_repository_are_separate_distributions(
+    paperclip_installed_plugin_host,
+):
+    records = {r.name: r for r in paperclip_installed_plugin_host.records() if not r.builtin}
+    kinds = {k.name for k in paperclip_installed_plugin_host.providers()}
+    providers = ("codex", "opencode", "pi", "gateway")
+    assert set(providers) <= kinds
+    distributions = {records[name].distribution for name in providers}
+    assert distributions == {f"paperclip-{name}" for name in providers}
+    assert all(records[name].version for name in providers)

@@ -1,0 +1,45 @@
+"""What the runner gives a provider kind, by its declared capabilities (never by its name).
+
+- ``mcp_tools``: only such a kind gets the run's tools (``TurnInput.mcp``) and has
+  the run's token opened on the MCP server.
+- ``resume``: only such a kind is asked to resume a session (``TurnInput.session_ref``).
+- ``steer`` or ``follow_up``: only such a kind's driver is handed a steer; for any
+  other the steer is refused without reaching the driver.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from paperclip_hookspecs.providers import McpEndpoint, ProviderKind, TurnInput
+
+from paperclip.wire import messages as wire
+
+MCP_SERVER_NAME = "paperclip"
+
+
+def turn_input(
+    kind: ProviderKind, message: wire.StartTurn, state_dir: Path, endpoint_url: str
+) -> TurnInput:
+    """The turn a driver of ``kind`` runs for ``message``."""
+    capabilities = kind.capabilities
+    mcp = (
+        McpEndpoint(name=MCP_SERVER_NAME, url=endpoint_url, bearer_token=message.token)
+        if capabilities.mcp_tools
+        else None
+    )
+    return TurnInput(
+        run_id=str(message.run_id),
+        prompt=message.prompt,
+        cwd=str(state_dir),
+        session_ref=message.session_ref if capabilities.resume else None,
+        mcp=mcp,
+        config=message.config,
+        system=message.system,
+        issue_id=str(message.issue_id) if message.issue_id is not None else None,
+    )
+
+
+def may_steer(kind: ProviderKind | None) -> bool:
+    """Whether a steer may be handed to a driver of ``kind``."""
+    return kind is not None and (kind.capabilities.steer or kind.capabilities.follow_up)

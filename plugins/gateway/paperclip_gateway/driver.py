@@ -1,0 +1,399 @@
+"""The gateway provider driver: a run is one ``agent`` request to a remote gateway.
+
+There is no local process: the run id is the request's idempotency key, so a
+connection lost mid-turn (or a driver that asks again after a restart) gets
+the same gateway run, never a second one. A turn: connect (challenge, signed
+``connect``), send ``agent {message, idempotencyKey, sessionKey,
+extraSystemPrompt}``, pass the run's ``agent`` events to the sink, and end
+with the request's final answer (or ``agent.wait`` after a reconnect). The
+run's tools reach the remote agent through the relay
+(:mod:`paperclip_gateway.relay`), which the run holds for its whole turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    EventSink,
+    ProviderEvent,
+    TurnInput,
+    TurnResult,
+)
+
+from paperclip_gateway import relay
+from paperclip_gateway.config import ConfigError, GatewaySettings
+from paperclip_gateway.device import DeviceIdentity
+from paperclip_gateway.errors import ErrorCode, TurnAborted, error_text
+from paperclip_gateway.profile import DEFAULT_PROFILE, GatewayProfile, ProfileError
+from paperclip_gateway.protocol import Credentials, GatewayConnection, GatewayError
+
+logger = logging.getLogger(__name__)
+
+WAIT_SLICE_MS = 30_000
+"""``agent.wait`` is asked in slices, so a lost connection is noticed."""
+RETRY_PAUSE_SECONDS = 1.0
+
+
+class GatewayDriver:
+    """Drives one run's turns on a gateway (see :class:`ProviderDriver`)."""
+
+    def __init__(self, context: DriverContext) -> None:
+        self._context = context
+        self._connection: GatewayConnection | None = None
+        self._identity: DeviceIdentity | None = None
+        self._settings = GatewaySettings()
+        self._session_key: str | None = None
+        self._run_id: str | None = None
+        self._follow_ups: list[str] = []
+        """Gateway runs queued by steers during this turn, in order."""
+        self._running = False
+        self._aborted = False
+        self._closed = False
+
+    # ProviderDriver
+
+    async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
+        if self._closed:
+            return _failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
+        if self._running:
+            return _failed(turn.session_ref, ErrorCode.TURN_IN_PROGRESS, "a turn is running")
+        self._running, self._aborted = True, False
+        self._follow_ups = []
+        try:
+            return await self._run_turn(turn, emit)
+        except TurnAborted as exc:
+            return _failed(self._session_key, exc.code, exc.message)
+        finally:
+            self._running = False
+
+    async def steer(self, message_id: str, text: str) -> bool:
+        """A follow-up: another ``agent`` request on the same session, which the gateway runs
+        after the current one; the turn ends when both have. Its idempotency key comes
+        from the run and the message, so asking again never runs it twice."""
+        connection, key = self._connection, self._session_key
+        if not self._running or connection is None or key is None or self._run_id is None:
+            return False
+        follow_up = f"{self._run_id}:follow-up:{message_id}"
+        params = {"message": text, "idempotencyKey": follow_up, "sessionKey": key}
+        if self._settings.agent_id is not None:
+            params["agentId"] = self._settings.agent_id
+        try:
+            await connection.request("agent", params, self._settings.request_timeout_seconds)
+        except GatewayError as exc:
+            logger.info("follow-up %s was not accepted: %s", message_id, exc)
+            return False
+        if follow_up not in self._follow_ups:
+            self._follow_ups.append(follow_up)
+        return True
+
+    async def interrupt(self) -> None:
+        """``sessions.abort`` for this run; the turn then ends ``interrupted``."""
+        connection = self._connection
+        if self._running and connection is not None and self._run_id is not None:
+            self._aborted = True
+            with contextlib.suppress(GatewayError):
+                await connection.request(
+                    "sessions.abort",
+                    {"key": self._session_key, "runId": self._run_id},
+                    self._settings.request_timeout_seconds,
+                )
+
+    async def close(self) -> None:
+        """Close the connection; the gateway's run is not touched. Idempotent."""
+        self._closed = True
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    # The turn
+
+    async def _run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
+        try:
+            settings = GatewaySettings.from_config(turn.config)
+            profile = GatewayProfile.parse(tuple(self._context.command) or DEFAULT_PROFILE)
+        except (ConfigError, ProfileError) as exc:
+            raise TurnAborted(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        self._settings = settings
+        self._run_id = turn.run_id
+        # A session to resume is the conversation of an earlier turn: its session key.
+        self._session_key = turn.session_ref or settings.session_key_for(turn.run_id, turn.issue_id)
+        params: dict[str, Any] = {
+            "message": turn.prompt,
+            "idempotencyKey": turn.run_id,
+            "sessionKey": self._session_key,
+        }
+        if turn.system:
+            params["extraSystemPrompt"] = turn.system
+        if settings.agent_id is not None:
+            params["agentId"] = settings.agent_id
+        async with self._tools(profile, turn):
+            final = await self._until_final(profile, params, emit, settings)
+            final = await self._follow_ups_done(final, emit, settings)
+        return self._result(final)
+
+    async def _follow_ups_done(
+        self, final: Mapping[str, Any], emit: EventSink, settings: GatewaySettings
+    ) -> Mapping[str, Any]:
+        """Wait for the follow-ups queued during the turn; the last one's end is the turn's."""
+        done = 0
+        while done < len(self._follow_ups) and final.get("status") == "ok" and not self._aborted:
+            run_id = self._follow_ups[done]
+            final = await self._await_run(run_id, emit, settings)
+            done += 1
+        return final
+
+    async def _await_run(
+        self, run_id: str, emit: EventSink, settings: GatewaySettings
+    ) -> Mapping[str, Any]:
+        """``agent.wait`` for one gateway run of this turn, its events emitted meanwhile."""
+        while True:
+            connection = self._connection
+            if connection is None or connection.closed.is_set():
+                raise TurnAborted(ErrorCode.CONNECT_FAILED, "the gateway connection was lost")
+            waiter = asyncio.ensure_future(
+                connection.request(
+                    "agent.wait",
+                    {"runId": run_id, "timeoutMs": WAIT_SLICE_MS},
+                    WAIT_SLICE_MS / 1000 + settings.request_timeout_seconds,
+                )
+            )
+            try:
+                while not waiter.done():
+                    getter = asyncio.ensure_future(connection.events.get())
+                    await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                    if not getter.done():
+                        getter.cancel()
+                        continue
+                    frame = getter.result()
+                    event = _event_of(frame, self._run_ids()) if frame is not None else None
+                    if event is not None:
+                        await emit(event)
+                waited = waiter.result()
+            except GatewayError as exc:
+                raise TurnAborted(ErrorCode.AGENT_FAILED, f"follow-up {run_id}: {exc}") from None
+            finally:
+                waiter.cancel()
+            if waited.get("status") in ("ok", "error"):
+                return waited
+
+    def _run_ids(self) -> set[str]:
+        return {r for r in (self._run_id, *self._follow_ups) if r is not None}
+
+    @asynccontextmanager
+    async def _tools(self, profile: GatewayProfile, turn: TurnInput) -> AsyncIterator[None]:
+        if turn.mcp is None or profile.tools_listen is None:
+            yield
+            return
+        secret = profile.secret(profile.tools_token_env)
+        if secret is None:
+            raise TurnAborted(
+                ErrorCode.INVALID_CONFIG,
+                f"the runner's {profile.tools_token_env} is not set: the gateway cannot reach the run's tools",
+            )
+        try:
+            async with relay.seat(profile.tools_listen, secret, turn.mcp):
+                yield
+        except OSError as exc:
+            raise TurnAborted(
+                ErrorCode.TOOLS_UNAVAILABLE, f"cannot serve the run's tools: {exc}"
+            ) from None
+
+    async def _until_final(
+        self,
+        profile: GatewayProfile,
+        params: Mapping[str, Any],
+        emit: EventSink,
+        settings: GatewaySettings,
+    ) -> Mapping[str, Any]:
+        """The agent run's final answer; a lost connection is reconnected and the request
+        sent again with the same idempotency key (the gateway answers with the same run)."""
+        limit = settings.turn_timeout_seconds
+        deadline = None if limit is None else time.monotonic() + limit
+        reconnected = False
+        while True:
+            connection = await self._connect(profile, settings)
+            try:
+                answers = await connection.send("agent", params)
+                first = await connection.next_answer(answers, settings.request_timeout_seconds)
+                if _is_final(first):
+                    return first
+                final = await self._follow(connection, answers, emit, deadline, reconnected)
+                if final is not None:
+                    return final
+            except GatewayError as exc:
+                if not exc.retryable:
+                    raise TurnAborted(ErrorCode.AGENT_REFUSED, str(exc)) from None
+                logger.info(
+                    "gateway connection lost during run %s: %s", params["idempotencyKey"], exc
+                )
+            reconnected = True
+            await self._drop()
+
+    async def _follow(
+        self,
+        connection: GatewayConnection,
+        answers: asyncio.Queue[Mapping[str, Any]],
+        emit: EventSink,
+        deadline: float | None,
+        reconnected: bool,
+    ) -> Mapping[str, Any] | None:
+        """Emit this run's events until its final answer; None if the connection was lost."""
+        waiter = asyncio.ensure_future(self._wait(connection, answers, reconnected))
+        try:
+            while True:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    await self.interrupt()
+                    raise TurnAborted(
+                        ErrorCode.TURN_TIMEOUT, "the turn exceeded its time and was aborted"
+                    )
+                getter = asyncio.ensure_future(connection.events.get())
+                done, _ = await asyncio.wait(
+                    {getter, waiter}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                )
+                if getter not in done:
+                    getter.cancel()
+                else:
+                    frame = getter.result()
+                    if frame is None:
+                        return None
+                    event = _event_of(frame, self._run_ids())
+                    if event is not None:
+                        await emit(event)
+                if waiter in done:
+                    # Events that came before the answer on the wire are already queued.
+                    while not connection.events.empty():
+                        frame = connection.events.get_nowait()
+                        event = _event_of(frame, self._run_ids()) if frame is not None else None
+                        if event is not None:
+                            await emit(event)
+                    return waiter.result()
+        finally:
+            waiter.cancel()
+            with contextlib.suppress(asyncio.CancelledError, GatewayError):
+                await waiter
+
+    async def _wait(
+        self,
+        connection: GatewayConnection,
+        answers: asyncio.Queue[Mapping[str, Any]],
+        reconnected: bool,
+    ) -> Mapping[str, Any] | None:
+        if not reconnected:
+            try:
+                return await connection.next_answer(answers, None)
+            except GatewayError as exc:
+                if exc.retryable:
+                    return None
+                raise
+        # A request sent again after a reconnect: its first answer may be the last one.
+        while True:
+            try:
+                waited = await connection.request(
+                    "agent.wait",
+                    {"runId": self._run_id, "timeoutMs": WAIT_SLICE_MS},
+                    WAIT_SLICE_MS / 1000 + self._settings.request_timeout_seconds,
+                )
+            except GatewayError as exc:
+                if exc.retryable:
+                    return None
+                raise
+            if waited.get("status") in ("ok", "error"):
+                return waited
+
+    async def _connect(
+        self, profile: GatewayProfile, settings: GatewaySettings
+    ) -> GatewayConnection:
+        if self._connection is not None and not self._connection.closed.is_set():
+            return self._connection
+        credentials = Credentials(
+            token=profile.secret(profile.token_env), password=profile.secret(profile.password_env)
+        )
+        give_up = time.monotonic() + settings.reconnect_seconds
+        while True:
+            if self._closed:
+                raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
+            try:
+                self._connection = await GatewayConnection.open(
+                    profile.url,
+                    credentials,
+                    self._device(profile),
+                    wait_seconds=settings.request_timeout_seconds,
+                )
+                return self._connection
+            except GatewayError as exc:
+                if not exc.retryable or time.monotonic() > give_up:
+                    raise TurnAborted(ErrorCode.CONNECT_FAILED, f"{profile.url}: {exc}") from None
+                await asyncio.sleep(RETRY_PAUSE_SECONDS)
+
+    def _device(self, profile: GatewayProfile) -> DeviceIdentity:
+        if self._identity is None:
+            self._identity = (
+                DeviceIdentity.from_file(profile.device_key)
+                if profile.device_key is not None
+                else DeviceIdentity.ephemeral()
+            )
+        return self._identity
+
+    async def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    def _result(self, final: Mapping[str, Any]) -> TurnResult:
+        status = final.get("status")
+        session = self._session_key
+        if self._aborted or _dig(final, "result", "meta", "aborted") is True:
+            return TurnResult("interrupted", session_ref=session)
+        if status == "ok":
+            return TurnResult("completed", session_ref=session, answer=_answer(final))
+        message = final.get("error") or final.get("summary") or f"the agent run ended {status!r}"
+        if isinstance(message, Mapping):
+            message = message.get("message") or str(message)
+        return _failed(session, ErrorCode.AGENT_FAILED, str(message))
+
+
+def _event_of(frame: Mapping[str, Any], run_ids: set[str]) -> ProviderEvent | None:
+    """This turn's ``agent`` events (``agent.<stream>``) and final ``chat``; nothing else."""
+    payload = frame.get("payload")
+    if not isinstance(payload, Mapping) or payload.get("runId") not in run_ids:
+        return None
+    if frame.get("event") == "agent":
+        return ProviderEvent(f"agent.{payload.get('stream')}", payload)
+    if frame.get("event") == "chat" and payload.get("state") in ("final", "error", "aborted"):
+        return ProviderEvent(f"chat.{payload.get('state')}", payload)
+    return None
+
+
+def _is_final(answer: Mapping[str, Any]) -> bool:
+    return answer.get("status") not in (None, "accepted", "started", "in_flight")
+
+
+def _answer(final: Mapping[str, Any]) -> str | None:
+    payloads = _dig(final, "result", "payloads")
+    if isinstance(payloads, list):
+        texts = [str(p.get("text")) for p in payloads if isinstance(p, Mapping) and p.get("text")]
+        if texts:
+            return texts[-1].strip() or None
+    reply = _dig(final, "terminalReply", "text")
+    return reply.strip() or None if isinstance(reply, str) else None
+
+
+def _dig(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
+    return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))

@@ -1,0 +1,184 @@
+"""One agent run of the fake gateway: its script's steps as OpenClaw 2026.9's ``agent`` events.
+
+Steps (one key each), read from ``DIR/<agent id>.json`` (a list, or
+``{"turns": [[...], ...]}``: the session's n-th run takes ``turns[n]``):
+
+- ``{"message": "text"}``: assistant text (the run's reply when last).
+- ``{"call_tool": {"name": "finish", "arguments": {...}}}``: a call of the run's
+  tool through the gateway's MCP server ``paperclip`` (``paperclip__<name>``).
+- ``{"sleep": s}``, ``{"touch_file": path}``, ``{"wait_for_file": path, "timeout": s}``.
+- ``{"fail": "reason"}``: the run ends with status ``error``.
+- ``{"drop_connection": true}``: close the WebSocket of the client that started the run
+  (the run goes on, as a gateway's does).
+- ``{"exit": status}``: the gateway process exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+Emit = Callable[[str, Mapping[str, Any]], None]
+CallTool = Callable[[str, Mapping[str, Any]], Awaitable[tuple[bool, str]]]
+
+
+class RunFailed(Exception):
+    pass
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+class AgentRun:
+    """One ``agent`` request's run: its events, its outcome."""
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        session_key: str,
+        steps: list[dict[str, Any]],
+        emit: Emit,
+        call_tool: CallTool,
+        drop: Callable[[], Awaitable[None]],
+    ) -> None:
+        self.run_id = run_id
+        self.session_key = session_key
+        self.steps = steps
+        self._emit = emit
+        self._call_tool = call_tool
+        self._drop = drop
+        self._seq = 0
+        self.session_id = str(uuid.uuid4())
+        self.reply: str | None = None
+        self.status = "running"
+        self.error: str | None = None
+        self.aborted = False
+        self.tools: list[str] = []
+        self.done = asyncio.Event()
+
+    async def execute(self) -> None:
+        started = _now()
+        self._agent("lifecycle", {"phase": "start", "startedAt": started}, session=True)
+        try:
+            for step in self.steps:
+                await self._step(step)
+            self.status = "ok"
+        except asyncio.CancelledError:
+            self.aborted, self.status = True, "ok"
+        except RunFailed as exc:
+            self.status, self.error = "error", str(exc)
+        end = {
+            "phase": "end",
+            "startedAt": started,
+            "endedAt": _now(),
+            "aborted": self.aborted,
+            "stopReason": "stop" if self.status == "ok" else "error",
+            "terminalReceipt": {"runId": self.run_id, "successfulToolNames": self.tools},
+        }
+        self._agent("lifecycle", end, session=True)
+        if self.reply is not None:
+            message = {"role": "assistant", "content": [{"type": "text", "text": self.reply}]}
+            chat = {"runId": self.run_id, "sessionKey": self.session_key, "agentId": "main"}
+            self._emit(
+                "chat",
+                {
+                    **chat,
+                    "seq": self._seq,
+                    "state": "final",
+                    "stopReason": "stop",
+                    "message": message,
+                },
+            )
+        self.done.set()
+
+    def final(self) -> dict[str, Any]:
+        """The ``agent`` request's final answer (and ``agent.wait``'s)."""
+        payloads = [{"text": self.reply, "mediaUrl": None}] if self.reply else []
+        answer: dict[str, Any] = {
+            "runId": self.run_id,
+            "status": self.status,
+            "summary": "completed" if self.status == "ok" else "failed",
+            "result": {"payloads": payloads, "meta": {"aborted": self.aborted}},
+        }
+        if self.error is not None:
+            answer["error"] = {"message": self.error}
+        return answer
+
+    async def _step(self, step: Mapping[str, Any]) -> None:
+        if "sleep" in step:
+            await asyncio.sleep(float(step["sleep"]))
+        elif "touch_file" in step:
+            _touch(Path(step["touch_file"]))
+        elif "wait_for_file" in step:
+            deadline = time.monotonic() + float(step.get("timeout", 60))
+            while not _exists(Path(step["wait_for_file"])):
+                if time.monotonic() > deadline:
+                    raise RunFailed(f"fake: {step['wait_for_file']} did not appear")
+                await asyncio.sleep(0.05)
+        elif "fail" in step:
+            raise RunFailed(str(step["fail"]))
+        elif "drop_connection" in step:
+            await self._drop()
+        elif "exit" in step:
+            os._exit(int(step["exit"]))
+        elif "message" in step:
+            self._model()
+            text = str(step["message"])
+            item = f"{self.session_id}:{self._seq}"
+            self._agent("assistant", {"text": text, "delta": text, "itemId": item})
+            self._agent("usage", {"outputTokens": 20})
+            self.reply = text
+        elif "call_tool" in step:
+            self._model()
+            call = step["call_tool"]
+            name = f"paperclip__{call.get('name')}"
+            call_id = f"call_fake{self._seq:06d}"
+            tool = {
+                "itemId": f"tool:{call_id}",
+                "toolCallId": call_id,
+                "name": name,
+                "kind": "tool",
+            }
+            self._agent(
+                "item", {**tool, "phase": "start", "status": "running", "startedAt": _now()}
+            )
+            ok, _ = await self._call_tool(str(call.get("name")), dict(call.get("arguments") or {}))
+            if ok:
+                self.tools.append(name)
+            status = "completed" if ok else "failed"
+            self._agent("item", {**tool, "phase": "end", "status": status, "endedAt": _now()})
+
+    def _model(self) -> None:
+        self._agent(
+            "lifecycle", {"phase": "model", "provider": "fake", "model": "fake"}, session=True
+        )
+
+    def _agent(self, stream: str, data: Mapping[str, Any], session: bool = False) -> None:
+        self._seq += 1
+        payload: dict[str, Any] = {
+            "runId": self.run_id,
+            "stream": stream,
+            "data": dict(data),
+            "sessionKey": self.session_key,
+            "agentId": "main",
+            "seq": self._seq,
+            "ts": _now(),
+        }
+        if session:
+            payload["sessionId"] = self.session_id
+        self._emit("agent", payload)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+def _touch(path: Path) -> None:
+    path.write_text(str(os.getpid()))

@@ -1,0 +1,48 @@
+"""Registers the ``gateway`` provider kind."""
+
+from __future__ import annotations
+
+from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    ProviderCapabilities,
+    ProviderDriver,
+    ProviderKind,
+)
+
+from paperclip_gateway.driver import GatewayDriver
+from paperclip_gateway.probe import probe
+from paperclip_gateway.profile import DEFAULT_PROFILE
+from paperclip_gateway.schema import CONFIG_SCHEMA
+
+CAPABILITIES = ProviderCapabilities(
+    # A message during a turn is another agent request on the same session, run after
+    # the current one (OpenClaw does not steer a run an `agent` request started).
+    steer=False,
+    follow_up=True,
+    resume=True,  # a session key is a conversation the gateway keeps
+    mcp_tools=True,  # through the runner's tool relay
+    fresh_retry=False,
+    system_prompt=True,  # the agent request's extraSystemPrompt
+)
+
+
+def create_driver(context: DriverContext) -> ProviderDriver:
+    """A driver for one run; it connects with its first turn."""
+    return GatewayDriver(context)
+
+
+@hookimpl
+def paperclip_providers() -> list[ProviderKind]:
+    """The ``gateway`` kind: a remote agent behind an OpenClaw gateway WebSocket."""
+    return [
+        ProviderKind(
+            name="gateway",
+            capabilities=CAPABILITIES,
+            create_driver=create_driver,
+            description="A remote agent behind an OpenClaw gateway: exactly-once runs by idempotency key",
+            config_schema=CONFIG_SCHEMA,
+            launch={"default": DEFAULT_PROFILE},
+            probe=probe,
+        )
+    ]

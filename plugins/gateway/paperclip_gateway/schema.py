@@ -1,0 +1,53 @@
+"""The JSON Schema of the agent's gateway provider config (``ProviderKind.config_schema``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from paperclip_gateway.config import TIMEOUT_BOUNDS
+
+
+def _seconds(key: str, description: str, nullable: bool = False) -> dict[str, Any]:
+    low, high = TIMEOUT_BOUNDS[key]
+    return {
+        "type": ["number", "null"] if nullable else "number",
+        "minimum": low,
+        "maximum": high,
+        "description": description,
+    }
+
+
+CONFIG_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Gateway provider config",
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "launch": {
+            "type": "string",
+            "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+            "description": "A gateway profile of the runner, by name (default: 'default').",
+        },
+        "session_key_strategy": {
+            "enum": ["issue", "fixed", "run"],
+            "description": "One gateway conversation per issue, one for every run, or one per run.",
+        },
+        "session_key": {
+            "type": ["string", "null"],
+            "pattern": "^(?!(subagent|cron|acp|agent):)[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+            "description": "The conversation of strategy 'fixed'.",
+        },
+        "agent_id": {
+            "type": ["string", "null"],
+            "pattern": "^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+            "description": "The gateway's agent to run (default: the gateway's default agent).",
+        },
+        "request_timeout_seconds": _seconds("request_timeout_seconds", "Bound on every request."),
+        "turn_timeout_seconds": _seconds(
+            "turn_timeout_seconds", "Abort a run that takes longer.", nullable=True
+        ),
+        "reconnect_seconds": _seconds(
+            "reconnect_seconds", "How long a lost connection is retried before the turn fails."
+        ),
+    },
+}

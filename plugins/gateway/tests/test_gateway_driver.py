@@ -1,0 +1,148 @@
+"""The driver against the fake gateway as a real process, the run's tools through the relay."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from conftest import TOKEN, WAIT, Events, FakeGateway, ToolServer
+from paperclip_gateway.driver import GatewayDriver
+from paperclip_hookspecs.providers import McpEndpoint, TurnInput
+
+pytestmark = pytest.mark.process
+
+
+def turn(tool_server: ToolServer | None, **extra) -> TurnInput:
+    mcp = McpEndpoint("paperclip", tool_server.url, TOKEN) if tool_server else None
+    fields = {
+        "run_id": "run-1",
+        "prompt": "Fix the build",
+        "cwd": "/tmp",
+        "mcp": mcp,
+        "config": {"agent_id": "coder"},
+        "system": "Standing rules.",
+        "issue_id": "issue-7",
+    }
+    return TurnInput(**{**fields, **extra})
+
+
+FINISH = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "ok"}}}
+
+
+async def test_a_run_calls_the_tools_through_the_relay_and_ends_with_its_reply(
+    driver: GatewayDriver, gateway: FakeGateway, tool_server: ToolServer, events: Events
+):
+    gateway.script(
+        "coder",
+        [
+            {"call_tool": {"name": "echo", "arguments": {"text": "hi"}}},
+            FINISH,
+            {"message": "Done."},
+        ],
+    )
+    result = await asyncio.wait_for(driver.run_turn(turn(tool_server), events), WAIT)
+
+    assert result.status == "completed", result.error
+    assert result.answer == "Done." and result.session_ref == "paperclip:issue:issue-7"
+    assert [c["name"] for c in tool_server.calls] == [
+        "echo",
+        "finish",
+    ] and tool_server.rejected == []
+    tools = [
+        e.payload["data"]
+        for e in events.items
+        if e.type == "agent.item" and e.payload["data"]["phase"] == "end"
+    ]
+    assert [(t["name"], t["status"]) for t in tools] == [
+        ("paperclip__echo", "completed"),
+        ("paperclip__finish", "completed"),
+    ]
+    assert events.types()[-1] == "chat.final"
+    (run,) = [e for e in gateway.log() if e["type"] == "run"]
+    assert run["extraSystemPrompt"] == "Standing rules." and run["runId"] == "run-1"
+
+
+async def test_the_same_run_asked_again_is_not_run_twice(
+    driver: GatewayDriver, gateway: FakeGateway, tool_server: ToolServer, events: Events
+):
+    gateway.script("coder", [FINISH, {"message": "Done."}])
+    first = await asyncio.wait_for(driver.run_turn(turn(tool_server), events), WAIT)
+    again = await asyncio.wait_for(driver.run_turn(turn(tool_server), events), WAIT)
+    assert (first.status, again.status) == ("completed", "completed")
+    assert again.answer == "Done."
+    assert [c["name"] for c in tool_server.calls] == ["finish"]
+    assert len([e for e in gateway.log() if e["type"] == "run"]) == 1
+
+
+async def test_a_connection_lost_mid_run_is_reconnected_to_the_same_run(
+    driver: GatewayDriver, gateway: FakeGateway, tool_server: ToolServer, events: Events
+):
+    gateway.script(
+        "coder", [{"drop_connection": True}, {"sleep": 0.5}, FINISH, {"message": "Done."}]
+    )
+    result = await asyncio.wait_for(driver.run_turn(turn(tool_server), events), WAIT)
+    assert result.status == "completed" and result.answer == "Done."
+    assert [c["name"] for c in tool_server.calls] == ["finish"]
+    assert len([e for e in gateway.log() if e["type"] == "run"]) == 1
+    agents = [
+        e["frame"]
+        for e in gateway.log()
+        if e["type"] == "received" and e["frame"]["method"] == "agent"
+    ]
+    assert len(agents) == 2 and {a["params"]["idempotencyKey"] for a in agents} == {"run-1"}
+
+
+async def test_a_follow_up_runs_after_the_turn_on_the_same_session(
+    driver: GatewayDriver, gateway: FakeGateway, events: Events, tmp_path
+):
+    go = tmp_path / "go"
+    gateway.script(
+        "coder",
+        {
+            "turns": [
+                [{"wait_for_file": str(go), "timeout": 30}, {"message": "First."}],
+                [{"message": "Follow-up."}],
+            ]
+        },
+    )
+    run = asyncio.ensure_future(driver.run_turn(turn(None), events))
+    await events.wait_for(lambda items: any(e.type == "agent.lifecycle" for e in items))
+    assert await driver.steer("m-1", "Also the changelog.")
+    go.write_text("")
+    result = await asyncio.wait_for(run, WAIT)
+    assert result.status == "completed" and result.answer == "Follow-up.", result.error
+    runs = [e for e in gateway.log() if e["type"] == "run"]
+    assert [r["runId"] for r in runs] == ["run-1", "run-1:follow-up:m-1"]
+    assert {r["sessionKey"] for r in runs} == {"agent:main:paperclip:issue:issue-7"}
+
+
+async def test_an_interrupt_ends_the_turn_interrupted(
+    driver, gateway: FakeGateway, events: Events, tmp_path
+):
+    gateway.script("coder", [{"wait_for_file": str(tmp_path / "never"), "timeout": 60}])
+    run = asyncio.ensure_future(driver.run_turn(turn(None), events))
+    await events.wait_for(lambda items: any(e.type == "agent.lifecycle" for e in items))
+    await driver.interrupt()
+    result = await asyncio.wait_for(run, WAIT)
+    assert result.status == "interrupted"
+
+
+async def test_a_wrong_token_is_refused_and_named(
+    tmp_path, gateway: FakeGateway, events: Events, monkeypatch
+):
+    from paperclip_hookspecs.providers import DriverContext
+
+    monkeypatch.setenv("TEST_GATEWAY_TOKEN", "not-it")
+    driver = GatewayDriver(DriverContext(state_dir=str(tmp_path), command=gateway.profile()))
+    try:
+        result = await asyncio.wait_for(driver.run_turn(turn(None), events), WAIT)
+    finally:
+        await driver.close()
+    assert result.status == "failed" and result.error.startswith("connect_failed")
+    assert "token mismatch" in result.error
+
+
+async def test_a_config_naming_a_gateway_or_a_secret_is_refused(driver, events: Events):
+    for config in ({"url": "ws://evil:1"}, {"token": "x"}, {"session_key_strategy": "fixed"}):
+        result = await driver.run_turn(turn(None, config=config), events)
+        assert result.status == "failed" and result.error.startswith("invalid_config"), config

@@ -1,0 +1,48 @@
+"""Registers the ``opencode`` provider kind."""
+
+from __future__ import annotations
+
+from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    ProviderCapabilities,
+    ProviderDriver,
+    ProviderKind,
+)
+
+from paperclip_opencode.config import DEFAULT_COMMAND
+from paperclip_opencode.driver import OpenCodeDriver
+from paperclip_opencode.probe import probe
+from paperclip_opencode.schema import CONFIG_SCHEMA
+
+CAPABILITIES = ProviderCapabilities(
+    # A message sent during a turn is queued after the running step: a follow-up,
+    # not a steer into the model's current step.
+    steer=False,
+    follow_up=True,
+    resume=True,
+    mcp_tools=True,
+    fresh_retry=True,
+    system_prompt=True,
+)
+
+
+def create_driver(context: DriverContext) -> ProviderDriver:
+    """A driver for one run; the server starts with its first turn."""
+    return OpenCodeDriver(context)
+
+
+@hookimpl
+def paperclip_providers() -> list[ProviderKind]:
+    """The ``opencode`` kind: OpenCode through ``opencode serve`` (HTTP API and events)."""
+    return [
+        ProviderKind(
+            name="opencode",
+            capabilities=CAPABILITIES,
+            create_driver=create_driver,
+            description="OpenCode via `opencode serve`: queued follow-ups, resumable sessions, MCP tools",
+            config_schema=CONFIG_SCHEMA,
+            launch={"default": DEFAULT_COMMAND},
+            probe=probe,
+        )
+    ]

@@ -1,0 +1,129 @@
+"""A real OpenClaw gateway (pinned, from npm, on Node 24) driven by Paperclip, the model scripted.
+
+No local process is adopted: the run id is the ``agent`` request's
+idempotency key. The run's tools reach the remote agent through the runner's
+relay, which the gateway's ``mcp.servers.paperclip`` points at; OpenClaw names
+them ``paperclip__<tool>``. A gateway takes ~10 s to start, so each scenario
+starts one and there are three.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.providers.gateway.conftest import start_openclaw, start_stack
+from tests.providers.scenarios import (
+    WAIT,
+    assert_each_tool_once,
+    assert_log_is_clean,
+    assert_succeeded_once,
+    restart_control_plane,
+    steer_and_wait,
+)
+from tests.support.model_endpoint import ModelEndpoint
+from tests.support.model_endpoint_script import FunctionCall, calls, say
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.gateway_cli]
+
+
+def tool(name: str, arguments: dict | None = None) -> FunctionCall:
+    return FunctionCall(f"paperclip__{name}", arguments or {})
+
+
+def start(stack, endpoint: ModelEndpoint, steps: list) -> dict:
+    model = f"scripted-{uuid.uuid4().hex[:8]}"
+    endpoint.script(model, steps)
+    start_stack(stack, start_openclaw(stack.tmp, endpoint, model))
+    ctx = stack.setup_issue(
+        {}, provider_config={"session_key_strategy": "issue"}, provider="gateway"
+    )
+    ctx["model"] = model
+    return ctx
+
+
+def test_a_run_calls_our_tools_through_the_gateway_and_succeeds(gateway_stack, model_endpoint):
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    run = assert_succeeded_once(gateway_stack, ctx, run, "Looking at it.")
+    assert run["answer"] == "Done."
+    assert_each_tool_once(gateway_stack, run["id"])
+    requests = model_endpoint.scripted(ctx["model"])
+    assert len(requests) == 4 and model_endpoint.exhausted(ctx["model"]) == []
+    assert "Fix the build" in json.dumps(requests[1].tool_outputs())
+    assert {"paperclip__get_task_context", "paperclip__finish"} <= set(requests[0].tool_names())
+    # The rules ride in the agent request's extraSystemPrompt, not in the message.
+    system = requests[0].body["messages"][0]
+    assert system["role"] in ("system", "developer") and "## Paperclip rules" in str(
+        system["content"]
+    )
+    assert not any("## Paperclip rules" in text for text in requests[0].user_texts())
+    # One gateway run, keyed by the run id, on the issue's session.
+    events = gateway_stack.events(ctx, run["id"])
+    run_ids = {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")}
+    assert run_ids == {run["id"]}
+    assert {e["payload"]["sessionKey"] for e in events if e["type"].startswith("agent.")} == {
+        f"agent:main:paperclip:issue:{ctx['issue']['id']}"
+    }
+
+
+def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(gateway_stack, model_endpoint):
+    steps = [
+        calls(tool("get_task_context")),
+        say("Reading the task.", hold="slow-step"),  # ends the first gateway run
+        calls(tool("post_comment", {"body": "Changelog mentioned."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done, with the changelog."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-step")
+    gate.wait_reached(WAIT)
+    (run,) = gateway_stack.runs(ctx)
+
+    answer = steer_and_wait(gateway_stack, ctx, run["id"], "steer-1", "Also mention the changelog.")
+    assert answer == "steering_acknowledgement"
+    gate.release()
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(gateway_stack, ctx, run, "Changelog mentioned.")
+    later = [r for r in model_endpoint.scripted(ctx["model"]) if r.step is not None and r.step >= 2]
+    assert later and all(
+        any("Also mention the changelog." in text for text in r.user_texts()) for r in later
+    )
+    events = gateway_stack.events(ctx, run["id"])
+    run_ids = {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")}
+    assert run_ids == {run["id"], f"{run['id']}:follow-up:steer-1"}
+
+
+def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
+    gateway_stack, model_endpoint
+):
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Before the restart."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"}), hold="slow-finish"),
+        say("Done."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-finish")
+    gate.wait_reached(WAIT)
+
+    restart_control_plane(gateway_stack)
+    gate.release()
+
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(gateway_stack, ctx, run, "Before the restart.")
+    assert run["controller_epoch"] >= 2
+    assert_each_tool_once(gateway_stack, run["id"])
+    assert_log_is_clean(gateway_stack, ctx, run)

@@ -1,0 +1,130 @@
+"""The real OpenCode CLI (pinned, from npm) driven by Paperclip, the model a scripted endpoint.
+
+OpenCode names the run's MCP tools ``paperclip_<tool>``; a message sent during
+a turn is a follow-up, queued after the running step and answered in the same
+turn.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.providers.opencode.conftest import real_config, start_real
+from tests.providers.scenarios import (
+    WAIT,
+    assert_each_tool_once,
+    assert_log_is_clean,
+    assert_succeeded_once,
+    restart_control_plane,
+    steer_and_wait,
+)
+from tests.support.model_endpoint import ModelEndpoint
+from tests.support.model_endpoint_script import FunctionCall, calls, say
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.opencode_cli]
+
+
+def tool(name: str, arguments: dict | None = None) -> FunctionCall:
+    return FunctionCall(f"paperclip_{name}", arguments or {})
+
+
+def new_agent(stack, endpoint: ModelEndpoint, steps: list) -> dict:
+    model = f"scripted-{uuid.uuid4().hex[:8]}"
+    endpoint.script(model, steps)
+    ctx = stack.setup_issue({}, provider_config=real_config(endpoint, model), provider="opencode")
+    ctx["model"] = model
+    return ctx
+
+
+def test_a_run_calls_our_tools_and_succeeds(opencode_stack, model_endpoint):
+    start_real(opencode_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = new_agent(opencode_stack, model_endpoint, steps)
+    opencode_stack.assign(ctx)
+    run = opencode_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    run = assert_succeeded_once(opencode_stack, ctx, run, "Looking at it.")
+    assert run["answer"] == "Done."
+    assert_each_tool_once(opencode_stack, run["id"])
+    requests = model_endpoint.scripted(ctx["model"])
+    assert len(requests) == 4 and model_endpoint.exhausted(ctx["model"]) == []
+    assert "Fix the build" in json.dumps(requests[1].tool_outputs())
+    offered = set(requests[0].tool_names())
+    assert {"paperclip_get_task_context", "paperclip_finish", "paperclip_block"} <= offered
+    # What a run does not offer the model: the web, sub-agents, questions nobody answers.
+    assert not offered & {"webfetch", "websearch", "task", "question"}
+    # The standing rules ride as OpenCode's system text, not in the user prompt.
+    system = requests[0].body["messages"][0]
+    assert system["role"] == "system" and "## Paperclip rules" in system["content"]
+    assert not any("## Paperclip rules" in text for text in requests[0].user_texts())
+
+
+def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(
+    opencode_stack, model_endpoint
+):
+    start_real(opencode_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        say(
+            "Reading the task.", hold="slow-step"
+        ),  # ends the first prompt: the follow-up runs next
+        calls(tool("post_comment", {"body": "Changelog mentioned."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done, with the changelog."),
+    ]
+    ctx = new_agent(opencode_stack, model_endpoint, steps)
+    opencode_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-step")
+    gate.wait_reached(WAIT)
+    (run,) = opencode_stack.runs(ctx)
+
+    answer = steer_and_wait(
+        opencode_stack, ctx, run["id"], "steer-1", "Also mention the changelog."
+    )
+    assert answer == "steering_acknowledgement"
+    gate.release()
+    run = opencode_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(opencode_stack, ctx, run, "Changelog mentioned.")
+
+    later = [r for r in model_endpoint.scripted(ctx["model"]) if r.step is not None and r.step >= 2]
+    assert later and all("Also mention the changelog." in r.user_texts() for r in later)
+    events = opencode_stack.events(ctx, run["id"])
+    users = {
+        e["payload"]["info"]["id"]
+        for e in events
+        if e["type"] == "message.updated" and e["payload"]["info"]["role"] == "user"
+    }
+    assert len(users) == 2  # the prompt and the follow-up, in one turn
+
+
+def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
+    opencode_stack, model_endpoint
+):
+    start_real(opencode_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Before the restart."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"}), hold="slow-finish"),
+        say("Done."),
+    ]
+    ctx = new_agent(opencode_stack, model_endpoint, steps)
+    opencode_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-finish")
+    gate.wait_reached(WAIT)
+
+    restart_control_plane(opencode_stack)
+    gate.release()  # the model answers while the restarted control plane adopts the run
+
+    run = opencode_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(opencode_stack, ctx, run, "Before the restart.")
+    assert run["controller_epoch"] >= 2
+    assert_each_tool_once(opencode_stack, run["id"])
+    assert_log_is_clean(opencode_stack, ctx, run)

@@ -1,0 +1,120 @@
+"""The real Pi CLI (pinned, from npm) driven by Paperclip, the model a scripted endpoint.
+
+Pi has no MCP client: the run's tools reach the model through paperclip-pi's
+extension, as ``paperclip_<tool>``. Pi's ``steer`` enters the running turn
+before the model's next call.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from tests.providers.pi.conftest import real_config, start_real
+from tests.providers.scenarios import (
+    WAIT,
+    assert_each_tool_once,
+    assert_log_is_clean,
+    assert_succeeded_once,
+    restart_control_plane,
+    steer_and_wait,
+)
+from tests.support.model_endpoint import ModelEndpoint
+from tests.support.model_endpoint_script import FunctionCall, calls, say
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.pi_cli]
+
+
+def tool(name: str, arguments: dict | None = None) -> FunctionCall:
+    return FunctionCall(f"paperclip_{name}", arguments or {})
+
+
+def new_agent(stack, endpoint: ModelEndpoint, steps: list) -> dict:
+    model = f"scripted-{uuid.uuid4().hex[:8]}"
+    endpoint.script(model, steps)
+    ctx = stack.setup_issue({}, provider_config=real_config(endpoint, model), provider="pi")
+    ctx["model"] = model
+    return ctx
+
+
+def test_a_run_calls_our_tools_through_the_extension_and_succeeds(pi_stack, model_endpoint):
+    start_real(pi_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = new_agent(pi_stack, model_endpoint, steps)
+    pi_stack.assign(ctx)
+    run = pi_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    run = assert_succeeded_once(pi_stack, ctx, run, "Looking at it.")
+    assert run["answer"] == "Done."
+    assert_each_tool_once(pi_stack, run["id"])
+    requests = model_endpoint.scripted(ctx["model"])
+    assert len(requests) == 4 and model_endpoint.exhausted(ctx["model"]) == []
+    assert "Fix the build" in json.dumps(requests[1].tool_outputs())
+    offered = set(requests[0].tool_names())
+    assert {"paperclip_get_task_context", "paperclip_finish", "paperclip_block"} <= offered
+    # The standing rules ride in Pi's system prompt, after Pi's own; not in the user prompt.
+    system = requests[0].body["messages"][0]
+    assert system["role"] in ("system", "developer") and "## Paperclip rules" in str(
+        system["content"]
+    )
+    assert not any("## Paperclip rules" in text for text in requests[0].user_texts())
+
+
+def test_a_steer_during_a_slow_step_enters_the_same_turn(pi_stack, model_endpoint):
+    start_real(pi_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Changelog mentioned."}), hold="slow-step"),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done, with the changelog."),
+    ]
+    ctx = new_agent(pi_stack, model_endpoint, steps)
+    pi_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-step")
+    gate.wait_reached(WAIT)
+    (run,) = pi_stack.runs(ctx)
+
+    answer = steer_and_wait(pi_stack, ctx, run["id"], "steer-1", "Also mention the changelog.")
+    assert answer == "steering_acknowledgement"
+    gate.release()
+    run = pi_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(pi_stack, ctx, run, "Changelog mentioned.")
+
+    # Read before the model's next call: every later request carries it, the earlier ones not.
+    requests = model_endpoint.scripted(ctx["model"])
+    assert all("Also mention the changelog." not in r.user_texts() for r in requests[:2])
+    assert all("Also mention the changelog." in r.user_texts() for r in requests[2:])
+    events = pi_stack.events(ctx, run["id"])
+    assert [e["type"] for e in events].count("agent_end") == 1  # one turn
+
+
+def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
+    pi_stack, model_endpoint
+):
+    start_real(pi_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": "Before the restart."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"}), hold="slow-finish"),
+        say("Done."),
+    ]
+    ctx = new_agent(pi_stack, model_endpoint, steps)
+    pi_stack.assign(ctx)
+    gate = model_endpoint.gate("slow-finish")
+    gate.wait_reached(WAIT)
+
+    restart_control_plane(pi_stack)
+    gate.release()
+
+    run = pi_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(pi_stack, ctx, run, "Before the restart.")
+    assert run["controller_epoch"] >= 2
+    assert_each_tool_once(pi_stack, run["id"])
+    assert_log_is_clean(pi_stack, ctx, run)
