@@ -30,6 +30,7 @@ def upgrade() -> None:
         sa.Column("issue_id", sa.Uuid(), nullable=False),
         sa.Column("comment_id", sa.Uuid(), nullable=True),
         sa.Column("turn", sa.Integer(), nullable=False),
+        sa.Column("delivery", sa.String(length=20), nullable=False),
         sa.Column("requested_by", sa.String(length=200), nullable=False),
         sa.Column(
             "created_at",

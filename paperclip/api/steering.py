@@ -26,7 +26,9 @@ class SteerOut(msgspec.Struct):
     """The steer's id in the run log (``steering_acknowledgement`` carries it)."""
     comment_id: uuid.UUID | None
     turn: int
-    delivery: Literal["steer"]
+    delivery: Literal["steer", "follow_up"]
+    """``steer``: into the running turn; ``follow_up``: the provider has no true steer and
+    queues the message after its running step or turn."""
     duplicate: bool
 
     @classmethod

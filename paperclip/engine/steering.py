@@ -1,7 +1,7 @@
 """Steering: a person sends a comment into a run's live turn, once.
 
 The request is one transaction under the run's row lock: the checks (the run
-is in a live turn, its provider can steer, the comment is a person's on the
+is in a live turn, its provider can steer or queue a follow-up, the comment is a person's on the
 run's issue), the ``run_steers`` row (its primary key, run and message, makes
 the steer exactly once: a repeated request finds the row and queues nothing),
 the ``steer`` message in the runner's outbox, and the activity entry. The
@@ -49,14 +49,18 @@ def comment_steer_text(comment: Comment) -> str:
     return comment.body
 
 
+Delivery = Literal["steer", "follow_up"]
+
+
 @dataclass(frozen=True, slots=True)
 class SteerSent:
     run_id: uuid.UUID
     message_id: str
     comment_id: uuid.UUID | None
     turn: int
-    delivery: Literal["steer"]
-    """How the message reaches the model: ``steer`` (into the running turn)."""
+    delivery: Delivery
+    """How the message reaches the model: ``steer`` (into the running turn), or
+    ``follow_up`` (queued by the provider after the running step or turn)."""
     duplicate: bool
     """A repeated request: the steer was queued before and is not sent again."""
 
@@ -91,7 +95,7 @@ class RunSteering:
                 session, Comment, company_id, comment_id, "comment", field="comment_id"
             )
             _check_comment(run, comment)
-            self._check_provider(run)
+            delivery = self._delivery(run)
             turn = await _live_turn(session, run)
             message_id = str(comment.id)
             inserted = await session.execute(
@@ -103,6 +107,7 @@ class RunSteering:
                     issue_id=comment.issue_id,
                     comment_id=comment.id,
                     turn=turn,
+                    delivery=delivery,
                     requested_by=f"{actor.type}:{actor.id}",
                 )
                 .on_conflict_do_nothing()
@@ -111,12 +116,13 @@ class RunSteering:
             if inserted.scalar_one_or_none() is None:
                 earlier = (
                     await session.execute(
-                        select(RunSteer.turn).where(
+                        select(RunSteer.turn, RunSteer.delivery).where(
                             RunSteer.run_id == run.id, RunSteer.message_id == message_id
                         )
                     )
-                ).scalar_one()
-                return SteerSent(run.id, message_id, comment.id, earlier, "steer", True)
+                ).one()
+                sent_as: Any = earlier.delivery
+                return SteerSent(run.id, message_id, comment.id, earlier.turn, sent_as, True)
             assert run.runner_id is not None
             runner_id = run.runner_id
             await enqueue_one(
@@ -137,25 +143,29 @@ class RunSteering:
                 entity_type="run",
                 entity_id=run.id,
                 company_id=company_id,
-                details={"comment_id": message_id, "turn": turn},
+                details={"comment_id": message_id, "turn": turn, "delivery": delivery},
             )
         link = self.links.get(runner_id)
         if link is not None:
             link.kick()  # committed: send it now rather than at the link's next poll
-        return SteerSent(run.id, message_id, comment.id, turn, "steer", False)
+        return SteerSent(run.id, message_id, comment.id, turn, delivery, False)
 
-    def _check_provider(self, run: Run) -> None:
+    def _delivery(self, run: Run) -> Delivery:
+        """A true steer when the provider has one, else its follow-up; else a conflict."""
         try:
             capabilities = self.plugins.provider(run.provider).capabilities
         except ProviderNotInstalledError:
             capabilities = None
-        if capabilities is None or not capabilities.steer:
-            raise ConflictError(
-                f"the {run.provider!r} provider cannot steer a running turn; the comment "
-                "wakes the agent again after this run",
-                code=STEER_NOT_SUPPORTED,
-                details={"provider": run.provider, "follow_up": "wake"},
-            )
+        if capabilities is not None and capabilities.steer:
+            return "steer"
+        if capabilities is not None and capabilities.follow_up:
+            return "follow_up"
+        raise ConflictError(
+            f"the {run.provider!r} provider can neither steer a running turn nor queue a "
+            "follow-up; the comment wakes the agent again after this run",
+            code=STEER_NOT_SUPPORTED,
+            details={"provider": run.provider, "follow_up": "wake"},
+        )
 
 
 def _check_comment(run: Run, comment: Comment) -> None:

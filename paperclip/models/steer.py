@@ -31,6 +31,8 @@ class RunSteer(Base):
     """The comment whose text was steered (the message id is its id)."""
     turn: Mapped[int]
     """The run's turn it was sent into."""
+    delivery: Mapped[str] = mapped_column(String(20))
+    """``steer`` (into the running turn) or ``follow_up`` (queued by the provider after it)."""
     requested_by: Mapped[str] = mapped_column(String(200))
     """``<actor type>:<actor id>`` of the person who steered."""
     created_at: Mapped[datetime] = mapped_column(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from paperclip_hookspecs.providers import ProviderCapabilities
 
 from paperclip.engine.steering import RunSteering
+from paperclip.models import AgentStatus
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, World, eventually, make_world, started
@@ -35,7 +36,15 @@ async def live_turn(world: World) -> LiveTurn:
     """A run of ``world`` whose first turn the (memory) runner started."""
     peer, _ = await world.connect(await world.new_runner())
     issue_id = await world.assign()
-    start = await started(peer)
+    while True:  # wakes other tests left queued may be claimed onto this runner too
+        start = await started(peer)
+        if (await world.run(start.run_id)).issue_id == issue_id:
+            break
+    # Comments the test writes wake the agent; paused, its wakes stay queued, so no claim
+    # races the test's writes (the running turn goes on).
+    await world.container.agents().set_status(
+        LOCAL_OPERATOR, world.company_id, world.agent_id, AgentStatus.PAUSED
+    )
     peer.send(wire.TurnStarted(seq=0, run_id=start.run_id, turn=start.turn, session_ref="t-1"))
     await eventually(
         lambda: world.turn(start.run_id, start.turn), lambda t: t and t.status == "running"

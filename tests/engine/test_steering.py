@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from paperclip_hookspecs.providers import ProviderCapabilities
 
 from paperclip.errors import ConflictError, PaperclipError
 from paperclip.models import ActivityEntry, RunSteer
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.wire import messages as wire
+from tests.engine.memory_world import EchoProvider, make_world
 from tests.engine.steer_world import live_turn, steerable_world
 
 
@@ -122,3 +124,30 @@ async def test_a_steer_is_refused_for_foreign_comments_agents_and_ended_turns(
     await steer_world.until_ended(run_id)
     assert await code_of(LOCAL_OPERATOR, mine) == (409, "run_not_steerable")
     assert await count_rows(steer_world, RunSteer, run_id=run_id) == 0
+
+
+async def test_a_provider_with_a_follow_up_only_gets_the_message_as_a_follow_up(
+    paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+):
+    paperclip_register_plugin(
+        EchoProvider(ProviderCapabilities(follow_up=True)), name="echo-provider"
+    )
+    world, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        live = await live_turn(world)
+        comment_id = await live.comment("After this step, also run the linter.")
+        sent = await live.steering.steer_with_comment(
+            LOCAL_OPERATOR, world.company_id, live.start.run_id, comment_id
+        )
+        assert (sent.delivery, sent.duplicate) == ("follow_up", False)
+        steer = await live.peer.expect(wire.Steer, run_id=live.start.run_id)
+        assert steer.text == "After this step, also run the linter."
+        again = await live.steering.steer_with_comment(
+            LOCAL_OPERATOR, world.company_id, live.start.run_id, comment_id
+        )
+        assert (again.delivery, again.duplicate) == ("follow_up", True)
+    finally:
+        await engine.stop()
