@@ -27,6 +27,7 @@ from paperclip.api.recovery import recovery_status
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
+from paperclip.api.steering import RunSteerController
 from paperclip.container import Container
 from paperclip.plugins import PluginHost
 from paperclip.services.server_secrets import server_secret
@@ -84,6 +85,7 @@ def create_app(
             CommentController,
             RunController,
             RunStreamController,
+            RunSteerController,
             HoldController,
             recovery_status,
             ApiKeyController,
@@ -106,6 +108,7 @@ def create_app(
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),
+            "steering": _service(container.steering),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

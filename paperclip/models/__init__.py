@@ -17,6 +17,7 @@ from paperclip.models.recovery import (
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
+from paperclip.models.steer import RunSteer  # steering (seed 004)
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
@@ -45,6 +46,7 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunStatus",
+    "RunSteer",
     "RunToken",
     "RunTurn",
     "Runner",

@@ -25,6 +25,7 @@ from paperclip_hookspecs import prompts as prompts_family
 from paperclip_hookspecs import providers as providers_family
 from paperclip_hookspecs import receipts as receipts_family
 from paperclip_hookspecs import recovery as recovery_family
+from paperclip_hookspecs import steering as steering_family
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
 from paperclip_hookspecs.plugin_tools import PluginTool
 from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
@@ -48,6 +49,7 @@ from paperclip_hookspecs.prompts import (
 from paperclip_hookspecs.providers import ProviderKind
 from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
+from paperclip_hookspecs.steering import SteerLogEvent
 
 from paperclip.plugins import discovery, failures
 from paperclip.plugins.errors import (
@@ -76,6 +78,7 @@ SPEC_MODULES: tuple[ModuleType, ...] = (
     presentation_family,
     recovery_family,
     plugin_tools_family,
+    steering_family,
 )
 """Every hook family of the contract, in the order of DESIGN.md section 3."""
 
@@ -340,6 +343,19 @@ class PluginHost:
     def check_completion(self, check: CompletionCheck) -> CompletionRefusal | None:
         """The first guard's refusal of a completion report, or None: accepted."""
         return self._optional("paperclip_check_completion", CompletionRefusal, check=check)
+
+    def unread_steers(self, events: Sequence[SteerLogEvent]) -> tuple[str, ...]:
+        """The acknowledged steers the model has not read, oldest first (seed 004); none
+        when no plugin answers."""
+        caller = self._pm.hook.paperclip_unread_steers
+        result = self._call(caller, events=tuple(events))
+        if result is None:
+            return ()
+        if isinstance(result, str) or not all(isinstance(i, str) for i in result):
+            raise self._bad_result(
+                "paperclip_unread_steers", "a sequence of message ids or None", result, None
+            )
+        return tuple(dict.fromkeys(result))
 
     def decide_presentation(self, turn: ConversationTurn) -> PresentationDecision:
         """Whether a finished conversation turn's prose is its answer (seed 002)."""

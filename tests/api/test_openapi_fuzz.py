@@ -162,7 +162,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds)$'",
+            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
