@@ -190,10 +190,27 @@ def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothi
     expect(state).to_have_attribute("data-state", "live")
     wait_until(lambda: len(shown_seqs(page)) == len(stack.events(ctx, run["id"])), 30)
     before = shown_seqs(page)
-    # The turn runs and Codex can steer, but this server's API offers no steering yet.
-    expect(page.locator("#steer-reason")).to_have_text(
-        "Steering is not offered by this server's API yet."
+    # The turn runs and Codex steers: a comment on the issue, steered into the turn.
+    expect(page.locator("#steer-reason")).to_have_text("Goes into the running turn.")
+    page.get_by_label("Message to the running turn").fill("Also run the linter.")
+    page.get_by_role("button", name="Steer", exact=True).click()
+    expect(page.locator("#steer-reason")).to_have_text("Steered into turn 1.")
+    expect(page.get_by_label("Message to the running turn")).to_have_value("")
+    with stack.api() as api:
+        comments = api.get(
+            f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/comments"
+        ).json()["items"]
+    [steered] = [c for c in comments if c["body"] == "Also run the linter."]
+    assert steered["author_agent_id"] is None
+    wait_until(
+        lambda: any(
+            e["type"] == "steering_acknowledgement" for e in stack.events(ctx, run["id"])
+        ),
+        30,
+        message="the provider acknowledged the steer",
     )
+    wait_until(lambda: len(shown_seqs(page)) == len(stack.events(ctx, run["id"])), 30)
+    before = shown_seqs(page)
 
     stack.servers[0].kill()
     expect(state).to_have_attribute("data-state", "reconnecting")

@@ -13,6 +13,7 @@ export async function runView(companyId, runId, signal) {
   const summary = h("dl", { class: "facts" });
   const turns = h("tbody");
   const steer = h("div");
+  let steerPanel = null;
 
   async function refresh() {
     run = await get(`${base}/runs/${runId}`);
@@ -32,7 +33,9 @@ export async function runView(companyId, runId, signal) {
       h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""),
       h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ")))));
     const running = items.find((t) => t.status === "running") || null;
-    clear(steer).append(slots.turnSteer({ companyId, run, agent, turn: running }));
+    const context = { companyId, run, agent, turn: running };
+    if (steerPanel) steerPanel.update(context);
+    else steer.append((steerPanel = slots.turnSteer(context)));
   }
   await refresh();
 
