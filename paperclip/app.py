@@ -12,6 +12,7 @@ from paperclip.api.access import authorize
 from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import authenticate, current_actor
+from paperclip.api.board import BOARD_ROUTES
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
 from paperclip.api.cursors import CursorCodec, provide_pages
@@ -23,8 +24,10 @@ from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
 from paperclip.api.recovery import recovery_status
+from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
+from paperclip.api.steering import RunSteerController
 from paperclip.container import Container
 from paperclip.plugins import PluginHost
 from paperclip.services.server_secrets import server_secret
@@ -81,6 +84,8 @@ def create_app(
             IssueController,
             CommentController,
             RunController,
+            RunStreamController,
+            RunSteerController,
             HoldController,
             recovery_status,
             ApiKeyController,
@@ -90,7 +95,7 @@ def create_app(
     )
     authenticated = settings.deployment_mode is DeploymentMode.AUTHENTICATED
     app = Litestar(
-        route_handlers=[api],
+        route_handlers=[api, *BOARD_ROUTES],
         guards=[authenticate, authorize],
         dependencies={
             "actor": Provide(current_actor, sync_to_thread=False),
@@ -103,6 +108,7 @@ def create_app(
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),
+            "steering": _service(container.steering),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

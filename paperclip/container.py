@@ -10,6 +10,7 @@ from dependency_injector import containers, providers
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
 from paperclip.engine.engine import RunEngine
+from paperclip.engine.steering import RunSteering
 from paperclip.plugins import PluginHost
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
@@ -72,4 +73,8 @@ class Container(containers.DeclarativeContainer):
         max_resumes=settings.provided.run_max_resumes,
         reconcile_seconds=settings.provided.reconcile_seconds,
         database=engine,
+    )
+    # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
+    steering = providers.Singleton(
+        RunSteering, sessions, plugin_host, links=run_engine.provided.connections.links
     )

@@ -49,6 +49,48 @@ class ResumeOutcome:
     its task is held with the reason. ``already_settled``: another pass (or replica) did it."""
 
 
+@dataclass(frozen=True, slots=True)
+class PendingCallback:
+    """A tool input without a saved result, of a run this replica controls now, that an
+    earlier controller admitted (hook API 1.5)."""
+
+    run_id: str
+    company_id: str
+    input_id: str
+    tool_name: str
+    admitted_by: str
+    admitted_epoch: int
+    epoch: int
+    """The run's epoch now; greater than ``admitted_epoch``: the fence moved past the admission."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallbacksRecovered:
+    """What a recovery of a run's pending tool inputs did (hook API 1.5)."""
+
+    settled: int
+    """Inputs settled now (a receipt replayed, or interrupted), their results on the way."""
+    pending: int
+    """Inputs still pending (this process still runs them, or a rule kept them)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupHold:
+    """A system no-replay hold left on the task of a run that failed with
+    ``native_session_cleanup_quarantined`` after its turn completed (hook API 1.5)."""
+
+    hold_id: str
+    company_id: str
+    issue_id: str
+    run_id: str
+    closing: OwnerRef | None
+    """The controller that tried to close the session (its cleanup gate was in-process)."""
+    protects_unsaved_files: bool
+    """The hold keeps work tree files not verified as saved: workspace recovery decides it."""
+    shape: str
+    """``v2`` as this release saves it, ``v1`` as earlier releases did."""
+
+
 class RecoveryPort(Protocol):
     """The control plane's operations a recovery policy may call (hook API 1.3).
 
@@ -68,6 +110,34 @@ class RecoveryPort(Protocol):
     async def resume_run(self, run_id: str, *, epoch: int, settlement: str) -> ResumeOutcome:
         """Queue the run's next turn (resuming its session), or hold its task when its
         retries are spent; ``settlement`` names the candidate, settled at most once."""
+        ...
+
+    async def pending_callbacks(self, limit: int) -> Sequence[PendingCallback]:
+        """Up to ``limit`` tool inputs without a result that an earlier controller admitted,
+        of runs this replica controls now, oldest first (hook API 1.5)."""
+        ...
+
+    async def recover_callbacks(self, run_id: str, *, epoch: int) -> CallbacksRecovered:
+        """Ask the tool-recovery hook about each of the run's pending inputs again, with
+        their admission, this process's memory of them and the tool's receipt lookup, and
+        settle what it answers, under ``epoch`` (hook API 1.5)."""
+        ...
+
+    async def cleanup_holds(self, limit: int) -> Sequence[CleanupHold]:
+        """Up to ``limit`` active system no-replay holds of runs that failed with
+        ``native_session_cleanup_quarantined`` after a completed turn (hook API 1.5)."""
+        ...
+
+    async def prove_closing_controller_gone(self, hold_id: str) -> OwnerProof:
+        """Whether the controller that stamped the cleanup hold is provably gone: its boot is
+        retired (not seen for a lease, then retired by this proof); a hold saved in the
+        earlier shape predates boots, so its controller is gone (hook API 1.5)."""
+        ...
+
+    async def settle_cleanup_hold(self, hold_id: str, *, settlement: str) -> bool:
+        """Resolve the hold as ``restored``, lift its replay block and log
+        ``issue.recovery_action_resolved``, once; False when it was settled or resolved
+        before (hook API 1.5). Starts no run."""
         ...
 
 

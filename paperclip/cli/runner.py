@@ -63,13 +63,15 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
             code=2,
         )
     urls = [u for s in servers for u in s.split()]
-    kinds = {kind.name: kind for kind in PluginHost.from_settings(settings).providers()}
+    plugins = PluginHost.from_settings(settings)
+    kinds = {kind.name: kind for kind in plugins.providers()}
     runtime = RunnerProcess(
         urls,
         credential,
         work_dir=work_dir or settings.data_dir / "runner",
         providers=kinds,
         launch=LaunchPolicy.build(kinds, settings.runner_launch),
+        tools=plugins.tool_specs(),
     )
 
     async def main() -> None:

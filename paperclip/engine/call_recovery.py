@@ -13,6 +13,7 @@ import logging
 import uuid
 
 from paperclip_hookspecs.receipts import (
+    SEMANTIC_TOOL_OUTCOME_UNKNOWN,
     TOOL_CALL_INTERRUPTED_BY_RESTART,
     Admission,
     PendingToolInput,
@@ -21,6 +22,7 @@ from paperclip_hookspecs.receipts import (
     ToolRecovery,
     ToolRecoveryAction,
 )
+from paperclip_hookspecs.recovery import CallbacksRecovered
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -49,7 +51,7 @@ class CallRecovery:
 
     async def recover_pending(
         self, run_id: uuid.UUID, *, runner_id: uuid.UUID, link: RunnerLink | None = None
-    ) -> None:
+    ) -> CallbacksRecovered:
         """After adoption: ask the tool-recovery hook what becomes of each input without a result.
 
         This controller just adopted the run (its lease expired and the epoch
@@ -73,9 +75,13 @@ class CallRecovery:
         settle: list[tuple[ToolCall, dict[str, object], bool]] = []
         again: list[Admitted] = []
         for row in pending:
-            decision = self.plugins.recover_tool_input(
-                self._pending_input(row, epoch, receipts.get(row.id))
-            )
+            asked = await self._pending_input(row, epoch, receipts.get(row.id))
+            decision = self.plugins.recover_tool_input(asked)
+            if decision.action is ToolRecoveryAction.REDISPATCH and not asked.effect_in_journal:
+                # Only an input that provably had no effect may run again.
+                decision = ToolRecovery.keep_pending(
+                    "its effect may have happened: never run again"
+                )
             log.info(
                 "tool call %s of run %s after adoption: %s (%s)",
                 row.call_id,
@@ -98,6 +104,9 @@ class CallRecovery:
                 link.admitted.put_nowait(item)
         elif again:
             await self.calls.execute_batch(runner_id, again)
+        return CallbacksRecovered(
+            settled=len(settle), pending=len(pending) - len(settle) - len(again)
+        )
 
     async def answer_again(self, link: RunnerLink, run_id: uuid.UUID, call_ids: list[str]) -> None:
         """The runner still waits for these calls (``hello``): send the saved results again.
@@ -124,21 +133,45 @@ class CallRecovery:
             await outbox.enqueue(session, link.runner_id, replies)
         link.kick()
 
-    def _pending_input(
+    async def _pending_input(
         self, row: ToolCall, epoch: int, receipt: ToolReceipt | None
     ) -> PendingToolInput:
-        here = row.admitted_by == self.instance and row.admitted_epoch == epoch
+        """What the hook is told about one input. The admission is computed, never saved:
+        ``this_controller`` when this process dispatched it live (at this epoch, or it still
+        remembers running it or seeing it fail), else ``earlier_controller``."""
+        memory = self.calls.memory
+        running, failed = memory.running(row.id), memory.failed_here(row.id)
+        here = (row.admitted_by == self.instance and row.admitted_epoch == epoch) or (
+            running or failed
+        )
+        answer = None
+        if receipt is None and not running and self.calls.plugin_calls.owns(row.tool):
+            receipt, answer = await self._ask_authority(row)
         return PendingToolInput(
             run_id=str(row.run_id),
             input_id=str(row.id),
             tool_name=row.tool,
             admission=Admission.THIS_CONTROLLER if here else Admission.EARLIER_CONTROLLER,
-            running_here=False,
+            running_here=running,
             owner_gone=not here,
             receipt=receipt,
+            failed_here=failed,
+            authority_answer=answer,
             # A core tool's effect commits with its saved result.
             effect_in_journal=row.tool in BY_NAME,
         )
+
+    async def _ask_authority(self, row: ToolCall) -> tuple[ToolReceipt | None, str | None]:
+        """The plugin tool's receipt lookup: its receipt, none, or ``semantic_tool_outcome_unknown``."""
+        tool = self.calls.plugin_calls.tools[row.tool]
+        try:
+            return await tool.handler.find_receipt(journal.CallInput.of(row).command_id), None
+        except Exception as exc:
+            # ToolOutcomeUnknown, or a lookup that failed: either way nobody can tell.
+            log.info(
+                "receipt lookup of %s for call %s: outcome unknown (%s)", row.tool, row.id, exc
+            )
+            return None, SEMANTIC_TOOL_OUTCOME_UNKNOWN
 
     async def _settle_recovered(
         self,

@@ -20,11 +20,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal, outbox
+from paperclip.engine.callbacks import CallbackMemory
 from paperclip.engine.executor import ToolExecutor
 from paperclip.engine.fence import StaleEpochError, lock_runs
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import Admitted, RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.plugin_calls import PluginCalls
 from paperclip.failpoints import failpoint
 from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
 from paperclip.plugins import PluginHost
@@ -47,6 +49,7 @@ class CallPipeline:
         plugins: PluginHost,
         *,
         instance: str,
+        memory: CallbackMemory | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -54,6 +57,11 @@ class CallPipeline:
         self.plugins = plugins
         self.executor = ToolExecutor(plugins)
         self.instance = instance
+        self.memory = memory if memory is not None else CallbackMemory()
+        """The callbacks this process runs and saw fail (recovery asks it)."""
+        self.plugin_calls = PluginCalls(
+            sessions, ownership, plugins, self.memory, instance=instance
+        )
 
     # Admit
 
@@ -167,8 +175,20 @@ class CallPipeline:
         """Execute journaled calls and save each result with its reply, in fenced transactions.
 
         A batch that fails is retried call by call, each reading its stored
-        state again, so one bad call cannot hold up the others.
+        state again, so one bad call cannot hold up the others. A freshly
+        admitted call of a plugin tool runs on its own, outside the batch's
+        transaction (its effect is outside our database).
         """
+        core: list[Admitted] = []
+        for item in batch:
+            call = item[2]
+            if call is not None and self.plugin_calls.owns(call.tool):
+                self.plugin_calls.start(link.runner_id, call, link.deliver)
+            else:
+                core.append(item)
+        if not core:
+            return
+        batch = core
         try:
             replies = await self.execute_batch(link.runner_id, batch)
         except Exception as exc:
@@ -229,6 +249,10 @@ class CallPipeline:
                         answers[call_db_id] = reply_to(
                             run_id, row.call_id, row.result, row.is_error
                         )
+                        continue
+                    if self.plugin_calls.owns(row.tool):
+                        # Admitted before and not settled: it may have had its effect.
+                        # Its own run answers it, or recovery does; never a second run.
                         continue
                     call = journal.CallInput.of(row)
                 answers[call_db_id] = reply_to(run_id, call.call_id, {}, False)  # filled in below

@@ -21,7 +21,7 @@ from paperclip_hookspecs.presentation import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import outbox
+from paperclip.engine import drain, outbox
 from paperclip.engine.completion import check_completion, report_of
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
@@ -132,6 +132,7 @@ class RunEndings:
         instance: str,
         nudge: Callable[[], None],
         on_lost: Callable[[], None] = lambda: None,
+        boot: uuid.UUID | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -141,6 +142,8 @@ class RunEndings:
         self.nudge = nudge
         self.on_lost = on_lost
         """Called when a turn was lost: the reconciler settles it (a nudge, not a wait)."""
+        self.boot = boot or uuid.uuid4()
+        """This process's boot: the stamp of a cleanup hold it sets (``drain``)."""
 
     async def turn_finished(self, link: RunnerLink, message: TurnFinished) -> None:
         run_id = message.run_id
@@ -158,8 +161,13 @@ class RunEndings:
                 lost = True
             else:
                 lost = False
-                ended, status = await self._end_run(session, run, link, message)
-                await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+                pending = await drain.pending_callbacks(session, run_id)
+                if pending:
+                    # Close must prove the drain: it cannot, so the session stays suspended.
+                    ended, status = await self._quarantine(session, run, link, message, pending)
+                else:
+                    ended, status = await self._end_run(session, run, link, message)
+                    await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
         if lost:
             self.ownership.release(run_id)
             self.on_lost()
@@ -189,6 +197,67 @@ class RunEndings:
         )
         run.lease_expires_at = datetime.now(UTC)
         log.info("turn %s of run %s was lost (%s)", run.turn, run.id, message.error_code)
+
+    async def _quarantine(
+        self,
+        session: AsyncSession,
+        run: Run,
+        link: RunnerLink,
+        message: TurnFinished,
+        pending: list[dict[str, object]],
+    ) -> tuple[bool, RunStatus]:
+        """The turn ended with inputs unsettled: report it, fail the run, hold its task."""
+        completed = message.status == "completed"
+        report = drain.settlement_report(pending)  # type: ignore[arg-type]
+        await end_turn(
+            session,
+            run,
+            run.turn,
+            TurnStatus.COMPLETED if completed else TurnStatus.FAILED,
+            error_code=message.error_code,
+            error_message=message.error,
+            session_ref=message.session_ref,
+            provider_turn_id=message.provider_turn_id,
+        )
+        epoch = run.controller_epoch
+        ended = await finish_run(
+            session,
+            run,
+            RunStatus.FAILED,
+            error_code=drain.CLEANUP_QUARANTINED,
+            error_message=f"{drain.SETTLEMENT_INCOMPLETE}: {len(pending)} tool call(s) pending",
+            session_ref=message.session_ref,
+            answer=message.answer,
+        )
+        if ended:
+            await append_events(
+                session,
+                run,
+                self.instance,  # the controller's report, beside the runner's events
+                [NewEvent(message.seq, drain.SETTLEMENT_INCOMPLETE, report)],
+            )
+            await append_events(
+                session,
+                run,
+                link.instance,
+                [
+                    NewEvent(
+                        message.seq,
+                        "run.finished",
+                        {"status": "failed", "error_code": drain.CLEANUP_QUARANTINED},
+                    )
+                ],
+            )
+            await drain.quarantine(
+                session,
+                run,
+                report,
+                instance=self.instance,
+                epoch=epoch,
+                boot=self.boot,
+                turn_completed=completed,
+            )
+        return ended, RunStatus.FAILED
 
     async def _end_run(
         self, session: AsyncSession, run: Run, link: RunnerLink, message: TurnFinished

@@ -25,6 +25,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.connections import RunnerConnections
@@ -64,6 +65,7 @@ class RunEngine:
         database: AsyncEngine | None = None,
     ) -> None:
         self.instance = instance
+        self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
         self.ownership = RunOwnership()
         gate = ControlGate(sessions, self.ownership)
         self.calls = CallPipeline(sessions, self.ownership, gate, plugins, instance=instance)
@@ -77,6 +79,7 @@ class RunEngine:
             lease_seconds=lease_seconds,
             limits=Limits(max_resumes, timedelta(seconds=abandon_after)),
             runner_grace=timedelta(seconds=runner_gone_after),
+            boot=self.boots.boot_id,
         )
         self.reconciler = Reconciler(
             sessions, plugins, self.port, instance=instance, pass_seconds=reconcile_seconds
@@ -89,6 +92,7 @@ class RunEngine:
             instance=instance,
             nudge=self.nudge,
             on_lost=self.reconciler.nudge,
+            boot=self.boots.boot_id,
         )
         self.presentations = PresentationRecovery(
             sessions,
@@ -138,7 +142,10 @@ class RunEngine:
         task.add_done_callback(self._adoptions.discard)
 
     async def start(self) -> None:
+        with contextlib.suppress(Exception):  # else its loop registers it once it can
+            await self.boots.register()
         self._loops = [
+            asyncio.create_task(self.boots.run(), name="controller-boot"),
             asyncio.create_task(self.scheduler.run(), name="wake-scheduler"),
             asyncio.create_task(self.leases.run(), name="lease-keeper"),
             asyncio.create_task(self.reconciler.run(), name="reconciler"),
@@ -156,6 +163,7 @@ class RunEngine:
                 await task
         with contextlib.suppress(Exception):
             await self.leases.release_all()
+        await self.boots.retire()
 
     def nudge(self) -> None:
         """Something may be claimable now (a wake, a finished run, a runner)."""

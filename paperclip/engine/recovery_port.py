@@ -14,12 +14,20 @@ import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 
-from paperclip_hookspecs.recovery import LostRun, OwnerProof, OwnerRef, ResumeOutcome
+from paperclip_hookspecs.recovery import (
+    CallbacksRecovered,
+    CleanupHold,
+    LostRun,
+    OwnerProof,
+    OwnerRef,
+    PendingCallback,
+    ResumeOutcome,
+)
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import leases
+from paperclip.engine import cleanup_holds, leases
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.fence import StaleEpochError, lock_run
 from paperclip.engine.ownership import RunOwnership
@@ -30,6 +38,8 @@ from paperclip.models import (
     Run,
     RunStatus,
     RunTurn,
+    ToolCall,
+    ToolCallStatus,
     TurnStatus,
 )
 from paperclip.models import Runner as RunnerRow
@@ -56,6 +66,7 @@ class ControlPlanePort:
         lease_seconds: float,
         limits: Limits,
         runner_grace: timedelta,
+        boot: uuid.UUID | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -65,6 +76,8 @@ class ControlPlanePort:
         self.ttl = lease_seconds
         self.limits = limits
         self.runner_grace = runner_grace
+        self.boot = boot or uuid.uuid4()
+        """This process's boot: a hold it stamped itself is never proven gone here."""
         """How long a run's runner may be away (its lease expired) before the turn counts lost."""
 
     async def lost_runs(self, limit: int) -> Sequence[LostRun]:
@@ -128,6 +141,64 @@ class ControlPlanePort:
                 return OwnerProof(False, f"its lease is held by {who!r}")
         self.ownership.own(key, epoch)
         return OwnerProof(True, f"lease expired; the epoch fence moved to {epoch}", epoch=epoch)
+
+    async def pending_callbacks(self, limit: int) -> Sequence[PendingCallback]:
+        """Pending inputs of runs controlled here that an earlier epoch admitted, oldest first."""
+        owned = self.ownership.snapshot()
+        if not owned:
+            return []
+        stmt = (
+            select(ToolCall)
+            .where(ToolCall.run_id.in_(list(owned)), ToolCall.status == ToolCallStatus.PENDING)
+            .order_by(ToolCall.id)
+        )
+        async with self.sessions() as session:
+            rows = (await session.execute(stmt)).scalars().all()
+        return [
+            PendingCallback(
+                run_id=str(row.run_id),
+                company_id=str(row.company_id),
+                input_id=str(row.id),
+                tool_name=row.tool,
+                admitted_by=row.admitted_by,
+                admitted_epoch=row.admitted_epoch,
+                epoch=owned[row.run_id],
+            )
+            for row in rows
+            if row.admitted_epoch < owned.get(row.run_id, 0)
+        ][:limit]
+
+    async def recover_callbacks(self, run_id: str, *, epoch: int) -> CallbacksRecovered:
+        """Ask the tool-recovery hook again about the run's pending inputs, under ``epoch``."""
+        key = uuid.UUID(run_id)
+        if self.ownership.snapshot().get(key) != epoch:
+            return CallbacksRecovered(settled=0, pending=0)  # it moved on: nothing of ours
+        async with self.sessions() as session:
+            runner_id = (
+                await session.execute(select(Run.runner_id).where(Run.id == key))
+            ).scalar_one_or_none()
+        if runner_id is None:
+            return CallbacksRecovered(settled=0, pending=0)
+        return await self.recovery.recover_pending(key, runner_id=runner_id)
+
+    async def cleanup_holds(self, limit: int) -> Sequence[CleanupHold]:
+        """Active system no-replay holds of runs quarantined after a completed turn."""
+        async with self.sessions() as session:
+            return await cleanup_holds.list_holds(session, limit)
+
+    async def prove_closing_controller_gone(self, hold_id: str) -> OwnerProof:
+        """Retire the closing controller's boot if it was not seen for a lease: the proof."""
+        async with self.sessions.begin() as session:
+            return await cleanup_holds.prove_closing_gone(
+                session, uuid.UUID(hold_id), ttl=self.ttl, this_boot=self.boot
+            )
+
+    async def settle_cleanup_hold(self, hold_id: str, *, settlement: str) -> bool:
+        """Resolve the hold as ``restored``, lift its replay block, log it; once."""
+        async with self.sessions.begin() as session:
+            return await cleanup_holds.settle_hold(
+                session, uuid.UUID(hold_id), settlement=settlement, instance=self.instance
+            )
 
     async def resume_run(self, run_id: str, *, epoch: int, settlement: str) -> ResumeOutcome:
         """Settle a lost run once: its next turn queued, or its task held."""

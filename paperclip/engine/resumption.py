@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.endings import finish_run
 from paperclip.engine.turns import current_turn, end_turn, open_turn
+from paperclip.engine.unread_steers import unread_steered_messages
 from paperclip.models import Agent, Run, RunStatus, RunTurn, TurnKind, TurnStatus
 from paperclip.plugins import PluginHost, ProviderNotInstalledError
 from paperclip.prompts import AgentBrief, read_execution_input
@@ -74,7 +75,7 @@ async def settle_lost_run(
             "resolve this hold to run the task again.",
         )
         return "held"
-    kind, inputs = _next_input(run, turn, plugins)
+    kind, inputs = await _next_input(session, run, turn, plugins)
     if kind is None:
         await _give_up(
             session,
@@ -114,11 +115,14 @@ async def settle_lost_run(
     return "resuming"
 
 
-def _next_input(
-    run: Run, lost: RunTurn | None, plugins: PluginHost
+async def _next_input(
+    session: AsyncSession, run: Run, lost: RunTurn | None, plugins: PluginHost
 ) -> tuple[TurnKind | None, dict[str, Any]]:
     """A restart continuation of the same session when the provider can resume it, else a
-    fresh retry when it may start over; (None, {}) when it can do neither."""
+    fresh retry when it may start over; (None, {}) when it can do neither.
+
+    A restart continuation carries the steers the provider acknowledged but the model
+    never read (seed 004): read from the run log here, only when one is built."""
     try:
         capabilities = plugins.provider(run.provider).capabilities
     except ProviderNotInstalledError:
@@ -126,7 +130,8 @@ def _next_input(
     resume_failed = lost is not None and lost.error_code == "resume_failed"
     if capabilities.resume and run.session_ref and not resume_failed:
         previous = read_execution_input(run.execution_input or {})
-        restart = restart_continuation(previous, plugins, turn=run.turn + 1)
+        steered = await unread_steered_messages(session, run, plugins)
+        restart = restart_continuation(previous, plugins, turn=run.turn + 1, steered=steered)
         return TurnKind.CONTINUATION, restart.envelope
     if capabilities.fresh_retry or not run.session_ref:
         return TurnKind.FRESH_RETRY, {}

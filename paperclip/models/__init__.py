@@ -8,10 +8,16 @@ from paperclip.models.comment import Comment
 from paperclip.models.company import Company
 from paperclip.models.hold import HoldSetter, HoldStatus, TaskHold
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
-from paperclip.models.recovery import RecoveryItem, RecoveryItemStatus, RecoverySettlement
+from paperclip.models.recovery import (
+    ControllerBoot,
+    RecoveryItem,
+    RecoveryItemStatus,
+    RecoverySettlement,
+)
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
+from paperclip.models.steer import RunSteer  # steering (seed 004)
 from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
@@ -27,6 +33,7 @@ __all__ = [
     "Base",
     "Comment",
     "Company",
+    "ControllerBoot",
     "HoldSetter",
     "HoldStatus",
     "Issue",
@@ -39,6 +46,7 @@ __all__ = [
     "Run",
     "RunEvent",
     "RunStatus",
+    "RunSteer",
     "RunToken",
     "RunTurn",
     "Runner",

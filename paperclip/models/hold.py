@@ -28,6 +28,11 @@ class TaskHold(UUIDPrimaryKey, Timestamps, Base):
     __tablename__ = "task_holds"
     __table_args__ = (
         Index("ix_task_holds_active", "issue_id", postgresql_where=text("status = 'active'")),
+        Index(
+            "ix_task_holds_no_replay",
+            "run_id",
+            postgresql_where=text("status = 'active' AND replay_forbidden"),
+        ),
     )
 
     company_id: Mapped[uuid.UUID] = mapped_column(

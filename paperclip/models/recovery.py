@@ -60,3 +60,24 @@ class RecoverySettlement(Base):
     settled_at: Mapped[datetime] = mapped_column(
         DateTime(timezone=True), server_default=func.now(), nullable=False
     )
+
+
+class ControllerBoot(Base):
+    """One start of a control-plane process: what proves a closing controller gone.
+
+    A live process renews ``seen_at``; another proves it gone by retiring a
+    boot not seen for a lease (an update only one side can win), after which
+    the retired process can renew nothing.
+    """
+
+    __tablename__ = "controller_boots"
+
+    boot_id: Mapped[uuid.UUID] = mapped_column(primary_key=True)
+    instance: Mapped[str] = mapped_column(String(200))
+    started_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    seen_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), server_default=func.now(), nullable=False
+    )
+    retired_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

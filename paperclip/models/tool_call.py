@@ -5,7 +5,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Identity, String, UniqueConstraint, func
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    String,
+    UniqueConstraint,
+    func,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paperclip.db.base import Base
@@ -27,7 +37,11 @@ class ToolCall(Base):
     """
 
     __tablename__ = "tool_calls"
-    __table_args__ = (UniqueConstraint("run_id", "call_id"),)
+    __table_args__ = (
+        UniqueConstraint("run_id", "call_id"),
+        # Recovery reads only what is pending, whatever the journal's size.
+        Index("ix_tool_calls_pending", "run_id", postgresql_where=text("status = 'pending'")),
+    )
 
     id: Mapped[int] = mapped_column(BigInteger, Identity(), primary_key=True)
     company_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("companies.id", ondelete="CASCADE"))

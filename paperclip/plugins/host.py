@@ -19,12 +19,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pluggy
 from paperclip_hookspecs import HOOK_API, PROJECT_NAME
 from paperclip_hookspecs import completion as completion_family
+from paperclip_hookspecs import plugin_tools as plugin_tools_family
 from paperclip_hookspecs import presentation as presentation_family
 from paperclip_hookspecs import prompts as prompts_family
 from paperclip_hookspecs import providers as providers_family
 from paperclip_hookspecs import receipts as receipts_family
 from paperclip_hookspecs import recovery as recovery_family
+from paperclip_hookspecs import steering as steering_family
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
+from paperclip_hookspecs.plugin_tools import PluginTool
 from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
 from paperclip_hookspecs.prompts import (
     CommentSource,
@@ -46,6 +49,7 @@ from paperclip_hookspecs.prompts import (
 from paperclip_hookspecs.providers import ProviderKind
 from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
+from paperclip_hookspecs.steering import SteerLogEvent
 
 from paperclip.plugins import discovery, failures
 from paperclip.plugins.errors import (
@@ -57,6 +61,7 @@ from paperclip.plugins.errors import (
     ProviderNotInstalledError,
 )
 from paperclip.plugins.records import PluginRecord, PluginReport, PluginStatus, SkipCode
+from paperclip.wire.tools import BY_NAME, ToolSpec
 
 if TYPE_CHECKING:
     from paperclip.settings import Settings
@@ -72,6 +77,8 @@ SPEC_MODULES: tuple[ModuleType, ...] = (
     completion_family,
     presentation_family,
     recovery_family,
+    plugin_tools_family,
+    steering_family,
 )
 """Every hook family of the contract, in the order of DESIGN.md section 3."""
 
@@ -213,7 +220,13 @@ class PluginHost:
         return PluginReport(self.hook_api, self.records(), self.problems())
 
     def _checks(self) -> list[Callable[[], object]]:
-        return [self._check_specs, self._check_strict, self.providers, self.recovery_policies]
+        return [
+            self._check_specs,
+            self._check_strict,
+            self.providers,
+            self.recovery_policies,
+            self.tools,
+        ]
 
     def _check_specs(self) -> None:
         try:
@@ -256,6 +269,41 @@ class PluginHost:
             )
         ]
 
+    def tools(self) -> list[PluginTool]:
+        """Every tool plugins add to the catalog; raises on two tools with one name, or one
+        named like a core tool."""
+        collected = self._collect("paperclip_tools", PluginTool, "tool")
+        for tool, record in collected:
+            if tool.name in BY_NAME:
+                raise PluginConflictError(
+                    f"tool {tool.name!r} of {record.label} has the name of a core tool; "
+                    "rename it, or disable the plugin with PAPERCLIP_PLUGINS_DISABLE"
+                )
+        return [tool for tool, _ in collected]
+
+    def owner_of_tool(self, name: str) -> str | None:
+        """The name of the plugin that registered the tool ``name``."""
+        for tool, record in self._collect("paperclip_tools", PluginTool, "tool"):
+            if tool.name == name:
+                return record.name
+        return None
+
+    def tool_specs(self) -> list[ToolSpec]:
+        """The catalog entries of the plugins' tools, as the runner lists them to the model."""
+        return [
+            ToolSpec(
+                name=tool.name,
+                description=tool.description,
+                input_schema=dict(tool.input_schema),
+                writes=not tool.read_only,
+                title=tool.title,
+                destructive=tool.destructive,
+                open_world=tool.open_world,
+                idempotent=tool.idempotent,
+            )
+            for tool in self.tools()
+        ]
+
     def _collect(self, hook: str, kind: type, what: str) -> list[tuple[Any, PluginRecord]]:
         # Each implementation is called on its own, not through pluggy's fan-out, so
         # every item (and every exception) is known to come from one plugin.
@@ -295,6 +343,19 @@ class PluginHost:
     def check_completion(self, check: CompletionCheck) -> CompletionRefusal | None:
         """The first guard's refusal of a completion report, or None: accepted."""
         return self._optional("paperclip_check_completion", CompletionRefusal, check=check)
+
+    def unread_steers(self, events: Sequence[SteerLogEvent]) -> tuple[str, ...]:
+        """The acknowledged steers the model has not read, oldest first (seed 004); none
+        when no plugin answers."""
+        caller = self._pm.hook.paperclip_unread_steers
+        result = self._call(caller, events=tuple(events))
+        if result is None:
+            return ()
+        if isinstance(result, str) or not all(isinstance(i, str) for i in result):
+            raise self._bad_result(
+                "paperclip_unread_steers", "a sequence of message ids or None", result, None
+            )
+        return tuple(dict.fromkeys(result))
 
     def decide_presentation(self, turn: ConversationTurn) -> PresentationDecision:
         """Whether a finished conversation turn's prose is its answer (seed 002)."""

@@ -16,6 +16,7 @@ import os
 import socket
 import uuid
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,9 @@ from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
+from paperclip.runner.steer_order import SteerOrder
 from paperclip.wire import messages as wire
-from paperclip.wire.tools import TOOLS
+from paperclip.wire.tools import TOOLS, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,8 @@ class HostedRun:
     kind: ProviderKind | None = None
     task: asyncio.Task[None] | None = None
     pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
+    order: SteerOrder[wire.DataMessage] = field(default_factory=SteerOrder)
+    """Its events wait for the result of a steer in flight (the acknowledgement first)."""
 
 
 class RunnerProcess:
@@ -73,6 +77,7 @@ class RunnerProcess:
         work_dir: Path,
         providers: dict[str, Any],
         launch: LaunchPolicy | None = None,
+        tools: Sequence[ToolSpec] = (),
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -85,7 +90,8 @@ class RunnerProcess:
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.runs: dict[uuid.UUID, HostedRun] = {}
-        self.bridge = McpBridge(TOOLS, self._dispatch_tool)
+        # The core's tools, then the installed plugins' (their plugins load here too).
+        self.bridge = McpBridge((*TOOLS, *tools), self._dispatch_tool)
         self._out_seq = 0
         self._outbox: OrderedDict[int, wire.DataMessage] = OrderedDict()
         self._outbox_room = asyncio.Event()
@@ -342,13 +348,14 @@ class RunnerProcess:
         assert hosted.driver is not None
 
         async def emit(event: ProviderEvent) -> None:
-            await self._send_data(
+            await hosted.order.emit(
                 wire.Event(
                     seq=0,
                     run_id=hosted.run_id,
                     event_type=event.type,
                     payload=dict(event.payload),
-                )
+                ),
+                self._send_data,
             )
 
         try:
@@ -380,20 +387,27 @@ class RunnerProcess:
 
     async def _on_steer(self, message: wire.Steer) -> None:
         hosted = self.runs.get(message.run_id)
-        acknowledged = False
-        if hosted is not None and hosted.driver is not None and may_steer(hosted.kind):
-            try:
-                acknowledged = await hosted.driver.steer(message.message_id, message.text)
-            except Exception:
-                log.exception("steer of run %s failed", message.run_id)
-        await self._send_data(
-            wire.SteerResult(
+
+        async def steer() -> wire.DataMessage:
+            acknowledged = False
+            # A steer for another turn of the run (an earlier one, replayed) is refused.
+            live = hosted is not None and message.turn in (0, hosted.turn)
+            if live and hosted is not None and hosted.driver is not None and may_steer(hosted.kind):
+                try:
+                    acknowledged = await hosted.driver.steer(message.message_id, message.text)
+                except Exception:
+                    log.exception("steer of run %s failed", message.run_id)
+            return wire.SteerResult(
                 seq=0,
                 run_id=message.run_id,
                 message_id=message.message_id,
                 acknowledged=acknowledged,
             )
-        )
+
+        if hosted is None:
+            await self._send_data(await steer())
+            return
+        await hosted.order.steer(steer, self._send_data)
 
     async def _on_interrupt(self, message: wire.Interrupt) -> None:
         hosted = self.runs.get(message.run_id)

@@ -148,6 +148,9 @@ class Steer(DataMessage, tag="steer"):
     run_id: uuid.UUID
     message_id: str
     text: str
+    turn: int = 0
+    """The turn it was sent into: a runner running another turn of the run refuses it
+    (0: any turn, from a control plane that does not say)."""
 
 
 class Interrupt(DataMessage, tag="interrupt"):

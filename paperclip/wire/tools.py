@@ -23,6 +23,8 @@ class ToolSpec:
     """May it delete or overwrite something? (MCP ``destructiveHint``; none of ours does.)"""
     open_world: bool = False
     """Does it reach beyond the task's own records? (MCP ``openWorldHint``; none of ours does.)"""
+    idempotent: bool | None = None
+    """MCP ``idempotentHint``; unset: a read is, a write is not (a plugin tool may say)."""
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -37,7 +39,7 @@ class ToolSpec:
             "readOnlyHint": not self.writes,
             "destructiveHint": self.destructive,
             # Repeating a write with the same command_id returns the first receipt.
-            "idempotentHint": not self.writes,
+            "idempotentHint": not self.writes if self.idempotent is None else self.idempotent,
             "openWorldHint": self.open_world,
         }
 

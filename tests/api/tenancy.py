@@ -35,6 +35,9 @@ BODIES = {
         "reason": "r",
     },
     ("POST", "/api/companies/{company_id}/holds/{hold_id}/resolve"): {"resolution": "released"},
+    ("POST", "/api/companies/{company_id}/runs/{run_id}/steer"): {
+        "comment_id": "00000000-0000-4000-8000-000000000000"
+    },
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -63,6 +66,9 @@ REFERENCES = {
     ],
     ("POST", "/api/companies/{company_id}/holds"): [
         {"json": {"issue_id": "{issue_id}", "reason": "r"}},
+    ],
+    ("POST", "/api/companies/{company_id}/runs/{run_id}/steer"): [
+        {"json": {"comment_id": "{comment_id}"}},
     ],
 }
 

@@ -34,6 +34,9 @@ PUBLIC = {
     ("GET", "/api/docs/oauth2-redirect.html"),
     ("GET", "/api/docs/assets/{file_path}"),
     ("HEAD", "/api/docs/assets/{file_path}"),
+    # The board's page and files: no data in them; the page calls the API with a key.
+    ("GET", "/"),
+    ("GET", "/board/{name}"),
 }
 
 

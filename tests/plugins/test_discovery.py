@@ -261,20 +261,20 @@ def test_two_plugins_with_one_policy_name_are_an_error_naming_both(fake_site: Fa
     fake_site.install(
         "paperclip-holds",
         entry_points={"holds": "holds_plugin"},
-        modules={"holds_plugin": policy_module("native_completed_turn_cleanup_hold")},
+        modules={"holds_plugin": policy_module("forked_cleanup_hold")},
     )
     fake_site.install(
         "paperclip-holds-fork",
         "0.2.0",
         entry_points={"holds-fork": "holds_fork_plugin"},
-        modules={"holds_fork_plugin": policy_module("native_completed_turn_cleanup_hold")},
+        modules={"holds_fork_plugin": policy_module("forked_cleanup_hold")},
     )
     host = discover(tmp_path)
 
     with pytest.raises(PluginConflictError) as raised:
         host.recovery_policies()
     message = str(raised.value)
-    assert message.startswith("recovery policy 'native_completed_turn_cleanup_hold'")
+    assert message.startswith("recovery policy 'forked_cleanup_hold'")
     assert "plugin 'holds' (paperclip-holds 1.0.0)" in message
     assert "plugin 'holds-fork' (paperclip-holds-fork 0.2.0)" in message
 

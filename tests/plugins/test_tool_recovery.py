@@ -20,6 +20,16 @@ from paperclip_hookspecs.receipts import (
 from paperclip.plugins import NoPluginAnswerError
 from tests.plugins.samples import pending_input
 
+
+@pytest.fixture
+def orphaned_callbacks(paperclip_register_plugin):
+    """The orphaned-callback policy (``plugins/orphaned-callbacks``), registered."""
+    from paperclip_orphaned_callbacks import plugin
+
+    paperclip_register_plugin(plugin, name="orphaned-callbacks")
+    return plugin
+
+
 RECEIPT = ToolReceipt(command_id="cmd-7", status=ReceiptStatus.APPLIED, result={"ok": True})
 
 
@@ -32,7 +42,25 @@ def test_paperclip_recover_tool_input_replays_a_durable_receipt(paperclip_plugin
         assert recovery.receipt == RECEIPT
 
 
-def test_paperclip_recover_tool_input_settles_an_orphan_of_a_gone_controller(paperclip_plugin_host):
+def test_paperclip_recover_tool_input_the_builtin_never_settles_an_effect_that_may_have_happened(
+    paperclip_plugin_host,
+):
+    # Without the orphaned-callback policy an orphan waits (seed 003's "before").
+    for answer in (None, SEMANTIC_TOOL_OUTCOME_UNKNOWN):
+        recovery = paperclip_plugin_host.recover_tool_input(pending_input(authority_answer=answer))
+        assert recovery.action is ToolRecoveryAction.KEEP_PENDING
+
+
+def test_paperclip_recover_tool_input_the_builtin_runs_a_core_tool_again(paperclip_plugin_host):
+    # Its effect commits with its result: a pending core call had none (docs/decisions).
+    recovery = paperclip_plugin_host.recover_tool_input(pending_input(effect_in_journal=True))
+    assert recovery.action is ToolRecoveryAction.REDISPATCH
+
+
+@pytest.mark.installed_plugins
+def test_paperclip_recover_tool_input_the_policy_settles_an_orphan_of_a_gone_controller(
+    paperclip_plugin_host, orphaned_callbacks
+):
     recovery = paperclip_plugin_host.recover_tool_input(pending_input())
     assert recovery.action is ToolRecoveryAction.SETTLE_INTERRUPTED
     assert (
@@ -41,10 +69,14 @@ def test_paperclip_recover_tool_input_settles_an_orphan_of_a_gone_controller(pap
         == "tool_call_interrupted_by_restart"
     )
     assert recovery.retryable is False
+    # A core tool is left to the core's rule.
+    core = paperclip_plugin_host.recover_tool_input(pending_input(effect_in_journal=True))
+    assert core.action is ToolRecoveryAction.REDISPATCH
 
 
-def test_paperclip_recover_tool_input_settles_an_unknown_outcome_only_when_the_owner_is_gone(
-    paperclip_plugin_host,
+@pytest.mark.installed_plugins
+def test_paperclip_recover_tool_input_the_policy_settles_an_unknown_outcome_only_when_the_owner_is_gone(
+    paperclip_plugin_host, orphaned_callbacks
 ):
     unknown = pending_input(authority_answer=SEMANTIC_TOOL_OUTCOME_UNKNOWN)
     assert (
@@ -64,8 +96,9 @@ def test_paperclip_recover_tool_input_settles_an_unknown_outcome_only_when_the_o
         {"owner_gone": False},  # the earlier controller may still record its result
     ],
 )
+@pytest.mark.installed_plugins
 def test_paperclip_recover_tool_input_keeps_pending_what_it_may_not_settle(
-    paperclip_plugin_host, changes
+    paperclip_plugin_host, orphaned_callbacks, changes
 ):
     recovery = paperclip_plugin_host.recover_tool_input(pending_input(**changes))
     assert recovery.action is ToolRecoveryAction.KEEP_PENDING
@@ -89,7 +122,7 @@ def test_paperclip_recover_tool_input_a_plugin_finding_a_receipt_answers_first(
     ours = paperclip_plugin_host.recover_tool_input(pending_input(tool_name="post_to_tracker"))
     assert ours.action is ToolRecoveryAction.REPLAY_RECEIPT
     others = paperclip_plugin_host.recover_tool_input(pending_input(tool_name="connections_search"))
-    assert others.action is ToolRecoveryAction.SETTLE_INTERRUPTED
+    assert others.action is ToolRecoveryAction.KEEP_PENDING  # the built-in rule
 
 
 def test_paperclip_recover_tool_input_without_the_builtin_has_no_answer(paperclip_bare_plugin_host):

@@ -13,10 +13,14 @@ import asyncio
 import json
 import uuid
 from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Any
+
+from paperclip_hookspecs.completion import READ_CURRENT_WAKE_COMMENTS
 
 from paperclip.testing import connect
 from tests.support.db import query
+from tests.support.model_endpoint_script import FunctionCall, Step, calls, reply, say
 from tests.support.processes import wait_until
 
 WAIT = 120.0
@@ -173,3 +177,137 @@ def run_fake_restart(stack, ctx, reached, go) -> dict:
     assert_each_tool_once(stack, run["id"])
     assert_log_is_clean(stack, ctx, run)
     return run
+
+
+# The completion guard (seed 000): a wake comment longer than the prompt shows must be read
+# through ``read_current_wake_comments`` before ``finish`` is accepted; the model is told so
+# by the refused ``finish`` and corrects itself in the same turn.
+
+LONG_COMMENT = "Check every item before you finish.\n" + "".join(
+    f"- item {n}: confirm the build step {n} still passes.\n" for n in range(1, 251)
+)
+"""Longer than the prompt's 8,000 characters per comment: the wake requires a complete read."""
+GUARD_NOTE = "Reading the thread."
+FINISH_ARGUMENTS = {"outcome": "done", "summary": "Answered every comment."}
+GUARD_ANSWER = "All read; done."
+GUARD_JOURNAL = [
+    ("post_comment", False),
+    ("finish", True),
+    (READ_CURRENT_WAKE_COMMENTS, False),
+    ("finish", False),
+]
+"""The run's tool calls: a note, the refused report, the one page, the accepted report."""
+
+GUARD_FAKE_SCRIPT = [
+    {"call_tool": {"name": "post_comment", "arguments": {"body": GUARD_NOTE}}},
+    {"call_tool": {"name": "finish", "arguments": FINISH_ARGUMENTS}},
+    {"call_tool": {"name": READ_CURRENT_WAKE_COMMENTS, "arguments": {}}},
+    {"call_tool": {"name": "finish", "arguments": FINISH_ARGUMENTS}},
+    {"message": GUARD_ANSWER},
+]
+"""A fake's model: reports too early, reads what the correction names (one page), reports again."""
+
+
+def guard_model_steps(tool: Callable[..., FunctionCall]) -> list[Step]:
+    """A scripted model for a real CLI: it reports too early, then does what each tool result
+    says (the correction names the reader and its cursor, a page its ``next_cursor``) until
+    nothing is left to read, reports again, and closes. ``tool`` names a tool the CLI's way."""
+
+    def follow(received: Any) -> Step:
+        result = last_tool_result(received)
+        correction = (result.get("error") or {}).get("correction")
+        if correction:
+            cursor = correction.get("cursor")
+            return calls(tool(correction["instruction"], {"cursor": cursor} if cursor else {}))
+        if result.get("next_cursor"):
+            return calls(tool(READ_CURRENT_WAKE_COMMENTS, {"cursor": result["next_cursor"]}))
+        return calls(tool("finish", FINISH_ARGUMENTS))
+
+    return [
+        calls(tool("post_comment", {"body": GUARD_NOTE})),
+        calls(tool("finish", FINISH_ARGUMENTS)),
+        reply(follow),  # the correction: read
+        reply(follow),  # the last page: report again
+        say(GUARD_ANSWER),
+    ]
+
+
+def last_tool_result(received: Any) -> Mapping[str, Any]:
+    """The newest tool result the CLI passed to the model, as the JSON object our tool returned
+    (each CLI wraps it its own way: plain text, text parts, or an error message)."""
+    item = received.tool_outputs()[-1]
+    found = _result_in(item.get("output", item.get("content")))
+    assert found is not None, json.dumps(item)[:500]
+    return found
+
+
+def _result_in(value: Any) -> Mapping[str, Any] | None:
+    if isinstance(value, Mapping):
+        if "error" in value or "next_cursor" in value or "accepted" in value:
+            return value
+        value = list(value.values())
+    if isinstance(value, list):
+        return next((r for r in map(_result_in, value) if r is not None), None)
+    if isinstance(value, str):
+        decoder, start = json.JSONDecoder(), value.find("{")
+        while start >= 0:
+            try:
+                found = _result_in(decoder.raw_decode(value, start)[0])
+            except ValueError:
+                found = None
+            if found is not None:
+                return found
+            start = value.find("{", start + 1)
+    return None
+
+
+def post_wake_comment(stack, ctx) -> str:
+    """A person's comment on the issue, before it is assigned: the run's current wake comment."""
+    base = f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/comments"
+    with stack.api() as api:
+        response = api.post(base, json={"body": LONG_COMMENT})
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+
+def run_guard_correction(stack, ctx) -> dict:
+    """Wake the agent for a long comment; the run succeeds after the same-turn correction."""
+    comment_id = post_wake_comment(stack, ctx)
+    stack.assign(ctx)
+    run = stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert (run["status"], run["error_code"]) == ("succeeded", None), stack.runner.tail()
+    # One accepted report: the note and the final prose posted once each, the task done.
+    run = assert_succeeded_once(stack, ctx, run, GUARD_NOTE)
+    assert run["answer"] == GUARD_ANSWER
+    assert run["result"]["outcome"] == "done"
+    assert [r["id"] for r in stack.runs(ctx)] == [run["id"]]
+
+    rows = query(
+        stack.database_url,
+        "SELECT tool, is_error, result FROM tool_calls WHERE run_id = $1 ORDER BY id",
+        uuid.UUID(run["id"]),
+    )
+    journaled = [(r["tool"], r["is_error"]) for r in rows]
+    assert journaled == GUARD_JOURNAL, journaled
+    refused, page, accepted = (json.loads(r["result"]) for r in rows[1:])
+    error = refused["error"]
+    assert (error["code"], error["reason"]) == (READ_CURRENT_WAKE_COMMENTS, "unread")
+    assert error["correction"]["instruction"] == READ_CURRENT_WAKE_COMMENTS
+    assert [c["id"] for c in page["comments"]] == [comment_id] and page["complete"]
+    assert page["comments"][0]["body"] == LONG_COMMENT.strip()
+    assert accepted["accepted"] and accepted["outcome"] == "done"
+    return run
+
+
+def assert_model_followed_the_correction(endpoint, model: str) -> None:
+    """Through the CLI, the model was shown the refusal with its correction, then the page."""
+    requests = endpoint.scripted(model)
+    assert len(requests) == 5 and endpoint.exhausted(model) == []
+    refusal = last_tool_result(requests[2])["error"]
+    assert (refusal["code"], refusal["correction"]["instruction"]) == (
+        READ_CURRENT_WAKE_COMMENTS,
+        READ_CURRENT_WAKE_COMMENTS,
+    )
+    page = last_tool_result(requests[3])
+    assert page["complete"] and page["next_cursor"] is None
+    assert last_tool_result(requests[4])["accepted"]

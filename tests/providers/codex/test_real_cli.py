@@ -7,18 +7,17 @@ every turn is deterministic and offline. Restarts are SIGKILLs.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import uuid
 
 import pytest
 
-from paperclip.testing import connect
 from tests.engine.test_restarts import assert_log_is_clean, journal
 from tests.providers.codex.conftest import real_agent_config, start_real
 from tests.support.db import HeldLock, query
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
+from tests.support.model_endpoint_script import FunctionCall, calls, codex_shell, mcp_tool, say
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
@@ -182,32 +181,47 @@ def test_sigkill_of_the_control_plane_while_a_tool_call_waits_for_its_answer(
     assert_log_is_clean(real_stack, ctx, run)
 
 
-def enqueue_steer(database_url: str, run_id: str, message_id: str, text: str) -> None:
-    """Put a STEER message in the runner's outbox, as the (future) steer API will."""
+def steer_over_api(stack, ctx, run_id: str, text: str) -> str:
+    """Post ``text`` as a person's comment and steer the run with it; the comment's id."""
+    company = ctx["company"]["id"]
+    with stack.api() as api:
+        comment = api.post(
+            f"/companies/{company}/issues/{ctx['issue']['id']}/comments", json={"body": text}
+        ).json()
+        sent = api.post(
+            f"/companies/{company}/runs/{run_id}/steer", json={"comment_id": comment["id"]}
+        )
+    assert sent.status_code == 202 and sent.json()["delivery"] == "steer", sent.text
+    wait_until(
+        lambda: any(
+            e["type"] in ("steering_acknowledgement", "steer_refused")
+            for e in stack.events(ctx, run_id)
+        ),
+        WAIT,
+        message="the runner's answer to the steer",
+    )
+    return comment["id"]
 
-    async def insert() -> None:
-        conn = await connect(database_url)
-        try:
-            async with conn.transaction():
-                runner_id = await conn.fetchval(
-                    "SELECT runner_id FROM runs WHERE id = $1", uuid.UUID(run_id)
-                )
-                seq = await conn.fetchval(
-                    "UPDATE runners SET out_seq = out_seq + 1 WHERE id = $1 RETURNING out_seq",
-                    runner_id,
-                )
-                await conn.execute(
-                    "INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload) "
-                    "VALUES ($1, $2, 'steer', $3, $4::jsonb)",
-                    runner_id,
-                    seq,
-                    uuid.UUID(run_id),
-                    json.dumps({"message_id": message_id, "text": text}),
-                )
-        finally:
-            await conn.close()
 
-    asyncio.run(insert())
+def user_message_texts(stack, ctx, run_id: str) -> list[tuple[int, str]]:
+    """(turn, text) of each userMessage item Codex recorded, in log order."""
+    return [
+        (e["turn"], " ".join(p.get("text", "") for p in e["payload"]["item"]["content"]))
+        for e in stack.events(ctx, run_id)
+        if e["type"] == "item/completed" and e["payload"]["item"].get("type") == "userMessage"
+    ]
+
+
+def slow_shell(seconds: int) -> FunctionCall:
+    """Codex's shell tool running ``sleep``: the model waits for it, as for a slow command."""
+    return FunctionCall("exec_command", {"cmd": f"sleep {seconds}", "yield_time_ms": 30_000})
+
+
+def command_running(stack, ctx, run_id: str) -> bool:
+    return any(
+        e["type"] == "item/started" and e["payload"]["item"].get("type") == "commandExecution"
+        for e in stack.events(ctx, run_id)
+    )
 
 
 def test_a_steer_enters_the_running_turn_of_the_real_cli(real_stack, model_endpoint):
@@ -221,22 +235,14 @@ def test_a_steer_enters_the_running_turn_of_the_real_cli(real_stack, model_endpo
     gate.wait_reached(WAIT)
     (run,) = real_stack.runs(ctx)
 
-    enqueue_steer(real_stack.database_url, run["id"], "steer-1", "Also mention the changelog.")
-    wait_until(
-        lambda: any(
-            e["type"] in ("steering_acknowledgement", "steer_refused")
-            for e in real_stack.events(ctx, run["id"])
-        ),
-        WAIT,
-        message="the runner's answer to the steer",
-    )
+    steer_id = steer_over_api(real_stack, ctx, run["id"], "Also mention the changelog.")
     gate.release()
     run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
     assert_succeeded_once(real_stack, ctx, run, "Steered.")
 
     events = real_stack.events(ctx, run["id"])
     acks = [e for e in events if e["type"] == "steering_acknowledgement"]
-    assert [a["payload"]["message_id"] for a in acks] == ["steer-1"]
+    assert [a["payload"]["message_id"] for a in acks] == [steer_id]
     # Read by the model in the same turn: a userMessage item, and in its next request.
     user_texts = [
         part.get("text")
@@ -339,3 +345,98 @@ def start_real_runner_again(stack) -> None:
         launch={"codex": {"default": [str(stack.codex_cli), "app-server"]}},
         env={MODEL_KEY_VARIABLE: "scripted-dummy-key", "HOME": str(stack.tmp / "home")},
     )
+
+
+STEER = "Also mention the changelog in your summary."
+
+
+def test_a_steer_during_a_slow_command_is_read_in_the_same_turn(real_stack, model_endpoint):
+    start_real(real_stack)
+    steps = [
+        calls(mcp_tool("get_task_context", {})),
+        calls(slow_shell(8)),
+        *read_comment_finish("Steered.")[1:],
+    ]
+    ctx = new_agent(real_stack, model_endpoint, steps)
+    real_stack.assign(ctx)
+    wait_until(lambda: real_stack.runs(ctx), WAIT, message="the run")
+    run_id = real_stack.runs(ctx)[0]["id"]
+    wait_until(lambda: command_running(real_stack, ctx, run_id), WAIT, message="the command")
+    steer_over_api(real_stack, ctx, run_id, STEER)
+    assert STEER not in " ".join(t for _, t in user_message_texts(real_stack, ctx, run_id))
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert_succeeded_once(real_stack, ctx, run, "Steered.")
+    # Read when the command ended, in the same (only) turn, by the model's next request.
+    assert [
+        (t, text) for t, text in user_message_texts(real_stack, ctx, run_id) if STEER in text
+    ] == [(1, STEER)]
+    requests = model_endpoint.scripted(ctx["model"])
+    assert STEER not in " ".join(requests[1].user_texts())
+    assert all(STEER in " ".join(r.user_texts()) for r in requests[2:])
+    events = real_stack.events(ctx, run_id)
+    assert [e["type"] for e in events].count("turn/completed") == 1
+    # The acknowledgement is in the log before the item that reads it.
+    [ack] = [e["seq"] for e in events if e["type"] == "steering_acknowledgement"]
+    [read] = [
+        e["seq"]
+        for e in events
+        if e["type"] == "item/completed"
+        and e["payload"]["item"].get("type") == "userMessage"
+        and STEER in json.dumps(e["payload"]["item"]["content"])
+    ]
+    assert ack < read
+
+
+def test_a_steer_acknowledged_before_a_restart_is_answered_once_after_recovery(
+    real_stack, model_endpoint
+):
+    import os
+    import signal
+
+    start_real(real_stack)
+    steps = [
+        calls(mcp_tool("get_task_context", {})),
+        calls(slow_shell(60)),  # the runner and Codex die during it
+        calls(mcp_tool("post_comment", {"body": "Handled the steer."})),
+        calls(mcp_tool("finish", {"outcome": "done", "summary": "Fixed after the loss"})),
+        say("Done after the loss."),
+    ]
+    ctx = new_agent(real_stack, model_endpoint, steps, mcp_tool_timeout_seconds=300)
+    real_stack.assign(ctx)
+    wait_until(lambda: real_stack.runs(ctx), WAIT, message="the run")
+    run_id = real_stack.runs(ctx)[0]["id"]
+    wait_until(lambda: command_running(real_stack, ctx, run_id), WAIT, message="the command")
+    comment_id = steer_over_api(real_stack, ctx, run_id, STEER)
+    # Acknowledged, not read: the model is waiting for the command.
+    assert STEER not in " ".join(t for _, t in user_message_texts(real_stack, ctx, run_id))
+
+    groups = {os.getpgid(p.pid) for p in codex_processes(real_stack)}
+    real_stack.runner.proc.send_signal(signal.SIGKILL)
+    real_stack.runner.proc.wait(10)
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)
+    start_real_runner_again(real_stack)
+
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), (run, real_stack.runner.tail())
+    rows = query(
+        real_stack.database_url,
+        "SELECT number, kind, status, input FROM run_turns WHERE run_id = $1 ORDER BY number",
+        uuid.UUID(run_id),
+    )
+    assert [(r["number"], r["kind"], r["status"]) for r in rows] == [
+        (1, "initial", "lost"),
+        (2, "continuation", "completed"),
+    ]
+    carried = (
+        json.loads(rows[1]["input"]) if isinstance(rows[1]["input"], str) else rows[1]["input"]
+    )
+    assert [m["id"] for m in carried["steeredMessages"]] == [comment_id]
+    # Exactly once after recovery: the continuation's request has the steer once, and the
+    # resumed thread did not hold it already.
+    requests = model_endpoint.scripted(ctx["model"])
+    after = [r for r in requests if r.step is not None and r.step >= 2]
+    assert after and " ".join(after[0].user_texts()).count(STEER) == 1, after[0].user_texts()
+    assert [t for t, text in user_message_texts(real_stack, ctx, run_id) if STEER in text] == [2]

@@ -8,6 +8,7 @@ import pytest
 
 from tests.providers.gateway.conftest import start_fake_gateway, start_stack
 from tests.providers.scenarios import (
+    GUARD_FAKE_SCRIPT,
     TOOLS_THEN_FINISH,
     WAIT,
     assert_succeeded_once,
@@ -16,6 +17,7 @@ from tests.providers.scenarios import (
     restart_script,
     run_fake_restart,
     run_fake_scenarios_tools,
+    run_guard_correction,
     steer_and_wait,
     wait_reached,
 )
@@ -65,3 +67,10 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     reached, go = fake_gate(gateway_stack)
     ctx = agent(gateway_stack, restart_script(reached, go))
     run_fake_restart(gateway_stack, ctx, reached, go)
+
+
+def test_a_refused_finish_is_corrected_in_the_same_turn(gateway_stack):
+    ctx = agent(gateway_stack, GUARD_FAKE_SCRIPT)
+    run = run_guard_correction(gateway_stack, ctx)
+    events = gateway_stack.events(ctx, run["id"])
+    assert {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")} == {run["id"]}

@@ -4,7 +4,7 @@ No local process is adopted: the run id is the ``agent`` request's
 idempotency key. The run's tools reach the remote agent through the runner's
 relay, which the gateway's ``mcp.servers.paperclip`` points at; OpenClaw names
 them ``paperclip__<tool>``. A gateway takes ~10 s to start, so each scenario
-starts one and there are three.
+starts one and there are four.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
     assert_log_is_clean,
+    assert_model_followed_the_correction,
     assert_succeeded_once,
+    guard_model_steps,
     restart_control_plane,
+    run_guard_correction,
     steer_and_wait,
 )
 from tests.support.model_endpoint import ModelEndpoint
@@ -127,3 +130,11 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     assert run["controller_epoch"] >= 2
     assert_each_tool_once(gateway_stack, run["id"])
     assert_log_is_clean(gateway_stack, ctx, run)
+
+
+def test_a_refused_finish_is_corrected_in_the_same_turn(gateway_stack, model_endpoint):
+    ctx = start(gateway_stack, model_endpoint, guard_model_steps(tool))
+    run = run_guard_correction(gateway_stack, ctx)
+    assert_model_followed_the_correction(model_endpoint, ctx["model"])
+    events = gateway_stack.events(ctx, run["id"])
+    assert {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")} == {run["id"]}

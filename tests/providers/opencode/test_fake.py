@@ -8,6 +8,7 @@ import pytest
 
 from tests.providers.opencode.conftest import start_fake
 from tests.providers.scenarios import (
+    GUARD_FAKE_SCRIPT,
     TOOLS_THEN_FINISH,
     WAIT,
     assert_succeeded_once,
@@ -16,6 +17,7 @@ from tests.providers.scenarios import (
     restart_script,
     run_fake_restart,
     run_fake_scenarios_tools,
+    run_guard_correction,
     steer_and_wait,
     wait_reached,
 )
@@ -70,3 +72,16 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     run_fake_restart(
         opencode_stack, agent(opencode_stack, restart_script(reached, go)), reached, go
     )
+
+
+def test_a_refused_finish_is_corrected_in_the_same_turn(opencode_stack):
+    start_fake(opencode_stack)
+    ctx = agent(opencode_stack, GUARD_FAKE_SCRIPT)
+    run = run_guard_correction(opencode_stack, ctx)
+    events = opencode_stack.events(ctx, run["id"])
+    users = {
+        e["payload"]["info"]["id"]
+        for e in events
+        if e["type"] == "message.updated" and e["payload"]["info"]["role"] == "user"
+    }
+    assert len(users) == 1  # one prompt: the correction came within its turn

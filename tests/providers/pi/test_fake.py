@@ -8,6 +8,7 @@ import pytest
 
 from tests.providers.pi.conftest import start_fake
 from tests.providers.scenarios import (
+    GUARD_FAKE_SCRIPT,
     TOOLS_THEN_FINISH,
     WAIT,
     assert_succeeded_once,
@@ -16,6 +17,7 @@ from tests.providers.scenarios import (
     restart_script,
     run_fake_restart,
     run_fake_scenarios_tools,
+    run_guard_correction,
     steer_and_wait,
     wait_reached,
 )
@@ -74,3 +76,11 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     start_fake(pi_stack)
     reached, go = fake_gate(pi_stack)
     run_fake_restart(pi_stack, agent(pi_stack, restart_script(reached, go)), reached, go)
+
+
+def test_a_refused_finish_is_corrected_in_the_same_turn(pi_stack):
+    start_fake(pi_stack)
+    ctx = agent(pi_stack, GUARD_FAKE_SCRIPT)
+    run = run_guard_correction(pi_stack, ctx)
+    types = [e["type"] for e in pi_stack.events(ctx, run["id"])]
+    assert types.count("agent_end") == 1  # one turn

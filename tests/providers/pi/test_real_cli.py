@@ -17,8 +17,11 @@ from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
     assert_log_is_clean,
+    assert_model_followed_the_correction,
     assert_succeeded_once,
+    guard_model_steps,
     restart_control_plane,
+    run_guard_correction,
     steer_and_wait,
 )
 from tests.support.model_endpoint import ModelEndpoint
@@ -118,3 +121,12 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     assert run["controller_epoch"] >= 2
     assert_each_tool_once(pi_stack, run["id"])
     assert_log_is_clean(pi_stack, ctx, run)
+
+
+def test_a_refused_finish_is_corrected_in_the_same_turn(pi_stack, model_endpoint):
+    start_real(pi_stack)
+    ctx = new_agent(pi_stack, model_endpoint, guard_model_steps(tool))
+    run = run_guard_correction(pi_stack, ctx)
+    assert_model_followed_the_correction(model_endpoint, ctx["model"])
+    types = [e["type"] for e in pi_stack.events(ctx, run["id"])]
+    assert types.count("agent_end") == 1  # one turn

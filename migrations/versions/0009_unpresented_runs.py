@@ -1,7 +1,7 @@
 """the succeeded runs whose answer is not presented yet, indexed for presentation recovery
 
-Revision ID: 0007_unpresented
-Revises: 0006
+Revision ID: 0009_unpresented
+Revises: 0008_steering
 Create Date: 2026-11-30 13:30:00.000000
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_unpresented"
-down_revision: str | None = "0006"
+revision: str = "0009_unpresented"
+down_revision: str | None = "0008_steering"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

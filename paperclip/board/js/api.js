@@ -1,0 +1,64 @@
+// The public API, with the caller's credential: nothing here that curl could not do.
+
+const KEY_STORAGE = "paperclip.apiKey";
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.message) || `HTTP ${status}`);
+    this.status = status;
+    this.code = body && body.code;
+    this.details = body && body.details;
+  }
+}
+
+export function apiKey() {
+  return sessionStorage.getItem(KEY_STORAGE);
+}
+
+export function setApiKey(key) {
+  if (key) sessionStorage.setItem(KEY_STORAGE, key);
+  else sessionStorage.removeItem(KEY_STORAGE);
+}
+
+export function authHeaders() {
+  const key = apiKey();
+  return key ? { Authorization: `Bearer ${key}` } : {};
+}
+
+export async function api(method, path, body) {
+  const headers = { Accept: "application/json", ...authHeaders() };
+  const init = { method, headers, credentials: "omit", cache: "no-store" };
+  if (body !== undefined) {
+    headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(`/api${path}`, init);
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}
+
+export const get = (path) => api("GET", path);
+export const post = (path, body = {}) => api("POST", path, body);
+export const patch = (path, body) => api("PATCH", path, body);
+
+/** Every item of a paged list (bounded: at most `max` items). */
+export async function all(path, max = 1000) {
+  const items = [];
+  let cursor = null;
+  const sep = path.includes("?") ? "&" : "?";
+  do {
+    const page = await get(`${path}${sep}limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+  } while (cursor && items.length < max);
+  return items;
+}
+
+export const q = (params) => {
+  const search = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) search.set(k, v);
+  const s = search.toString();
+  return s ? `?${s}` : "";
+};

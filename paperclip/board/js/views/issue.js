@@ -1,0 +1,172 @@
+// One issue: what it is, who has it, its comments, runs (the latest one live), holds,
+// and the slots for the chat and the agent's questions.
+
+import { all, get, patch, post } from "../api.js";
+import { badge, clear, errorBox, field, h, when } from "../dom.js";
+import { slots } from "../slots.js";
+import { followRun } from "../stream.js";
+import { eventList } from "./events.js";
+import { ISSUE_STATUSES, agentOptions } from "./issues.js";
+
+const REFRESH_MS = 1500;
+
+/** Whether `data` is what `el` shows already (re-rendering would only move the focus). */
+function unchanged(el, data) {
+  const sig = JSON.stringify(data);
+  if (el.dataset.sig === sig) return true;
+  el.dataset.sig = sig;
+  return false;
+}
+
+function sending(statusBox, action) {
+  return async (e) => {
+    e.preventDefault();
+    const button = e.target.querySelector("button[type=submit]") || e.target;
+    button.disabled = true;
+    clear(statusBox);
+    try { await action(); } catch (error) { statusBox.append(errorBox(error)); } finally { button.disabled = false; }
+  };
+}
+
+export async function issueView(companyId, issueId, signal) {
+  const base = `/companies/${companyId}`;
+  const path = `${base}/issues/${issueId}`;
+  let issue = await get(path);
+  const agents = await all(`${base}/agents`);
+  const agentName = (id) => (agents.find((a) => a.id === id) || { name: "an agent" }).name;
+
+  // Summary, refreshed in place.
+  const title = h("h1", {});
+  const statusBadge = h("span", { id: "issue-status" });
+  const assigneeText = h("span", { id: "issue-assignee" });
+  const description = h("p", { class: "description" });
+  let assignee = null;
+  let statusSelect = null;
+  function showIssue() {
+    // The form follows the issue unless someone is changing it right now.
+    if (statusSelect && !statusSelect.matches(":focus")) statusSelect.value = issue.status;
+    if (assignee && !assignee.matches(":focus")) assignee.value = issue.assignee_agent_id || "";
+    clear(title).append(`${issue.identifier} · ${issue.title}`);
+    clear(statusBadge).append(badge(issue.status));
+    statusBadge.dataset.status = issue.status;
+    clear(assigneeText).append(issue.assignee_agent_id ? agentName(issue.assignee_agent_id) : "nobody");
+    clear(description).append(issue.description || "No description.");
+  }
+  showIssue();
+
+  // Assign and change status.
+  assignee = h("select", { name: "assignee_agent_id" }, agentOptions(agents, issue.assignee_agent_id));
+  statusSelect = h("select", { name: "status" },
+    ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, s)));
+  const editStatus = h("div", { "aria-live": "polite" });
+  const editForm = h("form", {
+    class: "panel inline", "aria-label": "Assignment",
+    onsubmit: sending(editStatus, async () => {
+      const body = {};
+      if ((assignee.value || null) !== issue.assignee_agent_id) body.assignee_agent_id = assignee.value || null;
+      if (statusSelect.value !== issue.status) body.status = statusSelect.value;
+      if (!Object.keys(body).length) return;
+      issue = await patch(path, body);
+      showIssue();
+    }),
+  }, field("Assignee", assignee), field("Status", statusSelect), h("button", { type: "submit" }, "Save"), editStatus);
+
+  // Comments.
+  const commentList = h("ol", { class: "comments", "aria-label": "Comments" });
+  const commentBody = h("textarea", { name: "body", rows: 3, required: true });
+  const commentStatus = h("div", { "aria-live": "polite" });
+  const commentForm = h("form", {
+    "aria-label": "New comment",
+    onsubmit: sending(commentStatus, async () => {
+      await post(`${path}/comments`, { body: commentBody.value });
+      commentBody.value = "";
+      await refresh();
+    }),
+  }, field("Comment", commentBody), h("button", { type: "submit" }, "Post comment"), commentStatus);
+
+  // Holds.
+  const holdList = h("ul", { class: "holds", "aria-label": "Holds" });
+  const holdReason = h("input", { name: "reason", required: true, maxlength: 2000 });
+  const holdStatus = h("div", { "aria-live": "polite" });
+  const holdForm = h("form", {
+    class: "inline", "aria-label": "Hold this task",
+    onsubmit: sending(holdStatus, async () => {
+      await post(`${base}/holds`, { issue_id: issueId, reason: holdReason.value });
+      holdReason.value = "";
+      await refresh();
+    }),
+  }, field("Reason to hold", holdReason), h("button", { type: "submit" }, "Hold task"), holdStatus);
+  function holdItem(hold) {
+    const resolve = h("button", {
+      type: "button", "aria-label": `Resolve hold: ${hold.reason}`,
+      onclick: async () => {
+        resolve.disabled = true;
+        try { await post(`${base}/holds/${hold.id}/resolve`, { resolution: "released" }); await refresh(); } catch (error) { li.append(errorBox(error)); resolve.disabled = false; }
+      },
+    }, "Resolve");
+    const li = h("li", { "data-hold": hold.id, "data-status": hold.status },
+      badge(hold.status), " ", h("strong", {}, hold.kind), ": ", hold.reason,
+      h("span", { class: "muted" }, ` set by ${hold.set_by}`, hold.replay_forbidden ? " · no replay" : "",
+        hold.resolution ? ` · ${hold.resolution} by ${hold.resolved_by}` : ""),
+      hold.status === "active" ? [" ", resolve] : []);
+    return li;
+  }
+
+  // Runs, and the latest one live.
+  const runList = h("ul", { class: "runs", "aria-label": "Runs" });
+  const livePanel = h("div", { class: "live-run" });
+  let liveRunId = null;
+  let stopFollowing = null;
+  function follow(run) {
+    if (liveRunId === run.id) return;
+    if (stopFollowing) stopFollowing();
+    liveRunId = run.id;
+    const list = eventList(run.id);
+    const state = h("span", { class: "stream-state", "data-state": "connecting" }, "connecting");
+    clear(livePanel).append(
+      h("h3", {}, "Live: run ", h("a", { href: `#/c/${companyId}/runs/${run.id}` }, run.id.slice(0, 8)), " ", state),
+      list);
+    stopFollowing = followRun(companyId, run.id, {
+      onEvent: (event) => list.add(event),
+      onState: (s) => { state.dataset.state = s; clear(state).append(s); },
+    });
+  }
+
+  async function refresh() {
+    const [fresh, comments, runs, holds] = await Promise.all([
+      get(path), all(`${path}/comments`), all(`${base}/runs?issue_id=${issueId}`), all(`${base}/holds?issue_id=${issueId}`),
+    ]);
+    issue = fresh;
+    showIssue();
+    if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, holds)) return;
+    clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
+      h("div", { class: "meta" }, c.author_agent_id ? agentName(c.author_agent_id) : "operator", " · ", when(c.created_at)),
+      h("div", { class: "body" }, c.deleted_at ? "(deleted)" : c.body))));
+    clear(runList).append(...runs.map((r) => h("li", { "data-run": r.id, "data-status": r.status },
+      h("a", { href: `#/c/${companyId}/runs/${r.id}` }, r.id.slice(0, 8)), " ", badge(r.status), " ",
+      h("span", { class: "muted" }, agentName(r.agent_id), " · ", when(r.created_at), r.error_code ? ` · ${r.error_code}` : ""))));
+    if (!runs.length) runList.append(h("li", { class: "muted" }, "No run yet."));
+    clear(holdList).append(...holds.map(holdItem));
+    if (!holds.length) holdList.append(h("li", { class: "muted" }, "No hold."));
+    if (runs.length) follow(runs[runs.length - 1]);
+  }
+  await refresh();
+
+  const timer = setInterval(() => { if (!document.hidden) refresh().catch(() => {}); }, REFRESH_MS);
+  signal.addEventListener("abort", () => { clearInterval(timer); if (stopFollowing) stopFollowing(); });
+
+  const ctx = { companyId, issue };
+  return h("div", { class: "issue", "data-issue": issueId },
+    title,
+    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText),
+    description,
+    editForm,
+    h("div", { class: "columns" },
+      h("div", {},
+        h("section", { class: "panel", "aria-label": "Runs" }, h("h2", {}, "Runs"), runList, livePanel),
+        h("section", { class: "panel", "aria-label": "Comments" }, h("h2", {}, "Comments"), commentList, commentForm)),
+      h("div", {},
+        h("section", { class: "panel", "aria-label": "Holds" }, h("h2", {}, "Holds"), holdList, holdForm),
+        slots.issueInteractions(ctx),
+        slots.issueChat(ctx))));
+}

@@ -1,0 +1,128 @@
+"""Which steers a restart continuation carries, read from the run log on a real database.
+
+The ``paperclip-unread-steers`` policy decides from the log; the control plane
+hands it only the events a runner delivered, and turns the answer back into the
+text of comments of the run's own company and issue.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import paperclip_unread_steers.plugin as unread_steers_plugin
+import pytest
+from sqlalchemy import update
+
+from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.unread_steers import unread_steered_messages
+from paperclip.models import Run
+from paperclip.services.actor import LOCAL_OPERATOR
+from tests.engine.steer_world import live_turn, steerable_world
+
+pytestmark = pytest.mark.installed_plugins
+
+RUNNER = "host:1:0123abcd"
+
+
+@pytest.fixture
+async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    built, engine = await steerable_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        yield built
+    finally:
+        await engine.stop()
+
+
+def user_message(item_id: str, text: str = "input") -> dict:
+    content = [{"type": "text", "text": text}]
+    return {"item": {"type": "userMessage", "id": item_id, "content": content}}
+
+
+class Log:
+    """Appends events to a run's log the way the inbox does (the run's row locked)."""
+
+    def __init__(self, world, run_id: uuid.UUID) -> None:
+        self.world, self.run_id = world, run_id
+        self.seq = 1000
+
+    async def add(self, type_: str, payload: dict, source: str = RUNNER) -> None:
+        self.seq += 1
+        async with self.world.container.sessions().begin() as session:
+            run = await session.get(Run, self.run_id, with_for_update=True)
+            await append_events(session, run, source, [NewEvent(self.seq, type_, payload)])
+
+    async def next_turn(self) -> None:
+        async with self.world.container.sessions().begin() as session:
+            await session.execute(
+                update(Run).where(Run.id == self.run_id).values(turn=Run.turn + 1)
+            )
+
+    async def unread(self) -> list[tuple[str, str]]:
+        async with self.world.container.sessions()() as session:
+            run = await session.get(Run, self.run_id)
+            found = await unread_steered_messages(session, run, self.world.engine.calls.plugins)
+        return [(m.id, m.body) for m in found]
+
+
+async def test_unread_steers_come_from_runner_events_and_the_runs_own_comments(
+    steer_world, paperclip_container, paperclip_register_plugin
+):
+    paperclip_register_plugin(unread_steers_plugin, name="unread-steers")
+    live = await live_turn(steer_world)
+    await steer_world.engine.stop()  # the log is written here alone from now on
+    log = Log(steer_world, live.start.run_id)
+    first = await live.comment("First steer.")
+    second = await live.comment("Second steer.")
+    elsewhere = await live.comment("Another task.", issue_id=await steer_world.assign("Other"))
+    other = await paperclip_container.companies().create(
+        LOCAL_OPERATOR, name="Elsewhere", issue_prefix=None
+    )
+    foreign_issue = await paperclip_container.issues().create(
+        LOCAL_OPERATOR,
+        other.id,
+        title="Foreign",
+        description="",
+        status="todo",
+        priority="medium",
+        assignee_agent_id=None,
+        parent_id=None,
+    )
+    foreign = await paperclip_container.comments().create(
+        LOCAL_OPERATOR, other.id, foreign_issue.id, body="Another company's words."
+    )
+    forged = await live.comment("Acknowledged only by a tool's output.")
+
+    await log.add("item/completed", user_message("input-1"))
+    for comment_id in (first, second, elsewhere, foreign.id, uuid.uuid4()):
+        await log.add("steering_acknowledgement", {"message_id": str(comment_id)})
+    await log.add("steering_acknowledgement", {"message_id": "not-a-comment-id"})
+    # Events the control plane wrote for the model have no transport id: never evidence.
+    await log.add("steering_acknowledgement", {"message_id": str(forged)}, source="tool")
+    await log.add("item/completed", user_message("from-a-tool"), source="tool")
+    await log.add("item/completed", {"item": {"type": "agentMessage", "id": "a-1", "text": "ok"}})
+
+    # Other issues' and companies' messages (and unknown ids) are ignored.
+    assert await log.unread() == [(str(first), "First steer."), (str(second), "Second steer.")]
+
+    # The model reads the oldest at its next step.
+    await log.add("item/completed", user_message("steer-1", "First steer."))
+    assert await log.unread() == [(str(second), "Second steer.")]
+
+    # A restart continuation's input (a userMessage of the next turn) carried the rest:
+    # nothing is returned after it.
+    await log.next_turn()
+    await log.add("item/completed", user_message("continuation", "Continue."))
+    assert await log.unread() == []
+
+
+async def test_without_the_unread_steers_policy_a_continuation_carries_nothing(steer_world):
+    live = await live_turn(steer_world)
+    await steer_world.engine.stop()
+    log = Log(steer_world, live.start.run_id)
+    steer = await live.comment("Lost without the policy.")
+    await log.add("item/completed", user_message("input-1"))
+    await log.add("steering_acknowledgement", {"message_id": str(steer)})
+    assert await log.unread() == []
