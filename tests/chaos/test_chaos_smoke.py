@@ -19,6 +19,7 @@ pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 SMOKE = [
     "--runs", "4",
+    "--pause", "2",
     "--interval", "5",
     "--seed", "7",
     "--arm-chance", "1",
