@@ -3,7 +3,8 @@
 Both are measured in the same run against the same PostgreSQL, so the ratio
 holds on a noisy, shared machine where absolute rates do not.
 
-- baseline: one connection doing single-row ``INSERT`` + ``COMMIT`` in a loop;
+- baseline: as many connections as there are runs, each doing single-row
+  ``INSERT`` + ``COMMIT`` in a loop (and, reported beside it, one connection);
 - journaled: a real control plane (``paperclip serve --no-runner``) and a
   scripted runner peer speaking the runner protocol over its WebSocket; each
   round trip is one ``report_progress`` tool call (a write tool: journaled
@@ -12,7 +13,8 @@ holds on a noisy, shared machine where absolute rates do not.
 
 Usage: python bench/tool_roundtrip.py [--calls N] [--json]
 Uses PAPERCLIP_DATABASE_URL when set, else an embedded PostgreSQL in a temp dir.
-Exits 1 when the ratio at 8 concurrent runs is under the target (0.4).
+Exits 1 when the ratio at 8 concurrent runs (against 8 connections) is under
+the target (0.3).
 """
 
 from __future__ import annotations
@@ -31,24 +33,40 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import RunnerPeer, connect, control_plane, run
 
-TARGET = 0.4
+TARGET = 0.3
+"""Against the same concurrency (0.4 was against one connection, which flatters it)."""
 
 
-async def baseline_inserts(url: str, seconds: float) -> float:
-    conn = await connect(url)
-    try:
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, v text)"
-        )
-        n, started = 0, time.perf_counter()
+async def baseline_inserts(url: str, seconds: float, connections: int = 1) -> float:
+    """INSERT+COMMIT/s of ``connections`` connections at once, each committing one row at a time.
+
+    The journaled side runs as many runs at once: compared with one connection
+    only, it would be credited with the commits PostgreSQL overlaps across
+    connections (about 4x at 8 on this machine).
+    """
+    setup = await connect(url)
+    await setup.execute(
+        "CREATE TABLE IF NOT EXISTS bench_baseline (id bigserial PRIMARY KEY, v text)"
+    )
+    conns = [await connect(url) for _ in range(connections)]
+    started = time.perf_counter()
+
+    async def one(conn) -> int:
+        n = 0
         while time.perf_counter() - started < seconds:
             async with conn.transaction():
                 await conn.execute("INSERT INTO bench_baseline (v) VALUES ($1)", "x")
             n += 1
-        return n / (time.perf_counter() - started)
+        return n
+
+    try:
+        counts = await asyncio.gather(*(one(conn) for conn in conns))
+        return sum(counts) / (time.perf_counter() - started)
     finally:
-        await conn.execute("DROP TABLE IF EXISTS bench_baseline")
-        await conn.close()
+        for conn in conns:
+            await conn.close()
+        await setup.execute("DROP TABLE IF EXISTS bench_baseline")
+        await setup.close()
 
 
 async def vacuum(url: str) -> None:
@@ -113,11 +131,14 @@ def main() -> int:
         credential = cp.runner_credential()
         figures: dict[str, float] = {}
         for concurrency in (1, 8):
-            baseline = run(baseline_inserts(cp.database_url, 3.0))
+            one = run(baseline_inserts(cp.database_url, 3.0))
+            same = run(baseline_inserts(cp.database_url, 3.0, concurrency))
             rate = run(measure(cp.url, credential, cp.database_url, concurrency, args.calls))
-            figures[f"baseline_inserts_per_s_{concurrency}"] = baseline
+            figures[f"baseline_inserts_per_s_{concurrency}"] = same
+            figures[f"baseline_one_connection_per_s_{concurrency}"] = one
             figures[f"tool_round_trips_per_s_{concurrency}"] = rate
-            figures[f"ratio_{concurrency}"] = rate / baseline
+            figures[f"ratio_{concurrency}"] = rate / same
+            figures[f"ratio_{concurrency}_vs_one_connection"] = rate / one
     if args.json:
         print(json.dumps({k: round(v, 3) for k, v in figures.items()}))
     else:
@@ -125,7 +146,9 @@ def main() -> int:
             print(
                 f"{concurrency} run(s): {figures[f'tool_round_trips_per_s_{concurrency}']:8.1f} journaled round trips/s"
                 f"  vs {figures[f'baseline_inserts_per_s_{concurrency}']:8.1f} raw INSERT+COMMIT/s"
-                f"  ratio {figures[f'ratio_{concurrency}']:.2f}"
+                f" on {concurrency} connection(s): ratio {figures[f'ratio_{concurrency}']:.2f}"
+                f" (against one connection, {figures[f'baseline_one_connection_per_s_{concurrency}']:.1f}/s:"
+                f" {figures[f'ratio_{concurrency}_vs_one_connection']:.2f})"
             )
         print(f"target at 8 runs: >= {TARGET}")
     return 0 if figures["ratio_8"] >= TARGET else 1

@@ -5,6 +5,13 @@ once when the process starts: ``runner.turn_started.before_ack=kill`` kills
 the process (SIGKILL: no cleanup runs) the first time it passes the point;
 ``name=kill@3`` the third time. A restart test then hits the exact moment it
 names instead of hoping a sleep lands there.
+
+Adding a point is one line at the moment that matters,
+``failpoint("part.moment.detail")``, plus one line in
+:data:`paperclip.chaos.points.POINTS` (which process it lives in) so that
+``paperclip chaos`` arms it too. A point that fires says so on stderr first,
+``failpoint <name> fired``, so whoever reads the process's log (a person, or
+the chaos command counting kills per point) knows why it died.
 """
 
 from __future__ import annotations
@@ -42,4 +49,5 @@ def failpoint(name: str) -> None:
         return
     armed.passed += 1
     if armed.passed == armed.at and armed.action == "kill":
+        os.write(2, f"failpoint {name} fired\n".encode())  # unbuffered: the kill is next
         os.kill(os.getpid(), signal.SIGKILL)

@@ -1,7 +1,7 @@
 """steers sent into a run's live turn, once per (run, message)
 
 Revision ID: 0008_steering
-Revises: 0006
+Revises: 0007_tool_callbacks
 Create Date: 2026-11-30 13:00:00.000000
 
 Forward-only: a new table, nothing existing changes. Which steers a restart

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 import paperclip
+from paperclip.cli.chaos import chaos
 from paperclip.cli.context import load_settings, start_database, with_database
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
@@ -225,6 +226,7 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
         console.print(f"revoked key [bold]{key.name}[/] ({key.id})")
 
 
+cli.add_command(chaos)
 cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)

@@ -27,6 +27,7 @@ from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import Admitted, RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.plugin_calls import PluginCalls
+from paperclip.failpoints import failpoint
 from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
 from paperclip.plugins import PluginHost
 from paperclip.services.api_keys import hash_key
@@ -107,6 +108,7 @@ class CallPipeline:
                     list(requests.values()),
                     instance=self.instance,
                 )
+            failpoint("engine.tool.admitted.before_dispatch")
             for key, request in requests.items():
                 entry = admitted.get(key)
                 if entry is None:
@@ -205,6 +207,7 @@ class CallPipeline:
                     log, "tool call %s of run %s failed to dispatch", exc, batch[0][1], batch[0][0]
                 )
             return
+        failpoint("engine.tool.settled.before_reply")
         for seq, message in replies:
             await link.deliver(seq, message)
 

@@ -245,7 +245,9 @@ class RunnerConnections:
             run = await lock_run(
                 session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
             )
-            await end_turn(session, run, run.turn, TurnStatus.LOST, error_code=reason)
+            if run.phase == "turn":
+                await end_turn(session, run, run.turn, TurnStatus.LOST, error_code=reason)
+            # else: settled since the runner's runs were listed; its queued turn waits for any runner.
             run.lease_expires_at = datetime.now(UTC)
         self.ownership.release(run_id)
         log.info("run %s lost its turn (%s); it goes on after recovery", run_id, reason)

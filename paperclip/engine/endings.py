@@ -30,6 +30,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.snapshot import SnapshotBindingError
 from paperclip.engine.turns import end_turn, is_lost
+from paperclip.failpoints import failpoint
 from paperclip.models import Run, RunStatus, TurnStatus
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
@@ -171,6 +172,7 @@ class RunEndings:
             self.ownership.release(run_id)
             self.on_lost()
             return
+        failpoint("engine.status_decision.before_presentation")
         self.ownership.release(run_id)
         link.kick()
         self.nudge()

@@ -7,7 +7,8 @@
 - ``endings``: a turn's end (terminal guard, status decision, presentation);
 - ``scheduler``: wakes to runs, nudged by PostgreSQL notifications;
 - ``leases``: renewing this replica's leases, ending abandoned runs;
-- ``reconciler``: the recovery policies, in the background, through the ``port``.
+- ``reconciler``: the recovery policies, in the background, through the ``port``;
+- ``presentation_recovery``: answers whose status decision committed, presented after a crash.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -34,6 +35,7 @@ from paperclip.engine.inbox import RunnerInbox
 from paperclip.engine.leases import LeaseKeeper
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.presentation_recovery import PresentationRecovery
 from paperclip.engine.reconciler import Reconciler
 from paperclip.engine.recovery_port import ControlPlanePort
 from paperclip.engine.resumption import Limits
@@ -92,6 +94,12 @@ class RunEngine:
             on_lost=self.reconciler.nudge,
             boot=self.boots.boot_id,
         )
+        self.presentations = PresentationRecovery(
+            sessions,
+            self.endings,
+            pass_seconds=reconcile_seconds,
+            grace=timedelta(seconds=2 * lease_seconds),
+        )
         inbox = RunnerInbox(sessions, self.ownership, gate, self.calls, self.endings)
         self.connections = RunnerConnections(
             sessions,
@@ -141,6 +149,7 @@ class RunEngine:
             asyncio.create_task(self.scheduler.run(), name="wake-scheduler"),
             asyncio.create_task(self.leases.run(), name="lease-keeper"),
             asyncio.create_task(self.reconciler.run(), name="reconciler"),
+            asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
         ]
 
     async def stop(self) -> None:

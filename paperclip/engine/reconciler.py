@@ -30,6 +30,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import is_unavailable, log_failure
+from paperclip.failpoints import failpoint
 from paperclip.models import RecoveryItem, RecoveryItemStatus
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
@@ -142,7 +143,9 @@ class Reconciler:
                     report.kept += 1
                     report.reasons[proof.reason] = report.reasons.get(proof.reason, 0) + 1
                     continue
+                failpoint("reconciler.settlement.before_settle")
                 settlement = await policy.settle(ctx, candidate, proof)
+                failpoint("reconciler.settlement.after_settle")
             except (Exception, PluginError) as exc:
                 report.failed += 1
                 report.failed_total += 1

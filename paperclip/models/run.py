@@ -61,6 +61,14 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
             "resumable_since",
             postgresql_where=text("phase = 'resuming'"),
         ),
+        # Presentation recovery looks at answers not presented yet only.
+        Index(
+            "ix_runs_unpresented",
+            "finished_at",
+            postgresql_where=text(
+                "status = 'succeeded' AND presentation IS NULL AND answer IS NOT NULL"
+            ),
+        ),
     )
 
     company_id: Mapped[uuid.UUID] = mapped_column(

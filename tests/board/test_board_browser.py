@@ -203,9 +203,7 @@ def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothi
     [steered] = [c for c in comments if c["body"] == "Also run the linter."]
     assert steered["author_agent_id"] is None
     wait_until(
-        lambda: any(
-            e["type"] == "steering_acknowledgement" for e in stack.events(ctx, run["id"])
-        ),
+        lambda: any(e["type"] == "steering_acknowledgement" for e in stack.events(ctx, run["id"])),
         30,
         message="the provider acknowledged the steer",
     )

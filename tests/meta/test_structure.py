@@ -36,6 +36,15 @@ FORBIDDEN = {
     ),
     # Prompt assembly is pure: no database, no plugin host (it is handed the hooks).
     "paperclip.prompts": ("paperclip.plugins", "paperclip.models", "sqlalchemy"),
+    # The chaos harness reaches the product from outside only: processes, HTTP, SQL.
+    "paperclip.chaos": (
+        "paperclip.engine",
+        "paperclip.api",
+        "paperclip.services",
+        "paperclip.runner",
+        "paperclip.models",
+        "litestar",
+    ),
 }
 
 

@@ -1,0 +1,441 @@
+"""The chaos run: start the cluster, drive the workload under faults, settle, check, report."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from paperclip.chaos import cluster as procs
+from paperclip.chaos.db import connect
+from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
+from paperclip.chaos.invariants import Violation, active_twice, check_all
+from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER
+from paperclip.chaos.proxy import LinkProxy
+from paperclip.chaos.workload import Workload
+
+TICK = 0.25
+TERM_GRACE = 40.0
+"""A SIGTERM'd process that has not exited after this long is killed."""
+
+
+@dataclass
+class ChaosOptions:
+    runs: int = 12
+    concurrency: int = 4
+    replicas: int = 2
+    runners: int = 1
+    faults: list[str] = field(default_factory=lambda: [*INJECTED, "failpoint"])
+    mix: str = ""
+    interval: float = 3.0
+    seed: int = 1
+    pause: float = 0.5
+    points: list[str] = field(default_factory=lambda: [p.name for p in POINTS])
+    arm_chance: float = 0.5
+    """The chance a process start arms one failpoint (the least armed of those it hosts)."""
+    arm_spread: int = 3
+    """An armed point fires on a random pass from 1 to this."""
+    timeout: float = 600.0
+    settle_seconds: float = 90.0
+    """After the faults stop, how long the last runs get to end (the lease plus a bound)."""
+    lease_seconds: float = 2.0
+    keep: Path | None = None
+    """Keep the cluster's folder (logs, data) here instead of deleting it."""
+
+
+@dataclass
+class Cluster:
+    folder: Path
+    postgres: procs.Postgres
+    control_planes: list[procs.Child] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)
+    proxies: list[LinkProxy] = field(default_factory=list)
+    runners: list[procs.Child] = field(default_factory=list)
+    postgres_back_at: float = 0.0
+
+    @property
+    def script_dir(self) -> Path:
+        return self.folder / "scripts"
+
+    @property
+    def fake_log(self) -> Path:
+        return self.folder / "fake.log"
+
+
+class ChaosRun:
+    def __init__(self, options: ChaosOptions) -> None:
+        self.options = options
+        self.rng = random.Random(options.seed)
+        self.faults: list[Fault] = []
+        self.fired: dict[str, int] = {name: 0 for name in options.points}
+        self.armed: dict[str, int] = {name: 0 for name in options.points}
+        self.violations: list[Violation] = []
+        self.http_5xx: list[str] = []
+        self.unplanned_exits: list[str] = []
+        self.awaiting: list[tuple[Fault, str]] = []
+        self.health: dict[int, dict[str, Any] | None] = {}
+        self.probed_at = 0.0
+        self.weights = parse_mix(options.mix, options.faults)
+        unknown = [name for name in options.points if name not in BY_NAME]
+        if unknown:
+            raise ValueError(f"unknown failpoint(s): {', '.join(unknown)}")
+
+    # The run
+
+    def run(self) -> dict[str, Any]:
+        started = time.monotonic()
+        folder = Path(tempfile.mkdtemp(prefix="paperclip-chaos-", dir="/var/tmp"))
+        folder.chmod(0o755)  # the embedded PostgreSQL may run as its own user
+        self.cluster = Cluster(folder, procs.Postgres(folder))
+        try:
+            self._start()
+            self._drive()
+            self._settle()
+            self.violations += asyncio.run(
+                check_all(
+                    self.cluster.postgres.url,
+                    self.workload.company_id,
+                    [item.issue_id for item in self.workload.items if item.assigned],
+                    self.cluster.fake_log,
+                    [folder / f"runner{i}" for i in range(self.options.runners)],
+                )
+            )
+            self._next_event_times()
+            self.http_5xx += self.workload.server_errors
+            if self.http_5xx:
+                self.violations += [Violation("http_500", line) for line in self.http_5xx[:20]]
+            return self._result(time.monotonic() - started, folder)
+        finally:
+            self._stop()
+            if self.options.keep is not None:
+                shutil.copytree(folder, self.options.keep, dirs_exist_ok=True, symlinks=True)
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _start(self) -> None:
+        from paperclip.db import migrate
+
+        c, o = self.cluster, self.options
+        url = c.postgres.start()
+        migrate.upgrade(url)
+        env = {
+            "PAPERCLIP_LEASE_SECONDS": str(o.lease_seconds),
+            "PAPERCLIP_RUN_MAX_RESUMES": "10",
+            "PAPERCLIP_RUNNER_GONE_SECONDS": "20",
+        }
+        for index in range(o.replicas):
+            port = procs.free_port()
+            c.ports.append(port)
+            c.control_planes.append(procs.control_plane(index, port, url, c.folder, env))
+            c.proxies.append(LinkProxy(port, procs.free_port()).start())
+        for child in c.control_planes:
+            self._launch(child)
+        self._wait(lambda: all(self._healthy(i) for i in range(o.replicas)), 90, "the replicas")
+        launch = procs.fake_launch(c.script_dir, c.fake_log)
+        for index in range(o.runners):
+            credential = procs.runner_credential(f"chaos-runner-{index}", url)
+            servers = [p.url for p in c.proxies]
+            c.runners.append(procs.runner(index, servers, credential, c.folder, launch))
+        for child in c.runners:
+            self._launch(child)
+        self._wait(lambda: self._connected() >= o.runners, 60, "the runners")
+        self.workload = Workload(o.runs, c.script_dir, o.pause)
+        with httpx.Client(base_url=f"http://127.0.0.1:{c.ports[0]}/api", timeout=30) as api:
+            self.workload.create(api)
+
+    def _drive(self) -> None:
+        o = self.options
+        deadline = time.monotonic() + o.timeout
+        next_fault = time.monotonic() + self._gap()
+        next_progress = 0.0
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            self._probe()
+            self._supervise()
+            self._recovered()
+            if now >= next_fault and self.weights:
+                fault = inject(pick(self.rng, self.weights), self.cluster, self.rng)
+                if fault is not None:
+                    self._record(fault)
+                next_fault = now + self._gap()
+            self._feed()
+            if now >= next_progress:
+                next_progress = now + 1.0
+                if self._progress() and not self.workload.pending():
+                    return
+            time.sleep(TICK)
+
+    def _settle(self) -> None:
+        """No more faults: bring every process back and give the last runs their bound."""
+        deadline = time.monotonic() + self.options.settle_seconds
+        next_progress = 0.0
+        while time.monotonic() < deadline:
+            self._probe()
+            self._supervise(arm=False)
+            self._recovered()
+            if time.monotonic() >= next_progress:
+                next_progress = time.monotonic() + 1.0
+                if self._progress() and self._presented():
+                    return
+            time.sleep(TICK)
+
+    # Processes
+
+    def _launch(self, child: procs.Child, *, arm: bool = True) -> None:
+        process = CONTROL_PLANE if child.name.startswith("cp") else RUNNER
+        armed = ""
+        hosted = [n for n in self.options.points if BY_NAME[n].process == process]
+        if arm and "failpoint" in self.options.faults and hosted:
+            if self.rng.random() < self.options.arm_chance:
+                # The least armed first: a point that rarely fires still gets its turns.
+                least = min(self.armed[n] for n in hosted)
+                name = self.rng.choice([n for n in hosted if self.armed[n] == least])
+                self.armed[name] += 1
+                armed = f"{name}=kill@{self.rng.randint(1, self.options.arm_spread)}"
+        child.start(armed)
+
+    def _supervise(self, *, arm: bool = True) -> None:
+        c = self.cluster
+        if c.postgres.down and time.monotonic() >= c.postgres_back_at:
+            c.postgres.start()
+        for child in [*c.control_planes, *c.runners]:
+            code = child.exited()
+            if code is None:
+                if child.expected_exit and child.proc is not None and child.alive():
+                    # SIGTERM'd and still stopping: give up waiting after the grace.
+                    if time.monotonic() - child.signalled_at > TERM_GRACE:
+                        child.proc.kill()
+                continue
+            if time.monotonic() < child.retry_at:
+                continue
+            fired = False
+            if not child.expected_exit:
+                point = child.fired_point()
+                if point is not None:
+                    self.fired[point] = self.fired.get(point, 0) + 1
+                    self._record(procs_fault(point, child.name))
+                    fired = True
+                else:
+                    self.unplanned_exits.append(f"{child.name} exited {code}: {child.tail(3)}")
+                    child.retry_at = time.monotonic() + 2
+                    child.expected_exit = True  # counted once; started again after the pause
+                    continue
+            # After a failpoint death, one life unarmed: a point on every path of a
+            # process (the runner's start of a turn) would otherwise stop all progress.
+            self._launch(child, arm=arm and not fired)
+
+    def _record(self, fault: Fault) -> None:
+        self.faults.append(fault)
+        target = fault.target
+        if target.startswith("cp"):
+            self.awaiting.append((fault, target))
+        elif target.startswith("runner") or fault.kind.startswith("link"):
+            self.awaiting.append((fault, "runners"))
+        elif target == "postgres":
+            self.awaiting.append((fault, "replicas"))
+
+    def _recovered(self) -> None:
+        still = []
+        for fault, what in self.awaiting:
+            if self.probed_at <= fault.at_monotonic:
+                still.append((fault, what))  # the last answers are from before the fault
+                continue
+            if what.startswith("cp"):
+                ok = self._healthy(int(what[2:]))
+            elif what == "runners":
+                ok = self._connected() >= self.options.runners
+            else:
+                ok = all(self._healthy(i) for i in range(self.options.replicas))
+            if ok:
+                fault.to_health = time.monotonic() - fault.at_monotonic
+            else:
+                still.append((fault, what))
+        self.awaiting = still
+
+    # The API and the database, from outside
+
+    def _probe(self) -> None:
+        self.probed_at = time.monotonic()
+        for index, port in enumerate(self.cluster.ports):
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=1)
+            except httpx.HTTPError:
+                self.health[index] = None
+                continue
+            if r.status_code >= 500 and r.status_code != 503:
+                self.http_5xx.append(f"GET /api/health on cp{index}: {r.status_code}")
+            self.health[index] = r.json() if r.status_code == 200 else None
+
+    def _healthy(self, index: int) -> bool:
+        if index not in self.health:
+            self._probe()
+        return self.health.get(index) is not None
+
+    def _connected(self) -> int:
+        return sum(
+            (h or {}).get("runners", {}).get("connected_here", 0) for h in self.health.values()
+        )
+
+    def _feed(self) -> None:
+        live = [i for i in range(self.options.replicas) if self._healthy(i)]
+        if not live:
+            return
+        want = self.options.concurrency - len(self.workload.active())
+        port = self.cluster.ports[self.rng.choice(live)]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api", timeout=10) as api:
+            for item in self.workload.pending()[: max(want, 0)]:
+                if not self.workload.assign(api, item):
+                    return
+
+    def _progress(self) -> bool:
+        """Mark settled items; sample the one-active-run rule; True when every item is settled."""
+        if self.cluster.postgres.down:
+            return False
+        try:
+            rows, twice = asyncio.run(self._read_progress())
+        except Exception:
+            return False  # the database is restarting: next tick
+        self.violations += twice
+        outcome = {str(r["issue_id"]): r["outcome"] for r in rows}
+        for item in self.workload.items:
+            if item.assigned and not item.outcome:
+                item.outcome = outcome.get(item.issue_id, "")
+        # Settled: every assigned item (in the settle phase nothing new is assigned).
+        return all(item.outcome for item in self.workload.items if item.assigned)
+
+    async def _read_progress(self) -> tuple[list[Any], list[Violation]]:
+        company = self.workload.company_id
+        conn = await connect(self.cluster.postgres.url)
+        try:
+            rows = await conn.fetch(
+                "SELECT issue_id, 'succeeded' AS outcome FROM runs WHERE company_id = $1 "
+                "AND status = 'succeeded' UNION SELECT issue_id, 'held' FROM task_holds "
+                "WHERE company_id = $1 AND status = 'active'",
+                uuid.UUID(company),
+            )
+        finally:
+            await conn.close()
+        return list(rows), await active_twice(self.cluster.postgres.url, company)
+
+    def _presented(self) -> bool:
+        async def pending() -> int:
+            conn = await connect(self.cluster.postgres.url)
+            try:
+                return int(
+                    await conn.fetchval(
+                        "SELECT count(*) FROM runs WHERE company_id = $1 AND ((status = "
+                        "'succeeded' AND answer IS NOT NULL AND presentation IS NULL) "
+                        "OR status IN ('queued', 'running'))",
+                        uuid.UUID(self.workload.company_id),
+                    )
+                )
+            finally:
+                await conn.close()
+
+        try:
+            return asyncio.run(pending()) == 0
+        except Exception:
+            return False
+
+    def _next_event_times(self) -> None:
+        async def read() -> list[Any]:
+            conn = await connect(self.cluster.postgres.url)
+            try:
+                return list(
+                    await conn.fetch(
+                        "SELECT t, (SELECT min(created_at) FROM run_events e WHERE "
+                        "e.created_at > t) AS next FROM unnest($1::timestamptz[]) AS t",
+                        [_utc(f.at) for f in self.faults],
+                    )
+                )
+            finally:
+                await conn.close()
+
+        for fault, row in zip(self.faults, asyncio.run(read()), strict=True):
+            if row["next"] is not None:
+                fault.to_next_event = (row["next"] - row["t"]).total_seconds()
+
+    def _wait(self, predicate, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                tails = "\n".join(f"{c.name}:\n{c.tail(15)}" for c in self._children())
+                raise RuntimeError(f"{what} did not come up in {timeout:.0f}s\n{tails}")
+            time.sleep(0.3)
+            self._probe()
+
+    def _gap(self) -> float:
+        return self.rng.uniform(0.5, 1.5) * self.options.interval
+
+    def _children(self) -> list[procs.Child]:
+        return [*self.cluster.control_planes, *self.cluster.runners]
+
+    def _stop(self) -> None:
+        c = getattr(self, "cluster", None)
+        if c is None:
+            return
+        for child in [*c.runners, *c.control_planes]:
+            child.stop()
+        for proxy in c.proxies:
+            proxy.close()
+        for provider in procs.provider_processes(c.script_dir):
+            provider.kill()
+        if not c.postgres.down:
+            c.postgres.stop()
+
+    # The result
+
+    def _result(self, seconds: float, folder: Path) -> dict[str, Any]:
+        o = self.options
+        by_kind: dict[str, int] = {}
+        for fault in self.faults:
+            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
+        outcomes: dict[str, int] = {}
+        for item in self.workload.items:
+            key = item.outcome or ("unfinished" if item.assigned else "never_assigned")
+            outcomes[key] = outcomes.get(key, 0) + 1
+        recovery = {}
+        for kind in sorted(by_kind):
+            of_kind = [f for f in self.faults if f.kind == kind]
+            recovery[kind] = {
+                "to_health": _spread([f.to_health for f in of_kind]),
+                "to_next_event": _spread([f.to_next_event for f in of_kind]),
+            }
+        return {
+            "seed": o.seed,
+            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(o).items()},
+            "seconds": round(seconds, 1),
+            "runs": {"total": o.runs, **outcomes},
+            "faults": {"total": len(self.faults), "by_kind": by_kind},
+            "failpoints": {"fired": self.fired, "armed": self.armed},
+            "recovery_seconds": recovery,
+            "unplanned_exits": self.unplanned_exits[:50],
+            "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
+            "ok": not self.violations,
+        }
+
+
+def procs_fault(point: str, target: str) -> Fault:
+    return Fault("failpoint", target, point=point)
+
+
+def _spread(values: list[float | None]) -> dict[str, float | int | None]:
+    known = sorted(v for v in values if v is not None)
+    if not known:
+        return {"n": 0, "median": None, "p99": None}
+    p99 = known[min(len(known) - 1, round(0.99 * (len(known) - 1)))]
+    return {"n": len(known), "median": round(statistics.median(known), 2), "p99": round(p99, 2)}
+
+
+def _utc(wall: float) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(wall, UTC)

@@ -1,0 +1,60 @@
+"""The named failpoints ``paperclip chaos`` arms, and which process each one lives in.
+
+A new point is one ``failpoint("...")`` call in the code and one line here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CONTROL_PLANE = "control_plane"
+RUNNER = "runner"
+
+
+@dataclass(frozen=True, slots=True)
+class Point:
+    name: str
+    process: str
+    """``control_plane`` or ``runner``: whose environment arms it."""
+    moment: str
+
+
+POINTS: tuple[Point, ...] = (
+    Point(
+        "engine.tool.admitted.before_dispatch",
+        CONTROL_PLANE,
+        "a tool call's admission is committed to the journal; it is not executed yet",
+    ),
+    Point(
+        "engine.tool.settled.before_reply",
+        CONTROL_PLANE,
+        "the tool's effect and result are committed; the reply is not sent yet",
+    ),
+    Point(
+        "engine.status_decision.before_presentation",
+        CONTROL_PLANE,
+        "the run's status decision is committed; its answer is not presented yet",
+    ),
+    Point(
+        "reconciler.settlement.before_settle",
+        CONTROL_PLANE,
+        "the reconciler took a lost run over (the fence moved); it has not settled it",
+    ),
+    Point(
+        "reconciler.settlement.after_settle",
+        CONTROL_PLANE,
+        "the settlement is committed; the reconciler has not reported it",
+    ),
+    Point(
+        "runner.start_turn.before_ack",
+        RUNNER,
+        "the runner recorded and started a turn; its acknowledgement is not sent yet",
+    ),
+)
+
+BY_NAME = {point.name: point for point in POINTS}
+
+
+def armed_for(process: str, names: list[str], at: dict[str, int]) -> str:
+    """``PAPERCLIP_FAILPOINTS`` for one process start: each of ``names`` it hosts, at its pass."""
+    return ",".join(f"{name}=kill@{at[name]}" for name in names if BY_NAME[name].process == process)

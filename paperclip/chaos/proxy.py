@@ -1,0 +1,95 @@
+"""A loopback TCP proxy in front of one control plane: what a runner dials, so its link can fail.
+
+``cut()`` drops every connection at once (both sockets closed, as a broken
+network does); ``stall(seconds)`` keeps them open but lets no byte through
+for a while (a link that hangs). The proxy runs its own event loop in a
+thread of the harness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+
+class LinkProxy:
+    def __init__(self, upstream_port: int, listen_port: int) -> None:
+        self.upstream_port, self.port = upstream_port, listen_port
+        self._loop = asyncio.new_event_loop()
+        self._flowing = asyncio.Event()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="chaos-proxy")
+        self.connections = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> LinkProxy:
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("the link proxy did not start")
+        return self
+
+    def cut(self) -> None:
+        self._loop.call_soon_threadsafe(self._close_all)
+
+    def stall(self, seconds: float) -> None:
+        def pause() -> None:
+            self._flowing.clear()
+            self._loop.call_later(seconds, self._flowing.set)
+
+        self._loop.call_soon_threadsafe(pause)
+
+    def close(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._close_all)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
+
+    # The loop's side
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._flowing.set()
+        server = self._loop.run_until_complete(
+            asyncio.start_server(self._accept, "127.0.0.1", self.port)
+        )
+        self._ready.set()
+        try:
+            self._loop.run_forever()
+        finally:
+            server.close()
+            with contextlib.suppress(Exception):
+                self._loop.run_until_complete(server.wait_closed())
+            self._loop.close()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        except OSError:
+            writer.close()  # the control plane is down: the runner sees a refused link
+            return
+        self.connections += 1
+        self._writers |= {writer, up_writer}
+        await asyncio.gather(
+            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+        )
+        self._writers -= {writer, up_writer}
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                await self._flowing.wait()
+                writer.write(data)
+                await writer.drain()
+        finally:
+            writer.close()
+
+    def _close_all(self) -> None:
+        for writer in list(self._writers):
+            transport = writer.transport
+            transport.abort()  # a reset, not an orderly close
+        self._writers.clear()

@@ -1,0 +1,114 @@
+"""The chaos workload: one issue per run, each with its own agent and fake-provider script.
+
+A run's first turn posts two comments (tools with write effects, bodies unique
+to the run) with pauses between them, says it is done and calls ``finish``; a
+later turn of the same thread (a continuation after a loss) says it went on
+and finishes. Every body names its run, so the checks can tell a duplicate
+from another run's comment.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from paperclip.chaos.cluster import FAKE_PROFILE
+
+
+@dataclass
+class WorkItem:
+    label: str
+    agent_id: str = ""
+    issue_id: str = ""
+    assigned: bool = False
+    outcome: str = ""
+    """``succeeded`` or ``held`` once the issue is settled, else empty."""
+
+
+def comment_body(label: str, number: int) -> str:
+    return f"chaos {label}: comment {number}"
+
+
+def script(label: str, pause: float) -> dict:
+    finish = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": label}}}
+    first = [
+        {"call_tool": {"name": "post_comment", "arguments": {"body": comment_body(label, 1)}}},
+        {"sleep": pause},
+        {"call_tool": {"name": "post_comment", "arguments": {"body": comment_body(label, 2)}}},
+        {"sleep": pause},
+        {"message": f"Run {label} is done."},
+        finish,
+    ]
+    later = [{"message": f"Run {label} went on after a loss."}, finish]
+    return {"turns": [first, later]}
+
+
+class Workload:
+    def __init__(self, count: int, script_dir: Path, pause: float) -> None:
+        self.items = [WorkItem(f"w{n:04d}") for n in range(count)]
+        self.script_dir, self.pause = script_dir, pause
+        self.company_id = ""
+        self.server_errors: list[str] = []
+        """Answers of the API other than 503 ``database_unavailable`` in the 5xx range."""
+
+    def create(self, api: httpx.Client) -> None:
+        """The company, and for each run an agent (its model names its script) and an issue."""
+        self.script_dir.mkdir(parents=True, exist_ok=True)
+        company = _created(api.post("/companies", json={"name": "Chaos", "issue_prefix": "CHS"}))
+        self.company_id = company["id"]
+        for item in self.items:
+            model = f"chaos-{item.label}"
+            (self.script_dir / f"{model}.json").write_text(
+                json.dumps(script(item.label, self.pause))
+            )
+            agent = _created(
+                api.post(
+                    f"/companies/{self.company_id}/agents",
+                    json={
+                        "name": f"agent-{item.label}",
+                        "provider": "codex",
+                        "provider_config": {"launch": FAKE_PROFILE, "model": model},
+                    },
+                )
+            )
+            issue = _created(
+                api.post(
+                    f"/companies/{self.company_id}/issues",
+                    json={"title": f"Chaos {item.label}", "description": "Post two comments."},
+                )
+            )
+            item.agent_id, item.issue_id = agent["id"], issue["id"]
+
+    def assign(self, api: httpx.Client, item: WorkItem) -> bool:
+        """Assign the item's issue (which wakes its agent); False while the API cannot answer."""
+        try:
+            r = api.patch(
+                f"/companies/{self.company_id}/issues/{item.issue_id}",
+                json={"assignee_agent_id": item.agent_id},
+            )
+        except httpx.HTTPError:
+            return False
+        if r.status_code >= 500 and r.status_code != 503:
+            self.server_errors.append(
+                f"PATCH issue {item.issue_id}: {r.status_code} {r.text[:200]}"
+            )
+        item.assigned = r.status_code == 200
+        return item.assigned
+
+    def pending(self) -> list[WorkItem]:
+        return [item for item in self.items if not item.assigned]
+
+    def active(self) -> list[WorkItem]:
+        return [item for item in self.items if item.assigned and not item.outcome]
+
+
+def _created(response: httpx.Response) -> dict:
+    if response.status_code != 201:
+        raise RuntimeError(
+            f"setting up the workload failed: {response.status_code} {response.text}"
+        )
+    body: dict = response.json()
+    return body

@@ -1,0 +1,74 @@
+"""The chaos invariant checks find what they name, on records shaped as the database returns them."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from paperclip.chaos.invariants import (
+    acknowledged_bodies,
+    duplicated_comments,
+    lost_acknowledged_writes,
+    tools_executed_twice,
+    turns_started_twice,
+    unsettled_tasks,
+)
+
+ISSUE, RUN = uuid.uuid4(), uuid.uuid4()
+
+
+def comment(body: str, run=RUN) -> dict:
+    return {"issue_id": ISSUE, "body": body, "created_by_run_id": run}
+
+
+def test_a_duplicated_comment_is_found_and_a_single_one_is_not():
+    found = duplicated_comments([comment("chaos a: 1"), comment("chaos a: 1"), comment("other")])
+    assert [v.kind for v in found] == ["comment_duplicated"]
+    assert "chaos a: 1" in found[0].detail
+
+
+def test_a_comment_made_more_often_than_it_was_asked_is_a_tool_run_twice():
+    calls = [{"run_id": RUN, "tool": "post_comment", "arguments": {"body": "chaos a: 1"}}]
+    assert tools_executed_twice([comment("chaos a: 1")], calls) == []
+    found = tools_executed_twice([comment("chaos a: 1"), comment("chaos a: 1")], calls)
+    assert [v.kind for v in found] == ["tool_executed_twice"]
+
+
+def test_an_acknowledged_write_missing_from_the_database_is_lost(tmp_path):
+    log = tmp_path / "fake.log"
+    entries = [
+        {"type": "tool_result", "name": "post_comment", "ok": True,
+         "arguments": {"body": "chaos a: 1"}, "result": {"structuredContent": {"id": "x"}}},
+        {"type": "tool_result", "name": "post_comment", "ok": True,
+         "arguments": {"body": "chaos a: 2"}, "result": {"structuredContent": {"id": "y"}}},
+        {"type": "tool_result", "name": "post_comment", "ok": False,
+         "arguments": {"body": "chaos a: 3"}, "error": "refused"},
+    ]  # fmt: skip
+    log.write_text("\n".join(json.dumps(e) for e in entries) + '\n{"cut sho')
+    acknowledged = acknowledged_bodies(log)
+    assert acknowledged == ["chaos a: 1", "chaos a: 2"]
+    found = lost_acknowledged_writes([comment("chaos a: 1")], acknowledged)
+    assert [(v.kind, v.detail) for v in found] == [("acknowledged_write_lost", "'chaos a: 2'")]
+
+
+def test_a_task_neither_done_nor_held_and_an_active_run_are_found():
+    done, held, open_issue = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    runs = [
+        {"id": 1, "issue_id": done, "status": "succeeded", "error_code": None},
+        {"id": 2, "issue_id": held, "status": "failed", "error_code": "run_retries_exhausted"},
+        {"id": 3, "issue_id": open_issue, "status": "running", "error_code": None},
+    ]
+    holds = [{"issue_id": held, "reason": "lost four times"}]
+    found = unsettled_tasks([done, held, open_issue], runs, holds)
+    assert sorted(v.kind for v in found) == ["run_not_terminal", "task_neither_done_nor_held"]
+
+
+def test_a_turn_started_by_two_runner_processes_is_found(tmp_path):
+    for runner, turns in (("runner0", [1, 2]), ("runner1", [2])):
+        folder = tmp_path / runner / "runs" / "r1"
+        folder.mkdir(parents=True)
+        (folder / "turns.json").write_text(json.dumps([{"turn": t} for t in turns]))
+    found = turns_started_twice([tmp_path / "runner0", tmp_path / "runner1"])
+    assert [(v.kind, v.detail) for v in found] == [
+        ("provider_started_twice", "run r1 turn 2: 2 starts")
+    ]

@@ -1,0 +1,78 @@
+"""The chaos link proxy over real loopback sockets: it passes bytes, stalls them, and cuts links."""
+
+from __future__ import annotations
+
+import socket
+import socketserver
+import threading
+import time
+
+import pytest
+
+from paperclip.chaos.cluster import free_port
+from paperclip.chaos.proxy import LinkProxy
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self) -> None:
+        while data := self.request.recv(1024):
+            self.request.sendall(data)
+
+
+@pytest.fixture
+def proxy():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Echo)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    link = LinkProxy(server.server_address[1], free_port()).start()
+    yield link
+    link.close()
+    server.shutdown()
+    server.server_close()
+
+
+def dial(link: LinkProxy) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+    sock.sendall(b"hello")
+    assert sock.recv(1024) == b"hello"
+    return sock
+
+
+def test_it_passes_bytes_both_ways(proxy):
+    with dial(proxy) as sock:
+        sock.sendall(b"again")
+        assert sock.recv(1024) == b"again"
+    assert proxy.connections == 1
+
+
+def test_a_stall_holds_every_byte_back_until_it_ends(proxy):
+    with dial(proxy) as sock:
+        proxy.stall(1.0)
+        time.sleep(0.1)
+        started = time.monotonic()
+        sock.sendall(b"late")
+        assert sock.recv(1024) == b"late"
+        assert time.monotonic() - started >= 0.7
+
+
+def test_a_cut_resets_every_open_link(proxy):
+    first, second = dial(proxy), dial(proxy)
+    proxy.cut()
+    for sock in (first, second):
+        with sock:
+            try:
+                data = sock.recv(1024)
+            except ConnectionResetError:
+                data = b""
+            assert data == b""  # reset or closed: the link is gone
+    with dial(proxy):  # a new link goes through again
+        pass
+
+
+def test_with_the_upstream_down_a_dial_is_closed_at_once():
+    link = LinkProxy(free_port(), free_port()).start()
+    try:
+        with socket.create_connection(("127.0.0.1", link.port), timeout=5) as sock:
+            assert sock.recv(1024) == b""
+    finally:
+        link.close()

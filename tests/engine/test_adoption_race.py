@@ -1,0 +1,96 @@
+"""A runner's next process reconnects while the run it lost is being settled elsewhere.
+
+The replica serving the reconnection lists the runner's runs, then waits for
+each one's lease; meanwhile another replica's reconciler settles the lost turn
+and queues the next one for any runner (``resuming``). The adoption must not
+mark that queued turn lost: the run's next turn starts. (Found by
+``paperclip chaos``: every wake claim then failed on the run.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from paperclip_hookspecs.providers import ProviderCapabilities
+from sqlalchemy import select
+
+from paperclip.engine.resumption import Limits, settle_lost_run
+from paperclip.engine.turns import end_turn
+from paperclip.models import Run, RunTurn, TurnStatus
+from paperclip.wire import messages as wire
+from tests.engine.memory_world import EchoProvider, eventually, make_world, started
+from tests.support.memory import MemoryRunner
+
+pytestmark = pytest.mark.installed_plugins
+
+
+@pytest.fixture
+async def world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    from paperclip_lost_runs import plugin
+
+    paperclip_register_plugin(plugin, name="lost-runs")
+    paperclip_register_plugin(
+        EchoProvider(ProviderCapabilities(resume=True, fresh_retry=True)), name="echo-provider"
+    )
+    built, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        yield built
+    finally:
+        await engine.stop()
+
+
+async def turn_statuses(world: Any, run_id: Any) -> list[tuple[int, str]]:
+    async with world.container.sessions()() as session:
+        rows = await session.execute(
+            select(RunTurn.number, RunTurn.status)
+            .where(RunTurn.run_id == run_id)
+            .order_by(RunTurn.number)
+        )
+        return [tuple(row) for row in rows]
+
+
+async def test_a_turn_queued_while_the_runner_reconnects_is_not_lost(world):
+    runner_id = await world.new_runner()
+    first, first_task = await world.connect(runner_id)
+    await world.assign()
+    start = await started(first)
+    first.send(wire.TurnStarted(seq=0, run_id=start.run_id, turn=1, session_ref="thread-1"))
+    await eventually(lambda: world.run(start.run_id), lambda r: r.session_ref == "thread-1")
+    first.transport.hang_up()
+    await asyncio.wait_for(first_task, 5)
+
+    # Another replica holds the run's lease for a moment more.
+    world.engine.ownership.release(start.run_id)
+    sessions = world.container.sessions()
+    async with sessions.begin() as session:
+        run = await session.get(Run, start.run_id, with_for_update=True)
+        run.controller_instance = "replica-elsewhere"
+        run.controller_epoch += 1
+        run.lease_expires_at = datetime.now(UTC) + timedelta(seconds=1.5)
+
+    second = MemoryRunner()  # the runner's next process: it hosts nothing
+    await world.connect(runner_id, second, runs=[])
+    await asyncio.sleep(0.5)  # this replica listed the run and waits for its lease
+
+    # That replica's reconciler settles the lost turn: the next one waits for any runner.
+    async with sessions.begin() as session:
+        run = await session.get(Run, start.run_id, with_for_update=True)
+        await end_turn(session, run, 1, TurnStatus.LOST, error_code="runner_restarted")
+        outcome = await settle_lost_run(
+            session,
+            run,
+            world.engine.port.plugins,
+            Limits(3, timedelta(seconds=600)),
+            reason="runner_restarted",
+        )
+    assert outcome == "resuming"
+
+    resumed = await started(second, within=15)
+    assert (resumed.run_id, resumed.turn) == (start.run_id, 2)
+    assert await turn_statuses(world, start.run_id) == [(1, "lost"), (2, "starting")]
