@@ -104,6 +104,13 @@ class Settings(BaseSettings):
         le=3600,
         description="How often the reconciler runs the recovery policies (sooner when nudged).",
     )
+    database_wait_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long `paperclip serve` waits at start for a database it cannot reach "
+        "(a replica started during an outage) before it gives up.",
+    )
     local_runner: bool = Field(
         default=True,
         description="`paperclip serve` starts a runner on this machine (`--no-runner` leaves it out).",

@@ -72,6 +72,20 @@ def test_doctor_reports_an_unreachable_database(tmp_path):
     assert report["ok"] is False and report["database"]["status"] == "unavailable"
 
 
+def test_serve_waits_for_an_unreachable_database_then_says_so_without_a_traceback(tmp_path):
+    env = {
+        "PAPERCLIP_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+        "PAPERCLIP_DATA_DIR": str(tmp_path),
+        "PAPERCLIP_DATABASE_WAIT_SECONDS": "2",
+    }
+    result = run("serve", "--no-runner", "--port", "0", env=env, check=False)
+    assert result.returncode == 2, result.stderr
+    assert "waiting for it" in result.stderr
+    assert "the database is unavailable: ConnectionRefusedError" in result.stderr
+    assert "PAPERCLIP_DATABASE_WAIT_SECONDS" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
 def test_authenticated_mode_with_keys(paperclip_database_url, tmp_path):
     env = {
         "PAPERCLIP_DATABASE_URL": paperclip_database_url,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import socket
+import time
 
 import uvicorn
 
@@ -13,6 +14,7 @@ from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
 from paperclip.db import migrate
 from paperclip.db.access import EmbeddedDatabaseError
+from paperclip.db.availability import describe, is_unavailable
 from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
 from paperclip.plugins.errors import PluginError
@@ -73,7 +75,7 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         fail(str(exc), code=2)
     try:
         url = container.database_url()
-        migrate.upgrade(url)
+        _migrate_when_reachable(url, settings.database_wait_seconds)
         host, port = sock.getsockname()[:2]
         base_url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = create_app(settings, container=container)
@@ -114,3 +116,28 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
     finally:
         container.shutdown_resources()
         log.info("stopped")
+
+
+def _migrate_when_reachable(url: str, wait_seconds: float) -> None:
+    """Migrate, waiting for a database that is away (a replica started during an outage,
+    a PostgreSQL still starting): one log line, then a clear failure, never a traceback."""
+    deadline = time.monotonic() + wait_seconds
+    waiting = False
+    while True:
+        try:
+            migrate.upgrade(url)
+            return
+        except Exception as exc:
+            if not is_unavailable(exc):
+                raise
+            if time.monotonic() > deadline:
+                fail(
+                    f"the database is unavailable: {describe(exc)}",
+                    hint=f"Waited {wait_seconds:g} s (PAPERCLIP_DATABASE_WAIT_SECONDS). "
+                    "Check that PostgreSQL runs and that PAPERCLIP_DATABASE_URL names it.",
+                    code=2,
+                )
+            if not waiting:
+                log.warning("the database is unavailable (%s): waiting for it", describe(exc))
+                waiting = True
+            time.sleep(1)
