@@ -16,12 +16,15 @@ import sys
 import time
 
 import pytest
-from playwright.sync_api import expect
 
 from tests.board.conftest import PHONE
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
+
+# Imported here only where the browser extra is installed (tox board); elsewhere the
+# module is deselected by its marker, and must still import.
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 def gated_script(stack, name: str) -> tuple[dict, object, object]:

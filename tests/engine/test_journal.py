@@ -180,7 +180,7 @@ async def test_a_call_settles_once_and_its_effect_is_written_once(
 
     # Dispatched again, the calls answer their saved results and do nothing else.
     again = await dispatch(pipeline, runs, call_ids)
-    assert [m.content for _, m in again] == [m.content for _, m in replies]
+    assert {m.call_id: m.content for _, m in again} == {m.call_id: m.content for _, m in replies}
 
     # A dispatch that raced another (it holds the calls as pending) cannot commit:
     # the database refuses the second progress event, and everything rolls back.

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 
-import paperclip_unread_steers.plugin as unread_steers_plugin
 import pytest
 from sqlalchemy import update
 
@@ -20,6 +19,9 @@ from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.steer_world import live_turn, steerable_world
 
 pytestmark = pytest.mark.installed_plugins
+
+# The plugin is installed where the marker is selected (tox py311); the core env only collects.
+unread_steers_plugin = pytest.importorskip("paperclip_unread_steers.plugin")
 
 RUNNER = "host:1:0123abcd"
 
