@@ -13,9 +13,18 @@ from typing import Any
 
 import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from paperclip.models import RecoverySettlement, RunTurn, TaskHold
+from paperclip.models import (
+    RecoverySettlement,
+    Run,
+    RunStatus,
+    RunTurn,
+    TaskHold,
+    TurnStatus,
+    WakeRequest,
+    WakeStatus,
+)
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import (
     EchoProvider,
@@ -31,6 +40,29 @@ from tests.support.memory import MemoryRunner
 pytestmark = pytest.mark.installed_plugins
 
 RESUMABLE = ProviderCapabilities(resume=True, fresh_retry=True)
+
+
+@pytest.fixture(autouse=True)
+async def earlier_runs_ended(paperclip_container: Any) -> None:
+    """Each test starts from an empty world. The module's database keeps what earlier
+    tests left waiting (a queued next turn is any runner's to take, as it should be);
+    those runs, turns and wakes are ended first."""
+    async with paperclip_container.sessions()() as session, session.begin():
+        await session.execute(
+            update(RunTurn)
+            .where(RunTurn.status.in_([TurnStatus.STARTING, TurnStatus.RUNNING]))
+            .values(status=TurnStatus.FAILED)
+        )
+        await session.execute(
+            update(Run)
+            .where(Run.status.in_([RunStatus.QUEUED, RunStatus.RUNNING]))
+            .values(status=RunStatus.CANCELLED, finished_at=func.now())
+        )
+        await session.execute(
+            update(WakeRequest)
+            .where(WakeRequest.status == WakeStatus.QUEUED)
+            .values(status=WakeStatus.SKIPPED)
+        )
 
 
 @pytest.fixture
