@@ -51,7 +51,7 @@ class SteerLogEvent:
 
 
 @hookspec(firstresult=True)
-def paperclip_unread_steers(  # type: ignore[empty-body]
+def paperclip_unread_steers(
     events: Sequence[SteerLogEvent],
 ) -> Sequence[str] | None:
     """The message ids of acknowledged steers the model has not read, oldest first.
