@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 STOPPING = 1012
 """WebSocket close code "service restart": the runner reconnects to another replica."""
 
+PLUGIN_CALL_GRACE_SECONDS = 5.0
+"""How long a stop waits for running plugin tools to finish and save their results."""
+
 
 class RunEngine:
     def __init__(
@@ -157,6 +160,8 @@ class RunEngine:
         loops, self._loops = self._loops, []
         for task in loops:
             task.cancel()
+        # Before the leases go: a plugin call saves its result under its run's lease.
+        await self.calls.plugin_calls.drain(PLUGIN_CALL_GRACE_SECONDS)
         await self.connections.close_all(STOPPING, "control plane stopping")
         for task in loops:
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -78,6 +78,20 @@ class PluginCalls:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    async def drain(self, grace: float) -> None:
+        """On stop: let running calls save their results for ``grace`` seconds, then cancel the rest.
+
+        A call cancelled here stays pending in the journal; its outcome is
+        recovery's to decide (a receipt, or unknown), as after a crash. No task
+        may outlive the engine: one holding a transaction would hold its locks.
+        """
+        if not self._tasks:
+            return
+        _, late = await asyncio.wait(set(self._tasks), timeout=grace)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
+
     async def _run(
         self, runner_id: uuid.UUID, call: journal.CallInput, epoch: int, deliver: Deliver
     ) -> None:

@@ -234,3 +234,33 @@ async def test_an_unknown_outcome_settles_as_interrupted_under_the_owner_gone_pr
 def peer_runner(engine) -> uuid.UUID:
     [runner_id] = list(engine.connections.links)
     return runner_id
+
+
+async def test_a_stop_lets_a_running_callback_save_its_result_within_the_grace(scene):
+    world, engine, peer, start, tool = scene
+    call_id = send_call(peer, start)
+    await asyncio.wait_for(tool.entered.wait(), 10)
+
+    stopping = asyncio.create_task(engine.stop())
+    await asyncio.sleep(0.1)
+    tool.release.set()  # it finishes while the stop waits for it
+    await asyncio.wait_for(stopping, 10)
+    row = await row_of(world, start.run_id, call_id)
+    assert row.status == "settled" and row.result == {"done": True}
+
+
+async def test_a_stop_cancels_a_callback_that_outlives_the_grace_and_leaves_it_pending(
+    scene, monkeypatch
+):
+    import paperclip.engine.engine as engine_module
+
+    monkeypatch.setattr(engine_module, "PLUGIN_CALL_GRACE_SECONDS", 0.2)
+    world, engine, peer, start, tool = scene
+    call_id = send_call(peer, start)
+    await asyncio.wait_for(tool.entered.wait(), 10)
+
+    await asyncio.wait_for(engine.stop(), 10)  # the tool never returns
+    # No task of the stopped engine is left holding a transaction (and its locks).
+    assert not engine.calls.plugin_calls._tasks
+    assert (await row_of(world, start.run_id, call_id)).status == "pending"  # recovery's to decide
+    assert tool.runs == 1
