@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import shutil
+import signal
 import statistics
 import tempfile
 import time
@@ -44,10 +46,21 @@ class ChaosOptions:
     """The chance a process start arms one failpoint (the least armed of those it hosts)."""
     arm_spread: int = 3
     """An armed point fires on a random pass from 1 to this."""
+    arm_timeout: float = 0.0
+    """A process armed this long without its point firing is stopped (SIGTERM, counted as
+    a ``cp_term`` or ``runner_term`` fault) and started again with another arming; 0: never."""
+    comments: int = 2
+    """Comments (``post_comment`` calls) each run's first turn makes."""
+    steers: int = 1
+    """Comments a person steers into each run's live turns (one every few seconds at most)."""
+    runner_gone_seconds: float = 20.0
+    """How long a runner is away before the lost-runs policy may settle its runs."""
     timeout: float = 600.0
     settle_seconds: float = 90.0
     """After the faults stop, how long the last runs get to end (the lease plus a bound)."""
     lease_seconds: float = 2.0
+    progress: Path | None = None
+    """Rewrite the figures so far (faults, failpoints, runs) to this file every 30 s."""
     keep: Path | None = None
     """Keep the cluster's folder (logs, data) here instead of deleting it."""
 
@@ -78,6 +91,11 @@ class ChaosRun:
         self.faults: list[Fault] = []
         self.fired: dict[str, int] = {name: 0 for name in options.points}
         self.armed: dict[str, int] = {name: 0 for name in options.points}
+        self.stale: dict[str, int] = {name: 0 for name in options.points}
+        """Armings of a point stopped by ``arm_timeout`` before it fired."""
+        self.steered_at = 0.0
+        self.started = self.progress_at = 0.0
+        self.steer_next: dict[str, float] = {}
         self.violations: list[Violation] = []
         self.http_5xx: list[str] = []
         self.unplanned_exits: list[str] = []
@@ -92,7 +110,7 @@ class ChaosRun:
     # The run
 
     def run(self) -> dict[str, Any]:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         folder = Path(tempfile.mkdtemp(prefix="paperclip-chaos-", dir="/var/tmp"))
         folder.chmod(0o755)  # the embedded PostgreSQL may run as its own user
         self.cluster = Cluster(folder, procs.Postgres(folder))
@@ -129,7 +147,7 @@ class ChaosRun:
         env = {
             "PAPERCLIP_LEASE_SECONDS": str(o.lease_seconds),
             "PAPERCLIP_RUN_MAX_RESUMES": "10",
-            "PAPERCLIP_RUNNER_GONE_SECONDS": "20",
+            "PAPERCLIP_RUNNER_GONE_SECONDS": str(o.runner_gone_seconds),
         }
         for index in range(o.replicas):
             port = procs.free_port()
@@ -142,12 +160,14 @@ class ChaosRun:
         launch = procs.fake_launch(c.script_dir, c.fake_log)
         for index in range(o.runners):
             credential = procs.runner_credential(f"chaos-runner-{index}", url)
-            servers = [p.url for p in c.proxies]
+            # Each runner dials the replicas in another order: every replica serves runs.
+            shift = index % len(c.proxies)
+            servers = [p.url for p in c.proxies[shift:] + c.proxies[:shift]]
             c.runners.append(procs.runner(index, servers, credential, c.folder, launch))
         for child in c.runners:
             self._launch(child)
         self._wait(lambda: self._connected() >= o.runners, 60, "the runners")
-        self.workload = Workload(o.runs, c.script_dir, o.pause)
+        self.workload = Workload(o.runs, c.script_dir, o.pause, o.comments)
         with httpx.Client(base_url=f"http://127.0.0.1:{c.ports[0]}/api", timeout=30) as api:
             self.workload.create(api)
 
@@ -167,11 +187,38 @@ class ChaosRun:
                     self._record(fault)
                 next_fault = now + self._gap()
             self._feed()
+            self._rearm()
+            if self.options.progress is not None and now >= self.progress_at:
+                self.progress_at = now + 30
+                self._write_progress(now - self.started)
             if now >= next_progress:
+                if self.options.steers:
+                    self._steer()
                 next_progress = now + 1.0
                 if self._progress() and not self.workload.pending():
                     return
             time.sleep(TICK)
+
+    def _write_progress(self, seconds: float) -> None:
+        by_kind: dict[str, int] = {}
+        for fault in self.faults:
+            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
+        outcomes: dict[str, int] = {}
+        for item in self.workload.items:
+            key = item.outcome or ("active" if item.assigned else "never_assigned")
+            outcomes[key] = outcomes.get(key, 0) + 1
+        snapshot = {
+            "seconds": round(seconds, 1),
+            "faults": {"total": len(self.faults), "by_kind": by_kind},
+            "failpoints": {"fired": self.fired, "armed": self.armed, "timed_out": self.stale},
+            "runs": outcomes,
+            "steered": sum(len(item.steered) for item in self.workload.items),
+            "violations_so_far": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
+            "http_5xx": self.http_5xx[:20] + self.workload.server_errors[:20],
+            "unplanned_exits": len(self.unplanned_exits),
+        }
+        assert self.options.progress is not None
+        self.options.progress.write_text(json.dumps(snapshot, indent=1))
 
     def _settle(self) -> None:
         """No more faults: bring every process back and give the last runs their bound."""
@@ -195,12 +242,23 @@ class ChaosRun:
         hosted = [n for n in self.options.points if BY_NAME[n].process == process]
         if arm and "failpoint" in self.options.faults and hosted:
             if self.rng.random() < self.options.arm_chance:
-                # The least armed first: a point that rarely fires still gets its turns.
-                least = min(self.armed[n] for n in hosted)
-                name = self.rng.choice([n for n in hosted if self.armed[n] == least])
-                self.armed[name] += 1
-                armed = f"{name}=kill@{self.rng.randint(1, self.options.arm_spread)}"
+                # The least fired first (an arming that timed out counts against its
+                # point too): every point gets its kills, and one that is rarely
+                # reached (a settlement needs a lost run) does not hold the others up.
+                main = [n for n in hosted if not BY_NAME[n].alongside] or hosted
+                score = {n: (self.fired[n] + self.stale[n], self.armed[n]) for n in main}
+                least = min(score.values())
+                name = self.rng.choice([n for n in main if score[n] == least])
+                names = [name] + [n for n in hosted if BY_NAME[n].alongside and n != name] * (
+                    not BY_NAME[name].alongside
+                )
+                for n in names:
+                    self.armed[n] += 1
+                armed = ",".join(
+                    f"{n}=kill@{self.rng.randint(1, self.options.arm_spread)}" for n in names
+                )
         child.start(armed)
+        child.armed_at = time.monotonic()
 
     def _supervise(self, *, arm: bool = True) -> None:
         c = self.cluster
@@ -228,9 +286,67 @@ class ChaosRun:
                     child.retry_at = time.monotonic() + 2
                     child.expected_exit = True  # counted once; started again after the pause
                     continue
-            # After a failpoint death, one life unarmed: a point on every path of a
-            # process (the runner's start of a turn) would otherwise stop all progress.
-            self._launch(child, arm=arm and not fired)
+            # After a failpoint death, one life unarmed when every other process of
+            # its kind is armed: a point on every path of a process (the runner's
+            # start of a turn) would otherwise stop all progress.
+            kin = c.control_planes if child in c.control_planes else c.runners
+            others_armed = all(o.armed for o in kin if o is not child)
+            self._launch(child, arm=arm and not (fired and others_armed))
+
+    def _rearm(self) -> None:
+        """Stop a process whose armed point has not fired within ``arm_timeout``."""
+        timeout = self.options.arm_timeout
+        if timeout <= 0:
+            return
+        for child in self._children():
+            if not child.armed or child.expected_exit or not child.alive():
+                continue
+            if time.monotonic() - child.armed_at < timeout:
+                continue
+            name = child.armed.partition("=")[0]
+            self.stale[name] = self.stale.get(name, 0) + 1
+            child.signal(signal.SIGTERM)
+            kind = "cp_term" if child.name.startswith("cp") else "runner_term"
+            self._record(Fault(kind, child.name))
+
+    def _steer(self) -> None:
+        """Steer comments into the workload's runs (up to ``steers`` each) while a turn is live."""
+        if self.cluster.postgres.down or time.monotonic() < self.steered_at:
+            return
+        self.steered_at = time.monotonic() + 1.0
+        waiting = {
+            i.issue_id: i
+            for i in self.workload.active()
+            if len(i.steered) < self.options.steers
+            and time.monotonic() >= self.steer_next.get(i.issue_id, 0.0)
+        }
+        if not waiting:
+            return
+        try:
+            live = asyncio.run(self._live_runs(list(waiting)))
+        except Exception:
+            return  # the database is restarting: next time
+        healthy = [i for i in range(self.options.replicas) if self._healthy(i)]
+        if not healthy or not live:
+            return
+        port = self.cluster.ports[self.rng.choice(healthy)]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api", timeout=10) as api:
+            for issue_id, run_id in live:
+                if self.workload.steer(api, waiting[issue_id], run_id):
+                    self.steer_next[issue_id] = time.monotonic() + 3 * self.options.pause + 1
+
+    async def _live_runs(self, issues: list[str]) -> list[tuple[str, str]]:
+        conn = await connect(self.cluster.postgres.url)
+        try:
+            rows = await conn.fetch(
+                "SELECT issue_id, id FROM runs WHERE company_id = $1 AND status = 'running' "
+                "AND phase = 'turn' AND issue_id = ANY($2::uuid[])",
+                uuid.UUID(self.workload.company_id),
+                [uuid.UUID(i) for i in issues],
+            )
+        finally:
+            await conn.close()
+        return [(str(r["issue_id"]), str(r["id"])) for r in rows]
 
     def _record(self, fault: Fault) -> None:
         self.faults.append(fault)
@@ -415,7 +531,8 @@ class ChaosRun:
             "seconds": round(seconds, 1),
             "runs": {"total": o.runs, **outcomes},
             "faults": {"total": len(self.faults), "by_kind": by_kind},
-            "failpoints": {"fired": self.fired, "armed": self.armed},
+            "failpoints": {"fired": self.fired, "armed": self.armed, "timed_out": self.stale},
+            "steered": sum(len(item.steered) for item in self.workload.items),
             "recovery_seconds": recovery,
             "unplanned_exits": self.unplanned_exits[:50],
             "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],

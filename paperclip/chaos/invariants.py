@@ -50,8 +50,9 @@ async def check_all(
         comments = [
             dict(r)
             for r in await conn.fetch(
-                "SELECT issue_id, body, created_by_run_id FROM comments "
-                "WHERE company_id = $1 AND deleted_at IS NULL",
+                "SELECT c.issue_id, c.body, c.created_by_run_id, r.wake_request_id AS wake "
+                "FROM comments c LEFT JOIN runs r ON r.id = c.created_by_run_id "
+                "WHERE c.company_id = $1 AND c.deleted_at IS NULL",
                 company,
             )
         ]
@@ -109,10 +110,16 @@ async def check_all(
 
 
 def duplicated_comments(comments: list[dict]) -> list[Violation]:
-    counts = Counter((c["issue_id"], c["body"]) for c in comments)
+    """A body twice on one issue, from the runs of one wake request (a run and its
+    continuations, or two runs made for one wake) or from people.
+
+    A person's comment (a steer is one) wakes the agent again: that is new work, and
+    the scripted agent says the same words in it, so runs of another wake do not count.
+    """
+    counts = Counter((c["issue_id"], c.get("wake"), c["body"]) for c in comments)
     return [
         Violation("comment_duplicated", f"issue {issue}: {body!r} x{n}")
-        for (issue, body), n in counts.items()
+        for (issue, _wake, body), n in counts.items()
         if n > 1
     ]
 

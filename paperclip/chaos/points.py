@@ -17,6 +17,9 @@ class Point:
     process: str
     """``control_plane`` or ``runner``: whose environment arms it."""
     moment: str
+    alongside: bool = False
+    """Armed alongside whichever point a start arms: a moment off a run's own path,
+    reached only when the reconciler settles a lost run, so it rarely comes first."""
 
 
 POINTS: tuple[Point, ...] = (
@@ -39,11 +42,18 @@ POINTS: tuple[Point, ...] = (
         "reconciler.settlement.before_settle",
         CONTROL_PLANE,
         "the reconciler took a lost run over (the fence moved); it has not settled it",
+        alongside=True,
     ),
     Point(
         "reconciler.settlement.after_settle",
         CONTROL_PLANE,
         "the settlement is committed; the reconciler has not reported it",
+        alongside=True,
+    ),
+    Point(
+        "runner.steer.acknowledged.before_event",
+        RUNNER,
+        "the provider acknowledged a steer; its steering_acknowledgement is not sent to be stored",
     ),
     Point(
         "runner.start_turn.before_ack",
