@@ -1,78 +1,99 @@
-"""A runner's connection ends while PostgreSQL is away: the route ends quietly, the run goes on.
+"""The control plane closes a runner's link while PostgreSQL is away: the route ends quietly.
 
-The runner is stopped (SIGTERM: it closes its WebSocket, and the server
-answers the close) while the database is stopped, so the control plane cleans
-the link up during the outage. That cleanup must wait for the database
-instead of raising out of the WebSocket route: an exception there reached the
-framework's error handler, which closed the already closed socket again
-(``Unexpected ASGI message 'websocket.close'`` in the log) and skipped letting
-the runner's runs go.
+The runner dials through a link proxy of ours that holds what the control
+plane sends (its bytes still arrive), so the runner's close reply does not
+come back at once. With the database stopped, the provider emits; the runner's
+message cannot be stored, and the control plane closes the link. Cleaning the
+link up then must wait for the database instead of raising out of the
+WebSocket route: an exception there reached the framework's error handler,
+which sent a second ``websocket.close`` on the socket it had closed (the
+server logged ``Unexpected ASGI message 'websocket.close'``), and the gone
+runner's runs were not let go.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
 import pytest
 
+from paperclip.chaos.cluster import free_port
+from paperclip.chaos.proxy import LinkProxy
+from tests.engine.conftest import fake_launch
 from tests.engine.test_database_outage import (  # noqa: F401 (fixtures)
     connected_runners,
     outage_stack,
     own_postgres,
 )
-from tests.support.processes import wait_until
+from tests.support.processes import RunnerProcess, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
-def held_then_finish(stack) -> tuple[dict, object]:
-    held = stack.tmp / "held"
+def emits_on_a_signal(stack) -> tuple[dict, object, object]:
+    held, go = stack.tmp / "held", stack.tmp / "go"
+    finish = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "ok"}}}
     script = {
         "turns": [
             [
                 {"touch_file": str(held)},
-                {"wait_for_file": str(stack.tmp / "never"), "timeout": 300},
+                {"wait_for_file": str(go), "timeout": 300},
+                {"message": "Said while the database was away."},
+                {"sleep": 2},
+                {"message": "Done after the outage."},
+                finish,
             ],
-            [
-                {"message": "Went on after the outage."},
-                {
-                    "call_tool": {
-                        "name": "finish",
-                        "arguments": {"outcome": "done", "summary": "ok"},
-                    }
-                },
-            ],
+            [{"message": "Went on after the outage."}, finish],
         ]
     }
-    return script, held
+    return script, held, go
 
 
-def test_a_runner_link_failing_during_an_outage_closes_once_and_its_run_goes_on(outage_stack):
+def test_a_link_closed_by_the_control_plane_during_an_outage_is_closed_once(
+    outage_stack,  # noqa: F811 (the fixture)
+):
     stack, postgres = outage_stack
     stack.start_server()
-    stack.start_runner()
+    proxy = LinkProxy(stack.ports[0], free_port()).start()
+    stack.script_dir.mkdir(parents=True, exist_ok=True)
+    stack.runner = RunnerProcess(
+        [proxy.url],
+        stack.runner_credential(),
+        stack.tmp / "runner",
+        stack.tmp / "runner.log",
+        env={"PAPERCLIP_RUNNER_LAUNCH": json.dumps(fake_launch(stack.script_dir, stack.fake_log))},
+    ).start()
     api = httpx.Client(base_url=f"{stack.url()}/api", timeout=10)
-    wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")
-    script, held = held_then_finish(stack)
-    ctx = stack.setup_issue(script)
-    stack.assign(ctx)
-    wait_until(held.exists, 90, message="the turn is running")
+    try:
+        wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")
+        script, held, go = emits_on_a_signal(stack)
+        ctx = stack.setup_issue(script)
+        stack.assign(ctx)
+        wait_until(held.exists, 90, message="the turn is running")
 
-    postgres.stop()
-    wait_until(lambda: api.get("/health").status_code == 503, 30, message="health 503")
-    stack.runner.stop()  # an orderly stop: its socket closes during the outage
-    time.sleep(4)  # the link's cleanup meets the outage
+        postgres.stop()
+        wait_until(lambda: api.get("/health").status_code == 503, 30, message="health 503")
+        proxy.stall(8, down_only=True)  # the control plane's close waits for its reply
+        go.write_text("now")  # the provider emits: the runner's message cannot be stored
+        cp_log = stack.tmp / "cp0.log"
+        wait_until(
+            lambda: "the connection of runner" in cp_log.read_text(),
+            30,
+            message="the control plane gave the link up",
+        )
+        time.sleep(8)  # the link's cleanup meets the outage
 
-    postgres.start()
-    wait_until(lambda: api.get("/companies").status_code == 200, 60, message="the API is back")
-    stack.start_runner()
-    wait_until(lambda: connected_runners(api) == 1, 60, message="the runner is connected again")
-    run = stack.wait_for_terminal_run(ctx, timeout=120)
-    assert run["status"] == "succeeded", (run, stack.runner.tail())
-    api.close()
-
-    stack.stop()
-    text = (stack.tmp / "cp0.log").read_text()
+        postgres.start()
+        wait_until(lambda: api.get("/companies").status_code == 200, 60, message="API back")
+        wait_until(lambda: connected_runners(api) == 1, 60, message="the runner is back")
+        run = stack.wait_for_terminal_run(ctx, timeout=120)
+        assert run["status"] == "succeeded", (run, stack.runner.tail())
+    finally:
+        api.close()
+        stack.stop()
+        proxy.close()
+    text = cp_log.read_text()
     assert "Unexpected ASGI message" not in text, text[-4000:]
     assert "Traceback" not in text, text[-4000:]
