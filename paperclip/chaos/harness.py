@@ -249,9 +249,15 @@ class ChaosRun:
                 score = {n: (self.fired[n] + self.stale[n], self.armed[n]) for n in main}
                 least = min(score.values())
                 name = self.rng.choice([n for n in main if score[n] == least])
-                names = [name] + [n for n in hosted if BY_NAME[n].alongside and n != name] * (
-                    not BY_NAME[name].alongside
-                )
+                # A settlement point rides along on one process at a time: armed on
+                # every replica, it would kill each one that tries to settle a lost run.
+                kin = self.cluster.control_planes if process == CONTROL_PLANE else []
+                taken = {p for o in kin if o is not child and o.alive() for p in _names(o.armed)}
+                names = [name]
+                if not BY_NAME[name].alongside:
+                    names += [
+                        n for n in hosted if BY_NAME[n].alongside and n != name and n not in taken
+                    ]
                 for n in names:
                     self.armed[n] += 1
                 armed = ",".join(
@@ -538,6 +544,11 @@ class ChaosRun:
             "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
             "ok": not self.violations,
         }
+
+
+def _names(armed: str) -> set[str]:
+    """The point names in a ``PAPERCLIP_FAILPOINTS`` value."""
+    return {item.partition("=")[0] for item in armed.split(",") if item}
 
 
 def procs_fault(point: str, target: str) -> Fault:
