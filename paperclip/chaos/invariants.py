@@ -77,6 +77,26 @@ async def check_all(
                 company,
             )
         ]
+        steers = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT s.run_id, s.message_id, c.body, r.status, "
+                "EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = s.run_id AND "
+                "e.type = 'steering_acknowledgement' AND e.payload->>'message_id' = s.message_id) "
+                "AS acknowledged FROM run_steers s JOIN runs r ON r.id = s.run_id "
+                "JOIN comments c ON c.id = s.comment_id WHERE s.company_id = $1",
+                company,
+            )
+        ]
+        read = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT run_id, payload->'item'->'content' AS content FROM run_events "
+                "WHERE company_id = $1 AND type = 'item/completed' "
+                "AND payload->'item'->>'type' = 'userMessage'",
+                company,
+            )
+        ]
         holds = await conn.fetch(
             "SELECT issue_id, reason FROM task_holds WHERE company_id = $1 AND status = 'active'",
             company,
@@ -106,6 +126,28 @@ async def check_all(
         if r["status"] == "succeeded" and r["answer"] and r["presentation"] is None
     ]
     found += turns_started_twice(runner_dirs)
+    found += steers_not_read_once(steers, read)
+    return found
+
+
+def steers_not_read_once(steers: list[dict], read: list[dict]) -> list[Violation]:
+    """Seed 004 from the run log: an acknowledged steer of a run that succeeded reached the
+    model exactly once (a ``userMessage`` of its turn, or of the restart continuation)."""
+    texts: dict[Any, list[str]] = {}
+    for row in read:
+        content = row["content"]
+        parts = json.loads(content) if isinstance(content, str) else (content or [])
+        texts.setdefault(row["run_id"], []).append(
+            " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+        )
+    found = []
+    for steer in steers:
+        if not steer["acknowledged"] or steer["status"] != "succeeded":
+            continue
+        n = sum(text.count(steer["body"]) for text in texts.get(steer["run_id"], []))
+        if n != 1:
+            kind = "steer_lost" if n == 0 else "steer_delivered_twice"
+            found.append(Violation(kind, f"run {steer['run_id']}: {steer['body']!r} read {n}x"))
     return found
 
 
