@@ -7,7 +7,6 @@ import json
 import random
 import shutil
 import signal
-import statistics
 import tempfile
 import time
 import uuid
@@ -18,10 +17,11 @@ from typing import Any
 import httpx
 
 from paperclip.chaos import cluster as procs
-from paperclip.chaos.db import connect
+from paperclip.chaos import report
+from paperclip.chaos.db import connect, live_turns
 from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
 from paperclip.chaos.invariants import Violation, active_twice, check_all
-from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER
+from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER, armed_names
 from paperclip.chaos.proxy import LinkProxy
 from paperclip.chaos.workload import Workload
 
@@ -131,7 +131,7 @@ class ChaosRun:
             self.http_5xx += self.workload.server_errors
             if self.http_5xx:
                 self.violations += [Violation("http_500", line) for line in self.http_5xx[:20]]
-            return self._result(time.monotonic() - started, folder)
+            return report.result(self, time.monotonic() - started)
         finally:
             self._stop()
             if self.options.keep is not None:
@@ -200,25 +200,8 @@ class ChaosRun:
             time.sleep(TICK)
 
     def _write_progress(self, seconds: float) -> None:
-        by_kind: dict[str, int] = {}
-        for fault in self.faults:
-            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
-        outcomes: dict[str, int] = {}
-        for item in self.workload.items:
-            key = item.outcome or ("active" if item.assigned else "never_assigned")
-            outcomes[key] = outcomes.get(key, 0) + 1
-        snapshot = {
-            "seconds": round(seconds, 1),
-            "faults": {"total": len(self.faults), "by_kind": by_kind},
-            "failpoints": {"fired": self.fired, "armed": self.armed, "timed_out": self.stale},
-            "runs": outcomes,
-            "steered": sum(len(item.steered) for item in self.workload.items),
-            "violations_so_far": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
-            "http_5xx": self.http_5xx[:20] + self.workload.server_errors[:20],
-            "unplanned_exits": len(self.unplanned_exits),
-        }
         assert self.options.progress is not None
-        self.options.progress.write_text(json.dumps(snapshot, indent=1))
+        self.options.progress.write_text(json.dumps(report.progress(self, seconds), indent=1))
 
     def _settle(self) -> None:
         """No more faults: bring every process back and give the last runs their bound."""
@@ -252,7 +235,9 @@ class ChaosRun:
                 # A settlement point rides along on one process at a time: armed on
                 # every replica, it would kill each one that tries to settle a lost run.
                 kin = self.cluster.control_planes if process == CONTROL_PLANE else []
-                taken = {p for o in kin if o is not child and o.alive() for p in _names(o.armed)}
+                taken = {
+                    p for o in kin if o is not child and o.alive() for p in armed_names(o.armed)
+                }
                 names = [name]
                 if not BY_NAME[name].alongside:
                     names += [
@@ -329,7 +314,9 @@ class ChaosRun:
         if not waiting:
             return
         try:
-            live = asyncio.run(self._live_runs(list(waiting)))
+            live = asyncio.run(
+                live_turns(self.cluster.postgres.url, self.workload.company_id, list(waiting))
+            )
         except Exception:
             return  # the database is restarting: next time
         healthy = [i for i in range(self.options.replicas) if self._healthy(i)]
@@ -340,19 +327,6 @@ class ChaosRun:
             for issue_id, run_id in live:
                 if self.workload.steer(api, waiting[issue_id], run_id):
                     self.steer_next[issue_id] = time.monotonic() + 3 * self.options.pause + 1
-
-    async def _live_runs(self, issues: list[str]) -> list[tuple[str, str]]:
-        conn = await connect(self.cluster.postgres.url)
-        try:
-            rows = await conn.fetch(
-                "SELECT issue_id, id FROM runs WHERE company_id = $1 AND status = 'running' "
-                "AND phase = 'turn' AND issue_id = ANY($2::uuid[])",
-                uuid.UUID(self.workload.company_id),
-                [uuid.UUID(i) for i in issues],
-            )
-        finally:
-            await conn.close()
-        return [(str(r["issue_id"]), str(r["id"])) for r in rows]
 
     def _record(self, fault: Fault) -> None:
         self.faults.append(fault)
@@ -513,54 +487,9 @@ class ChaosRun:
         if not c.postgres.down:
             c.postgres.stop()
 
-    # The result
-
-    def _result(self, seconds: float, folder: Path) -> dict[str, Any]:
-        o = self.options
-        by_kind: dict[str, int] = {}
-        for fault in self.faults:
-            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
-        outcomes: dict[str, int] = {}
-        for item in self.workload.items:
-            key = item.outcome or ("unfinished" if item.assigned else "never_assigned")
-            outcomes[key] = outcomes.get(key, 0) + 1
-        recovery = {}
-        for kind in sorted(by_kind):
-            of_kind = [f for f in self.faults if f.kind == kind]
-            recovery[kind] = {
-                "to_health": _spread([f.to_health for f in of_kind]),
-                "to_next_event": _spread([f.to_next_event for f in of_kind]),
-            }
-        return {
-            "seed": o.seed,
-            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(o).items()},
-            "seconds": round(seconds, 1),
-            "runs": {"total": o.runs, **outcomes},
-            "faults": {"total": len(self.faults), "by_kind": by_kind},
-            "failpoints": {"fired": self.fired, "armed": self.armed, "timed_out": self.stale},
-            "steered": sum(len(item.steered) for item in self.workload.items),
-            "recovery_seconds": recovery,
-            "unplanned_exits": self.unplanned_exits[:50],
-            "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
-            "ok": not self.violations,
-        }
-
-
-def _names(armed: str) -> set[str]:
-    """The point names in a ``PAPERCLIP_FAILPOINTS`` value."""
-    return {item.partition("=")[0] for item in armed.split(",") if item}
-
 
 def procs_fault(point: str, target: str) -> Fault:
     return Fault("failpoint", target, point=point)
-
-
-def _spread(values: list[float | None]) -> dict[str, float | int | None]:
-    known = sorted(v for v in values if v is not None)
-    if not known:
-        return {"n": 0, "median": None, "p99": None}
-    p99 = known[min(len(known) - 1, round(0.99 * (len(known) - 1)))]
-    return {"n": len(known), "median": round(statistics.median(known), 2), "p99": round(p99, 2)}
 
 
 def _utc(wall: float) -> Any:

@@ -68,3 +68,8 @@ BY_NAME = {point.name: point for point in POINTS}
 def armed_for(process: str, names: list[str], at: dict[str, int]) -> str:
     """``PAPERCLIP_FAILPOINTS`` for one process start: each of ``names`` it hosts, at its pass."""
     return ",".join(f"{name}=kill@{at[name]}" for name in names if BY_NAME[name].process == process)
+
+
+def armed_names(armed: str) -> set[str]:
+    """The point names in a ``PAPERCLIP_FAILPOINTS`` value."""
+    return {item.partition("=")[0] for item in armed.split(",") if item}

@@ -39,9 +39,12 @@ def test_an_acknowledged_write_missing_from_the_database_is_lost(tmp_path):
     log = tmp_path / "fake.log"
     entries = [
         {"type": "tool_result", "name": "post_comment", "ok": True,
-         "arguments": {"body": "chaos a: 1"}, "result": {"structuredContent": {"id": "x"}}},
+         "arguments": {"body": "chaos a: 1"}, "result": {"structuredContent": {"comment_id": "x"}}},
         {"type": "tool_result", "name": "post_comment", "ok": True,
-         "arguments": {"body": "chaos a: 2"}, "result": {"structuredContent": {"id": "y"}}},
+         "arguments": {"body": "chaos a: 2"}, "result": {"structuredContent": {"comment_id": "y"}}},
+        {"type": "tool_result", "name": "post_comment", "ok": True,
+         "arguments": {"body": "chaos a: 4"},
+         "result": {"content": [{"type": "text", "text": "The tool call failed"}]}},
         {"type": "tool_result", "name": "post_comment", "ok": False,
          "arguments": {"body": "chaos a: 3"}, "error": "refused"},
     ]  # fmt: skip
