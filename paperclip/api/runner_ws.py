@@ -37,9 +37,13 @@ class WebSocketTransport:
             raise TransportClosed(str(exc)) from exc
 
     async def send(self, frame: str) -> None:
+        if self.closed:
+            raise TransportClosed("this side closed the connection")
         try:
             await self.socket.send_text(frame)
         except WebSocketDisconnect as exc:
+            raise TransportClosed(str(exc)) from exc
+        except RuntimeError as exc:  # the ASGI server refuses a send after a close
             raise TransportClosed(str(exc)) from exc
 
     async def close(self, code: int, reason: str) -> None:
