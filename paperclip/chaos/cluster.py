@@ -45,6 +45,7 @@ class Child:
         self.proc: subprocess.Popen[bytes] | None = None
         self.armed = ""
         """The failpoints armed in the current process (``PAPERCLIP_FAILPOINTS``)."""
+        self.armed_at = 0.0
         self.expected_exit = False
         """True while the harness itself is stopping it (a signal it sent)."""
         self.signalled_at = 0.0

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import shutil
-import statistics
+import signal
 import tempfile
 import time
 import uuid
@@ -16,10 +17,11 @@ from typing import Any
 import httpx
 
 from paperclip.chaos import cluster as procs
-from paperclip.chaos.db import connect
+from paperclip.chaos import report
+from paperclip.chaos.db import connect, live_turns
 from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
 from paperclip.chaos.invariants import Violation, active_twice, check_all
-from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER
+from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER, armed_names
 from paperclip.chaos.proxy import LinkProxy
 from paperclip.chaos.workload import Workload
 
@@ -44,10 +46,21 @@ class ChaosOptions:
     """The chance a process start arms one failpoint (the least armed of those it hosts)."""
     arm_spread: int = 3
     """An armed point fires on a random pass from 1 to this."""
+    arm_timeout: float = 0.0
+    """A process armed this long without its point firing is stopped (SIGTERM, counted as
+    a ``cp_term`` or ``runner_term`` fault) and started again with another arming; 0: never."""
+    comments: int = 2
+    """Comments (``post_comment`` calls) each run's first turn makes."""
+    steers: int = 1
+    """Comments a person steers into each run's live turns (one every few seconds at most)."""
+    runner_gone_seconds: float = 20.0
+    """How long a runner is away before the lost-runs policy may settle its runs."""
     timeout: float = 600.0
     settle_seconds: float = 90.0
     """After the faults stop, how long the last runs get to end (the lease plus a bound)."""
     lease_seconds: float = 2.0
+    progress: Path | None = None
+    """Rewrite the figures so far (faults, failpoints, runs) to this file every 30 s."""
     keep: Path | None = None
     """Keep the cluster's folder (logs, data) here instead of deleting it."""
 
@@ -78,6 +91,11 @@ class ChaosRun:
         self.faults: list[Fault] = []
         self.fired: dict[str, int] = {name: 0 for name in options.points}
         self.armed: dict[str, int] = {name: 0 for name in options.points}
+        self.stale: dict[str, int] = {name: 0 for name in options.points}
+        """Armings of a point stopped by ``arm_timeout`` before it fired."""
+        self.steered_at = 0.0
+        self.started = self.progress_at = 0.0
+        self.steer_next: dict[str, float] = {}
         self.violations: list[Violation] = []
         self.http_5xx: list[str] = []
         self.unplanned_exits: list[str] = []
@@ -92,7 +110,7 @@ class ChaosRun:
     # The run
 
     def run(self) -> dict[str, Any]:
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         folder = Path(tempfile.mkdtemp(prefix="paperclip-chaos-", dir="/var/tmp"))
         folder.chmod(0o755)  # the embedded PostgreSQL may run as its own user
         self.cluster = Cluster(folder, procs.Postgres(folder))
@@ -113,7 +131,7 @@ class ChaosRun:
             self.http_5xx += self.workload.server_errors
             if self.http_5xx:
                 self.violations += [Violation("http_500", line) for line in self.http_5xx[:20]]
-            return self._result(time.monotonic() - started, folder)
+            return report.result(self, time.monotonic() - started)
         finally:
             self._stop()
             if self.options.keep is not None:
@@ -129,7 +147,7 @@ class ChaosRun:
         env = {
             "PAPERCLIP_LEASE_SECONDS": str(o.lease_seconds),
             "PAPERCLIP_RUN_MAX_RESUMES": "10",
-            "PAPERCLIP_RUNNER_GONE_SECONDS": "20",
+            "PAPERCLIP_RUNNER_GONE_SECONDS": str(o.runner_gone_seconds),
         }
         for index in range(o.replicas):
             port = procs.free_port()
@@ -142,12 +160,14 @@ class ChaosRun:
         launch = procs.fake_launch(c.script_dir, c.fake_log)
         for index in range(o.runners):
             credential = procs.runner_credential(f"chaos-runner-{index}", url)
-            servers = [p.url for p in c.proxies]
+            # Each runner dials the replicas in another order: every replica serves runs.
+            shift = index % len(c.proxies)
+            servers = [p.url for p in c.proxies[shift:] + c.proxies[:shift]]
             c.runners.append(procs.runner(index, servers, credential, c.folder, launch))
         for child in c.runners:
             self._launch(child)
         self._wait(lambda: self._connected() >= o.runners, 60, "the runners")
-        self.workload = Workload(o.runs, c.script_dir, o.pause)
+        self.workload = Workload(o.runs, c.script_dir, o.pause, o.comments)
         with httpx.Client(base_url=f"http://127.0.0.1:{c.ports[0]}/api", timeout=30) as api:
             self.workload.create(api)
 
@@ -167,11 +187,21 @@ class ChaosRun:
                     self._record(fault)
                 next_fault = now + self._gap()
             self._feed()
+            self._rearm()
+            if self.options.progress is not None and now >= self.progress_at:
+                self.progress_at = now + 30
+                self._write_progress(now - self.started)
             if now >= next_progress:
+                if self.options.steers:
+                    self._steer()
                 next_progress = now + 1.0
                 if self._progress() and not self.workload.pending():
                     return
             time.sleep(TICK)
+
+    def _write_progress(self, seconds: float) -> None:
+        assert self.options.progress is not None
+        self.options.progress.write_text(json.dumps(report.progress(self, seconds), indent=1))
 
     def _settle(self) -> None:
         """No more faults: bring every process back and give the last runs their bound."""
@@ -195,12 +225,31 @@ class ChaosRun:
         hosted = [n for n in self.options.points if BY_NAME[n].process == process]
         if arm and "failpoint" in self.options.faults and hosted:
             if self.rng.random() < self.options.arm_chance:
-                # The least armed first: a point that rarely fires still gets its turns.
-                least = min(self.armed[n] for n in hosted)
-                name = self.rng.choice([n for n in hosted if self.armed[n] == least])
-                self.armed[name] += 1
-                armed = f"{name}=kill@{self.rng.randint(1, self.options.arm_spread)}"
+                # The least fired first (an arming that timed out counts against its
+                # point too): every point gets its kills, and one that is rarely
+                # reached (a settlement needs a lost run) does not hold the others up.
+                main = [n for n in hosted if not BY_NAME[n].alongside] or hosted
+                score = {n: (self.fired[n] + self.stale[n], self.armed[n]) for n in main}
+                least = min(score.values())
+                name = self.rng.choice([n for n in main if score[n] == least])
+                # A settlement point rides along on one process at a time: armed on
+                # every replica, it would kill each one that tries to settle a lost run.
+                kin = self.cluster.control_planes if process == CONTROL_PLANE else []
+                taken = {
+                    p for o in kin if o is not child and o.alive() for p in armed_names(o.armed)
+                }
+                names = [name]
+                if not BY_NAME[name].alongside:
+                    names += [
+                        n for n in hosted if BY_NAME[n].alongside and n != name and n not in taken
+                    ]
+                for n in names:
+                    self.armed[n] += 1
+                armed = ",".join(
+                    f"{n}=kill@{self.rng.randint(1, self.options.arm_spread)}" for n in names
+                )
         child.start(armed)
+        child.armed_at = time.monotonic()
 
     def _supervise(self, *, arm: bool = True) -> None:
         c = self.cluster
@@ -228,9 +277,56 @@ class ChaosRun:
                     child.retry_at = time.monotonic() + 2
                     child.expected_exit = True  # counted once; started again after the pause
                     continue
-            # After a failpoint death, one life unarmed: a point on every path of a
-            # process (the runner's start of a turn) would otherwise stop all progress.
-            self._launch(child, arm=arm and not fired)
+            # After a failpoint death, one life unarmed when every other process of
+            # its kind is armed: a point on every path of a process (the runner's
+            # start of a turn) would otherwise stop all progress.
+            kin = c.control_planes if child in c.control_planes else c.runners
+            others_armed = all(o.armed for o in kin if o is not child)
+            self._launch(child, arm=arm and not (fired and others_armed))
+
+    def _rearm(self) -> None:
+        """Stop a process whose armed point has not fired within ``arm_timeout``."""
+        timeout = self.options.arm_timeout
+        if timeout <= 0:
+            return
+        for child in self._children():
+            if not child.armed or child.expected_exit or not child.alive():
+                continue
+            if time.monotonic() - child.armed_at < timeout:
+                continue
+            name = child.armed.partition("=")[0]
+            self.stale[name] = self.stale.get(name, 0) + 1
+            child.signal(signal.SIGTERM)
+            kind = "cp_term" if child.name.startswith("cp") else "runner_term"
+            self._record(Fault(kind, child.name))
+
+    def _steer(self) -> None:
+        """Steer comments into the workload's runs (up to ``steers`` each) while a turn is live."""
+        if self.cluster.postgres.down or time.monotonic() < self.steered_at:
+            return
+        self.steered_at = time.monotonic() + 1.0
+        waiting = {
+            i.issue_id: i
+            for i in self.workload.active()
+            if len(i.steered) < self.options.steers
+            and time.monotonic() >= self.steer_next.get(i.issue_id, 0.0)
+        }
+        if not waiting:
+            return
+        try:
+            live = asyncio.run(
+                live_turns(self.cluster.postgres.url, self.workload.company_id, list(waiting))
+            )
+        except Exception:
+            return  # the database is restarting: next time
+        healthy = [i for i in range(self.options.replicas) if self._healthy(i)]
+        if not healthy or not live:
+            return
+        port = self.cluster.ports[self.rng.choice(healthy)]
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api", timeout=10) as api:
+            for issue_id, run_id in live:
+                if self.workload.steer(api, waiting[issue_id], run_id):
+                    self.steer_next[issue_id] = time.monotonic() + 3 * self.options.pause + 1
 
     def _record(self, fault: Fault) -> None:
         self.faults.append(fault)
@@ -391,48 +487,9 @@ class ChaosRun:
         if not c.postgres.down:
             c.postgres.stop()
 
-    # The result
-
-    def _result(self, seconds: float, folder: Path) -> dict[str, Any]:
-        o = self.options
-        by_kind: dict[str, int] = {}
-        for fault in self.faults:
-            by_kind[fault.kind] = by_kind.get(fault.kind, 0) + 1
-        outcomes: dict[str, int] = {}
-        for item in self.workload.items:
-            key = item.outcome or ("unfinished" if item.assigned else "never_assigned")
-            outcomes[key] = outcomes.get(key, 0) + 1
-        recovery = {}
-        for kind in sorted(by_kind):
-            of_kind = [f for f in self.faults if f.kind == kind]
-            recovery[kind] = {
-                "to_health": _spread([f.to_health for f in of_kind]),
-                "to_next_event": _spread([f.to_next_event for f in of_kind]),
-            }
-        return {
-            "seed": o.seed,
-            "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(o).items()},
-            "seconds": round(seconds, 1),
-            "runs": {"total": o.runs, **outcomes},
-            "faults": {"total": len(self.faults), "by_kind": by_kind},
-            "failpoints": {"fired": self.fired, "armed": self.armed},
-            "recovery_seconds": recovery,
-            "unplanned_exits": self.unplanned_exits[:50],
-            "violations": [{"kind": v.kind, "detail": v.detail} for v in self.violations],
-            "ok": not self.violations,
-        }
-
 
 def procs_fault(point: str, target: str) -> Fault:
     return Fault("failpoint", target, point=point)
-
-
-def _spread(values: list[float | None]) -> dict[str, float | int | None]:
-    known = sorted(v for v in values if v is not None)
-    if not known:
-        return {"n": 0, "median": None, "p99": None}
-    p99 = known[min(len(known) - 1, round(0.99 * (len(known) - 1)))]
-    return {"n": len(known), "median": round(statistics.median(known), 2), "p99": round(p99, 2)}
 
 
 def _utc(wall: float) -> Any:

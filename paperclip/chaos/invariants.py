@@ -50,8 +50,9 @@ async def check_all(
         comments = [
             dict(r)
             for r in await conn.fetch(
-                "SELECT issue_id, body, created_by_run_id FROM comments "
-                "WHERE company_id = $1 AND deleted_at IS NULL",
+                "SELECT c.issue_id, c.body, c.created_by_run_id, r.wake_request_id AS wake "
+                "FROM comments c LEFT JOIN runs r ON r.id = c.created_by_run_id "
+                "WHERE c.company_id = $1 AND c.deleted_at IS NULL",
                 company,
             )
         ]
@@ -73,6 +74,26 @@ async def check_all(
             for r in await conn.fetch(
                 "SELECT id, issue_id, status, answer, presentation, error_code FROM runs "
                 "WHERE company_id = $1",
+                company,
+            )
+        ]
+        steers = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT s.run_id, s.message_id, c.body, r.status, "
+                "EXISTS (SELECT 1 FROM run_events e WHERE e.run_id = s.run_id AND "
+                "e.type = 'steering_acknowledgement' AND e.payload->>'message_id' = s.message_id) "
+                "AS acknowledged FROM run_steers s JOIN runs r ON r.id = s.run_id "
+                "JOIN comments c ON c.id = s.comment_id WHERE s.company_id = $1",
+                company,
+            )
+        ]
+        read = [
+            dict(r)
+            for r in await conn.fetch(
+                "SELECT run_id, payload->'item'->'content' AS content FROM run_events "
+                "WHERE company_id = $1 AND type = 'item/completed' "
+                "AND payload->'item'->>'type' = 'userMessage'",
                 company,
             )
         ]
@@ -105,14 +126,42 @@ async def check_all(
         if r["status"] == "succeeded" and r["answer"] and r["presentation"] is None
     ]
     found += turns_started_twice(runner_dirs)
+    found += steers_not_read_once(steers, read)
+    return found
+
+
+def steers_not_read_once(steers: list[dict], read: list[dict]) -> list[Violation]:
+    """Seed 004 from the run log: an acknowledged steer of a run that succeeded reached the
+    model exactly once (a ``userMessage`` of its turn, or of the restart continuation)."""
+    texts: dict[Any, list[str]] = {}
+    for row in read:
+        content = row["content"]
+        parts = json.loads(content) if isinstance(content, str) else (content or [])
+        texts.setdefault(row["run_id"], []).append(
+            " ".join(str(p.get("text", "")) for p in parts if isinstance(p, dict))
+        )
+    found = []
+    for steer in steers:
+        if not steer["acknowledged"] or steer["status"] != "succeeded":
+            continue
+        n = sum(text.count(steer["body"]) for text in texts.get(steer["run_id"], []))
+        if n != 1:
+            kind = "steer_lost" if n == 0 else "steer_delivered_twice"
+            found.append(Violation(kind, f"run {steer['run_id']}: {steer['body']!r} read {n}x"))
     return found
 
 
 def duplicated_comments(comments: list[dict]) -> list[Violation]:
-    counts = Counter((c["issue_id"], c["body"]) for c in comments)
+    """A body twice on one issue, from the runs of one wake request (a run and its
+    continuations, or two runs made for one wake) or from people.
+
+    A person's comment (a steer is one) wakes the agent again: that is new work, and
+    the scripted agent says the same words in it, so runs of another wake do not count.
+    """
+    counts = Counter((c["issue_id"], c.get("wake"), c["body"]) for c in comments)
     return [
         Violation("comment_duplicated", f"issue {issue}: {body!r} x{n}")
-        for (issue, body), n in counts.items()
+        for (issue, _wake, body), n in counts.items()
         if n > 1
     ]
 
@@ -125,7 +174,9 @@ def acknowledged_bodies(fake_log: Path) -> list[str]:
             continue
         result = entry.get("result") or {}
         structured = result.get("structuredContent") or {}
-        if entry.get("ok") and not (isinstance(structured, dict) and "error" in structured):
+        # Only a comment's id says it was written: an error result (the runner's bridge
+        # giving up, an interrupted call) reaches the model as a result too.
+        if entry.get("ok") and isinstance(structured, dict) and "comment_id" in structured:
             bodies.append(entry["arguments"]["body"])
     return bodies
 

@@ -17,6 +17,9 @@ class Point:
     process: str
     """``control_plane`` or ``runner``: whose environment arms it."""
     moment: str
+    alongside: bool = False
+    """Armed alongside whichever point a start arms: a moment off a run's own path,
+    reached only when the reconciler settles a lost run, so it rarely comes first."""
 
 
 POINTS: tuple[Point, ...] = (
@@ -39,11 +42,18 @@ POINTS: tuple[Point, ...] = (
         "reconciler.settlement.before_settle",
         CONTROL_PLANE,
         "the reconciler took a lost run over (the fence moved); it has not settled it",
+        alongside=True,
     ),
     Point(
         "reconciler.settlement.after_settle",
         CONTROL_PLANE,
         "the settlement is committed; the reconciler has not reported it",
+        alongside=True,
+    ),
+    Point(
+        "runner.steer.acknowledged.before_event",
+        RUNNER,
+        "the provider acknowledged a steer; its steering_acknowledgement is not sent to be stored",
     ),
     Point(
         "runner.start_turn.before_ack",
@@ -58,3 +68,8 @@ BY_NAME = {point.name: point for point in POINTS}
 def armed_for(process: str, names: list[str], at: dict[str, int]) -> str:
     """``PAPERCLIP_FAILPOINTS`` for one process start: each of ``names`` it hosts, at its pass."""
     return ",".join(f"{name}=kill@{at[name]}" for name in names if BY_NAME[name].process == process)
+
+
+def armed_names(armed: str) -> set[str]:
+    """The point names in a ``PAPERCLIP_FAILPOINTS`` value."""
+    return {item.partition("=")[0] for item in armed.split(",") if item}

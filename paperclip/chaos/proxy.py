@@ -2,7 +2,8 @@
 
 ``cut()`` drops every connection at once (both sockets closed, as a broken
 network does); ``stall(seconds)`` keeps them open but lets no byte through
-for a while (a link that hangs). The proxy runs its own event loop in a
+for a while (a link that hangs); ``stall(seconds, down_only=True)`` holds
+only what the control plane sends (the runner's bytes still arrive). The proxy runs its own event loop in a
 thread of the harness.
 """
 
@@ -18,6 +19,7 @@ class LinkProxy:
         self.upstream_port, self.port = upstream_port, listen_port
         self._loop = asyncio.new_event_loop()
         self._flowing = asyncio.Event()
+        self._down_flowing = asyncio.Event()
         self._writers: set[asyncio.StreamWriter] = set()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True, name="chaos-proxy")
@@ -36,10 +38,12 @@ class LinkProxy:
     def cut(self) -> None:
         self._loop.call_soon_threadsafe(self._close_all)
 
-    def stall(self, seconds: float) -> None:
+    def stall(self, seconds: float, *, down_only: bool = False) -> None:
+        gate = self._down_flowing if down_only else self._flowing
+
         def pause() -> None:
-            self._flowing.clear()
-            self._loop.call_later(seconds, self._flowing.set)
+            gate.clear()
+            self._loop.call_later(seconds, gate.set)
 
         self._loop.call_soon_threadsafe(pause)
 
@@ -54,6 +58,7 @@ class LinkProxy:
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._flowing.set()
+        self._down_flowing.set()
         server = self._loop.run_until_complete(
             asyncio.start_server(self._accept, "127.0.0.1", self.port)
         )
@@ -75,14 +80,20 @@ class LinkProxy:
         self.connections += 1
         self._writers |= {writer, up_writer}
         await asyncio.gather(
-            self._pipe(reader, up_writer), self._pipe(up_reader, writer), return_exceptions=True
+            self._pipe(reader, up_writer),
+            self._pipe(up_reader, writer, down=True),
+            return_exceptions=True,
         )
         self._writers -= {writer, up_writer}
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, down: bool = False
+    ) -> None:
         try:
             while data := await reader.read(65536):
                 await self._flowing.wait()
+                if down:
+                    await self._down_flowing.wait()
                 writer.write(data)
                 await writer.drain()
         finally:

@@ -10,7 +10,7 @@ from another run's comment.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -26,30 +26,38 @@ class WorkItem:
     assigned: bool = False
     outcome: str = ""
     """``succeeded`` or ``held`` once the issue is settled, else empty."""
+    steered: list[str] = field(default_factory=list)
+    """The comments a person steered into the item's runs (accepted by the API)."""
+    steer_comment: str = ""
+    """The comment of the steer being tried (made once, reused by a retry)."""
 
 
 def comment_body(label: str, number: int) -> str:
     return f"chaos {label}: comment {number}"
 
 
-def script(label: str, pause: float) -> dict:
+def steer_body(label: str, number: int) -> str:
+    return f"chaos {label}: steer {number}"
+
+
+def script(label: str, pause: float, comments: int = 2) -> dict:
+    """The first turn posts ``comments`` comments, ``pause`` seconds apart; steers are read
+    (``consume_steer``) before each step, as a model reads them at its next step."""
     finish = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": label}}}
-    first = [
-        {"call_tool": {"name": "post_comment", "arguments": {"body": comment_body(label, 1)}}},
-        {"sleep": pause},
-        {"call_tool": {"name": "post_comment", "arguments": {"body": comment_body(label, 2)}}},
-        {"sleep": pause},
-        {"message": f"Run {label} is done."},
-        finish,
-    ]
+    first: list[dict] = []
+    for number in range(1, comments + 1):
+        body = comment_body(label, number)
+        first += [{"call_tool": {"name": "post_comment", "arguments": {"body": body}}}]
+        first += [{"sleep": pause}]
+    first += [{"message": f"Run {label} is done."}, finish]
     later = [{"message": f"Run {label} went on after a loss."}, finish]
-    return {"turns": [first, later]}
+    return {"turns": [first, later], "consume_steer": True}
 
 
 class Workload:
-    def __init__(self, count: int, script_dir: Path, pause: float) -> None:
+    def __init__(self, count: int, script_dir: Path, pause: float, comments: int = 2) -> None:
         self.items = [WorkItem(f"w{n:04d}") for n in range(count)]
-        self.script_dir, self.pause = script_dir, pause
+        self.script_dir, self.pause, self.comments = script_dir, pause, comments
         self.company_id = ""
         self.server_errors: list[str] = []
         """Answers of the API other than 503 ``database_unavailable`` in the 5xx range."""
@@ -62,7 +70,7 @@ class Workload:
         for item in self.items:
             model = f"chaos-{item.label}"
             (self.script_dir / f"{model}.json").write_text(
-                json.dumps(script(item.label, self.pause))
+                json.dumps(script(item.label, self.pause, self.comments))
             )
             agent = _created(
                 api.post(
@@ -97,6 +105,38 @@ class Workload:
             )
         item.assigned = r.status_code == 200
         return item.assigned
+
+    def steer(self, api: httpx.Client, item: WorkItem, run_id: str) -> bool:
+        """A person's comment on the item's issue, steered into its live run; True once sent.
+
+        Each steer's comment is made once (a retry after a refused steer reuses it)."""
+        company = self.company_id
+        try:
+            if not item.steer_comment:
+                r = api.post(
+                    f"/companies/{company}/issues/{item.issue_id}/comments",
+                    json={"body": steer_body(item.label, len(item.steered) + 1)},
+                )
+                self._server_error("POST comment", r)
+                if r.status_code != 201:
+                    return False
+                item.steer_comment = r.json()["id"]
+            r = api.post(
+                f"/companies/{company}/runs/{run_id}/steer",
+                json={"comment_id": item.steer_comment},
+            )
+        except httpx.HTTPError:
+            return False
+        self._server_error(f"POST steer of run {run_id}", r)
+        if r.status_code not in (200, 202):
+            return False
+        item.steered.append(item.steer_comment)
+        item.steer_comment = ""
+        return True
+
+    def _server_error(self, what: str, r: httpx.Response) -> None:
+        if r.status_code >= 500 and r.status_code != 503:
+            self.server_errors.append(f"{what}: {r.status_code} {r.text[:200]}")
 
     def pending(self) -> list[WorkItem]:
         return [item for item in self.items if not item.assigned]

@@ -35,8 +35,25 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
 @click.option("--seed", default=1, show_default=True, help="Seeds every random choice.")
 @click.option("--pause", default=0.5, show_default=True, help="Seconds between a run's tool calls.")
 @click.option("--arm-chance", default=0.5, show_default=True, help="Chance a start arms a point.")
+@click.option(
+    "--arm-spread", default=3, show_default=True, help="An armed point fires on pass 1..N."
+)
+@click.option(
+    "--arm-timeout", default=0.0, show_default=True, help="Re-arm after N s unfired (0: never)."
+)
+@click.option("--comments", default=2, show_default=True, help="Comments each run posts.")
+@click.option("--steers", default=1, show_default=True, help="Comments steered into each run.")
+@click.option(
+    "--runner-gone",
+    default=20.0,
+    show_default=True,
+    help="Seconds before a runner's runs are lost.",
+)
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds of faults at most.")
 @click.option("--settle", default=90.0, show_default=True, help="Seconds the last runs get after.")
+@click.option(
+    "--progress", type=click.Path(path_type=Path), help="Write the figures so far here (30 s)."
+)
 @click.option("--keep", type=click.Path(path_type=Path), help="Copy the logs here afterwards.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 def chaos(
@@ -51,8 +68,14 @@ def chaos(
     seed: int,
     pause: float,
     arm_chance: float,
+    arm_spread: int,
+    arm_timeout: float,
+    comments: int,
+    steers: int,
+    runner_gone: float,
     timeout: float,
     settle: float,
+    progress: Path | None,
     keep: Path | None,
     as_json: bool,
 ) -> None:
@@ -84,8 +107,14 @@ def chaos(
         seed=seed,
         pause=pause,
         arm_chance=arm_chance,
+        arm_spread=arm_spread,
+        arm_timeout=arm_timeout,
+        comments=comments,
+        steers=steers,
+        runner_gone_seconds=runner_gone,
         timeout=timeout,
         settle_seconds=settle,
+        progress=progress,
         keep=keep,
     )
     # A SIGTERM ends the run like Ctrl-C does: the cluster's processes are stopped first.

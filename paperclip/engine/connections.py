@@ -165,8 +165,8 @@ class RunnerConnections:
         await link.close()
         if self.links.get(link.runner_id) is link:
             del self.links[link.runner_id]
-        mine = await self._runs_of(link.runner_id)
-        if link.runner_id in self.links:
+        mine = await self._runs_of_when_reachable(link.runner_id)
+        if mine is None or link.runner_id in self.links:
             # A newer connection of this runner took over here: its runs stay
             # controlled (and leased) by this replica, through that connection.
             return
@@ -186,6 +186,22 @@ class RunnerConnections:
                     )
                     .values(replica=None, last_seen_at=datetime.now(UTC))
                 )
+
+    async def _runs_of_when_reachable(self, runner_id: uuid.UUID) -> list[uuid.UUID] | None:
+        """The runner's runs, read once the database answers (it may be away while the link
+        drops); None when a newer connection of the runner registered here meanwhile.
+
+        Its runs must be let go even then: kept, this replica would renew their leases
+        when the database is back, and no other replica could adopt them.
+        """
+        while True:
+            try:
+                return await self._runs_of(runner_id)
+            except Exception as exc:
+                log_failure(log, "listing the runs of a gone runner %s failed", exc, runner_id)
+            await asyncio.sleep(min(1.0, self.ttl / 2))
+            if runner_id in self.links:
+                return None
 
     async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
         """The runner's runs with a turn on it (not those waiting for a runner to go on)."""

@@ -27,6 +27,7 @@ from paperclip.engine import journal
 from paperclip.engine.callbacks import CallbackMemory
 from paperclip.engine.fence import StaleEpochError, lock_runs
 from paperclip.engine.ownership import RunOwnership
+from paperclip.failpoints import failpoint
 from paperclip.models import Run
 from paperclip.plugins import PluginHost
 from paperclip.wire.messages import ToolResult
@@ -112,6 +113,8 @@ class PluginCalls:
             )
             return
         self.memory.finished(call.id)
+        # The same moment as a core tool's: the effect and its result are committed.
+        failpoint("engine.tool.settled.before_reply")
         if sent is not None:
             await deliver(*sent)
 

@@ -397,6 +397,8 @@ class RunnerProcess:
                     acknowledged = await hosted.driver.steer(message.message_id, message.text)
                 except Exception:
                     log.exception("steer of run %s failed", message.run_id)
+                if acknowledged:
+                    failpoint("runner.steer.acknowledged.before_event")
             return wire.SteerResult(
                 seq=0,
                 run_id=message.run_id,

@@ -23,6 +23,8 @@ SMOKE = [
     "--interval", "5",
     "--seed", "7",
     "--arm-chance", "1",
+    "--arm-spread", "1",
+    "--arm-timeout", "20",
     "--timeout", "180",
     "--settle", "60",
 ]  # fmt: skip

@@ -9,6 +9,7 @@ from paperclip.chaos.invariants import (
     acknowledged_bodies,
     duplicated_comments,
     lost_acknowledged_writes,
+    steers_not_read_once,
     tools_executed_twice,
     turns_started_twice,
     unsettled_tasks,
@@ -38,9 +39,12 @@ def test_an_acknowledged_write_missing_from_the_database_is_lost(tmp_path):
     log = tmp_path / "fake.log"
     entries = [
         {"type": "tool_result", "name": "post_comment", "ok": True,
-         "arguments": {"body": "chaos a: 1"}, "result": {"structuredContent": {"id": "x"}}},
+         "arguments": {"body": "chaos a: 1"}, "result": {"structuredContent": {"comment_id": "x"}}},
         {"type": "tool_result", "name": "post_comment", "ok": True,
-         "arguments": {"body": "chaos a: 2"}, "result": {"structuredContent": {"id": "y"}}},
+         "arguments": {"body": "chaos a: 2"}, "result": {"structuredContent": {"comment_id": "y"}}},
+        {"type": "tool_result", "name": "post_comment", "ok": True,
+         "arguments": {"body": "chaos a: 4"},
+         "result": {"content": [{"type": "text", "text": "The tool call failed"}]}},
         {"type": "tool_result", "name": "post_comment", "ok": False,
          "arguments": {"body": "chaos a: 3"}, "error": "refused"},
     ]  # fmt: skip
@@ -72,3 +76,38 @@ def test_a_turn_started_by_two_runner_processes_is_found(tmp_path):
     assert [(v.kind, v.detail) for v in found] == [
         ("provider_started_twice", "run r1 turn 2: 2 starts")
     ]
+
+
+def test_the_same_words_in_runs_of_two_wakes_are_not_a_duplicate_but_within_one_wake_they_are():
+    first, second = uuid.uuid4(), uuid.uuid4()
+    comments = [
+        {**comment("chaos a: comment 1"), "wake": first},
+        {**comment("chaos a: comment 1"), "wake": second},  # a person's comment woke it again
+    ]
+    assert duplicated_comments(comments) == []
+    comments.append({**comment("chaos a: comment 1"), "wake": first})
+    assert [v.kind for v in duplicated_comments(comments)] == ["comment_duplicated"]
+
+
+def test_an_acknowledged_steer_must_reach_the_model_exactly_once():
+    run_ok, run_lost, run_twice, run_refused = (uuid.uuid4() for _ in range(4))
+
+    def steer(run, body, acknowledged=True, status="succeeded"):
+        return {"run_id": run, "body": body, "acknowledged": acknowledged, "status": status}
+
+    def said(run, text):
+        return {"run_id": run, "content": json.dumps([{"type": "text", "text": text}])}
+
+    steers = [
+        steer(run_ok, "chaos a: steer 1"),
+        steer(run_lost, "chaos b: steer 1"),
+        steer(run_twice, "chaos c: steer 1"),
+        steer(run_refused, "chaos d: steer 1", acknowledged=False),
+    ]
+    read = [
+        said(run_ok, "chaos a: steer 1"),
+        said(run_twice, "chaos c: steer 1"),
+        said(run_twice, "Steered messages: chaos c: steer 1"),
+    ]
+    found = steers_not_read_once(steers, read)
+    assert sorted(v.kind for v in found) == ["steer_delivered_twice", "steer_lost"]

@@ -76,3 +76,35 @@ def test_with_the_upstream_down_a_dial_is_closed_at_once():
             assert sock.recv(1024) == b""
     finally:
         link.close()
+
+
+class Stamping(socketserver.BaseRequestHandler):
+    """Echoes, and notes when each chunk arrived."""
+
+    arrived: list[float] = []
+
+    def handle(self) -> None:
+        while data := self.request.recv(1024):
+            Stamping.arrived.append(time.monotonic())
+            self.request.sendall(data)
+
+
+def test_a_one_way_stall_holds_only_what_the_control_plane_sends():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Stamping)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    link = LinkProxy(server.server_address[1], free_port()).start()
+    try:
+        with dial(link) as sock:
+            link.stall(1.0, down_only=True)
+            time.sleep(0.1)
+            Stamping.arrived.clear()
+            started = time.monotonic()
+            sock.sendall(b"up")
+            assert sock.recv(1024) == b"up"
+            assert Stamping.arrived and Stamping.arrived[0] - started < 0.5  # it went up at once
+            assert time.monotonic() - started >= 0.7  # the answer waited for the stall
+    finally:
+        link.close()
+        server.shutdown()
+        server.server_close()
