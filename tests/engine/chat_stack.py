@@ -115,11 +115,7 @@ def presented_run(stack, ctx: dict, timeout: float = 60) -> dict:
 
 
 def candidates(stack, run_id: str) -> list[dict]:
-    return [
-        r
-        for r in query(stack.database_url, CANDIDATES)
-        if r["id"] == uuid.UUID(run_id)
-    ]
+    return [r for r in query(stack.database_url, CANDIDATES) if r["id"] == uuid.UUID(run_id)]
 
 
 def replies(stack, ctx: dict, index: int = 0) -> list[str]:
