@@ -69,10 +69,10 @@ class PresentationRecovery:
                 log_failure(log, "a presentation recovery pass failed", exc)
             await asyncio.sleep(self.pass_seconds)
 
-    async def pass_once(self) -> int:
-        """Present what is due (oldest first, a bounded batch); how many this pass recorded."""
+    async def candidates(self) -> list[uuid.UUID]:
+        """The runs due for presentation now, oldest first (a bounded batch)."""
         async with self.sessions() as session:
-            due = list(
+            return list(
                 await session.scalars(
                     select(Run.id)
                     .where(
@@ -86,6 +86,10 @@ class PresentationRecovery:
                     .limit(BATCH)
                 )
             )
+
+    async def pass_once(self) -> int:
+        """Present what is due; how many this pass recorded."""
+        due = await self.candidates()
         presented = 0
         for run_id in due:
             if await self.endings.present(uuid.UUID(str(run_id)), PresentationPath.RECOVERY):
@@ -96,7 +100,9 @@ class PresentationRecovery:
 
 
 def _is_chat_turn():  # type: ignore[no-untyped-def]
-    return exists().where(ConversationTurnRecord.wake_request_id == Run.wake_request_id)
+    return (
+        exists().where(ConversationTurnRecord.wake_request_id == Run.wake_request_id).correlate(Run)
+    )
 
 
 def _unsettled_current_turn():  # type: ignore[no-untyped-def]
@@ -105,26 +111,32 @@ def _unsettled_current_turn():  # type: ignore[no-untyped-def]
     other run of the task executing; a ``conversation_turn_finished`` one with its task
     ``in_progress``. The same turns the recovery policy accepts."""
     other = aliased(Run)
-    return exists().where(
-        ConversationTurnRecord.wake_request_id == Run.wake_request_id,
-        Conversation.id == ConversationTurnRecord.conversation_id,
-        Conversation.current_wake_id == Run.wake_request_id,
-        Conversation.state == ConversationState.ACTIVE,
-        Conversation.agent_id == Run.agent_id,
-        Conversation.agent_id == ConversationTurnRecord.agent_id,
-        Conversation.user_ref == ConversationTurnRecord.user_ref,
-        Conversation.session_generation == ConversationTurnRecord.session_generation,
-        Issue.id == Run.issue_id,
-        Run.result["outcome"].astext.in_(("done", "yielded")),
-        or_(
-            Run.status_reason != "conversation_turn_finished",
-            Issue.status == IssueStatus.IN_PROGRESS,
-        ),
-        not_(
-            exists().where(
-                other.issue_id == Run.issue_id,
-                other.id != Run.id,
-                other.status.in_(ACTIVE_RUN_STATUSES),
-            )
-        ),
+    return (
+        exists()
+        .where(
+            ConversationTurnRecord.wake_request_id == Run.wake_request_id,
+            Conversation.id == ConversationTurnRecord.conversation_id,
+            Conversation.current_wake_id == Run.wake_request_id,
+            Conversation.state == ConversationState.ACTIVE,
+            Conversation.agent_id == Run.agent_id,
+            Conversation.agent_id == ConversationTurnRecord.agent_id,
+            Conversation.user_ref == ConversationTurnRecord.user_ref,
+            Conversation.session_generation == ConversationTurnRecord.session_generation,
+            Issue.id == Run.issue_id,
+            Run.result["outcome"].astext.in_(("done", "yielded")),
+            or_(
+                Run.status_reason != "conversation_turn_finished",
+                Issue.status == IssueStatus.IN_PROGRESS,
+            ),
+            not_(
+                exists()
+                .where(
+                    other.issue_id == Run.issue_id,
+                    other.id != Run.id,
+                    other.status.in_(ACTIVE_RUN_STATUSES),
+                )
+                .correlate(Run)  # the run being listed, two levels out
+            ),
+        )
+        .correlate(Run)
     )
