@@ -110,6 +110,9 @@ class ConversationService:
         async with self.sessions() as session:
             stmt = select(Conversation).where(Conversation.company_id == company_id)
             if issue_id is not None:
+                await get_scoped(
+                    session, Issue, company_id, issue_id, "issue", field="issue_id", source="query"
+                )
                 stmt = stmt.where(Conversation.issue_id == issue_id)
             return await keyset_page(session, stmt, Conversation, after, limit)
 
