@@ -28,7 +28,7 @@ from paperclip.services.conversations import ConversationService
 
 log = logging.getLogger(__name__)
 
-SEQ_MAX = 2**62
+SEQ_MAX = 2**53 - 1  # exact in a JSON number: the documented bound is the checked one
 POLL_SECONDS = 0.25
 RETRY_MS = 1000
 
