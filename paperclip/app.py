@@ -13,6 +13,7 @@ from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import authenticate, current_actor
 from paperclip.api.board import BOARD_ROUTES
+from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
 from paperclip.api.cursors import CursorCodec, provide_pages
@@ -20,6 +21,7 @@ from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
 from paperclip.api.holds import HoldController
+from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
@@ -86,6 +88,8 @@ def create_app(
             RunController,
             RunStreamController,
             RunSteerController,
+            ConversationController,
+            InteractionController,
             HoldController,
             recovery_status,
             ApiKeyController,
@@ -109,6 +113,8 @@ def create_app(
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),
             "steering": _service(container.steering),
+            "conversations": _service(container.conversations),
+            "interactions": _service(container.interactions),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

@@ -16,7 +16,9 @@ from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
 from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
+from paperclip.services.conversations import ConversationService
 from paperclip.services.holds import HoldService
+from paperclip.services.interactions import InteractionService
 from paperclip.services.issues import IssueService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
@@ -60,6 +62,8 @@ class Container(containers.DeclarativeContainer):
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions)
+    conversations = providers.Singleton(ConversationService, sessions)
+    interactions = providers.Singleton(InteractionService, sessions)
     runners = providers.Singleton(RunnerService, sessions)
     run_tokens = providers.Singleton(RunTokenService, sessions)
     run_engine = providers.Singleton(

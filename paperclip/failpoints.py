@@ -3,7 +3,8 @@
 Off unless armed by name in ``PAPERCLIP_FAILPOINTS`` (comma-separated), read
 once when the process starts: ``runner.turn_started.before_ack=kill`` kills
 the process (SIGKILL: no cleanup runs) the first time it passes the point;
-``name=kill@3`` the third time. A restart test then hits the exact moment it
+``name=kill@3`` the third time; ``name=delay:8`` stalls the whole process
+there for 8 s instead (a replica frozen at that moment while others go on). A restart test then hits the exact moment it
 names instead of hoping a sleep lands there.
 
 Adding a point is one line at the moment that matters,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 ENV = "PAPERCLIP_FAILPOINTS"
@@ -48,6 +50,11 @@ def failpoint(name: str) -> None:
     if armed is None:
         return
     armed.passed += 1
-    if armed.passed == armed.at and armed.action == "kill":
+    if armed.passed != armed.at:
+        return
+    if armed.action == "kill":
         os.write(2, f"failpoint {name} fired\n".encode())  # unbuffered: the kill is next
         os.kill(os.getpid(), signal.SIGKILL)
+    elif armed.action.startswith("delay:"):
+        os.write(2, f"failpoint {name} delayed\n".encode())
+        time.sleep(float(armed.action.removeprefix("delay:")))  # blocks the loop: a frozen process

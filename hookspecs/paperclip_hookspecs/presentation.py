@@ -27,6 +27,12 @@ CONVERSATION_TURN_FINISHED = "conversation_turn_finished"
 """Status decision reason of a conversation turn that finished its reply."""
 COMMITTED_CONVERSATION_INTERACTION_PRESENTED = "committed_conversation_interaction_presented"
 """Presentation reason: the turn's own pending card presents it; no answer is posted."""
+CONVERSATION_TURN_ANSWERED = "conversation_turn_answered"
+"""A committed status decision with no pending card of the turn: its prose is its answer."""
+GOVERNED_RESPONSE_WAITING = "governed_response_waiting"
+"""Status decision reason of a turn whose task stays held (an approval, a stage, a blocker)."""
+YIELDED_CONTROL_PLANE_WAIT = "yielded_control_plane_wait"
+"""A presentation reason an earlier release recorded for a held turn: kept, never re-presented."""
 
 
 class PresentationPath(StrEnum):
@@ -96,4 +102,46 @@ def paperclip_decide_presentation(turn: ConversationTurn) -> PresentationDecisio
     Return a :class:`PresentationDecision`, or ``None`` to leave the turn to
     the next plugin (in the end, the built-in rule). The live path and restart
     recovery both ask, so a decision must depend only on ``turn``.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class UnpresentedTurn:
+    """A committed conversation turn presentation recovery found with no decision (hook API 1.7).
+
+    The facts recovery needs to tell the unsettled current turn of its
+    conversation from a stale or superseded one.
+    """
+
+    run_id: str
+    status_reason: str
+    """The committed status decision's reason."""
+    result: str
+    """The outcome the turn reported through ``finish`` (``done``, ``yielded``, ...)."""
+    issue_status: str
+    """The task's status now (``in_progress``, ``in_review``, ...)."""
+    conversation_state: str
+    """``active`` while the turn is unsettled; ``idle``/``waiting`` once settled."""
+    is_current_turn: bool
+    """The conversation's current turn is this run."""
+    same_agent: bool
+    """The conversation's agent ran the turn."""
+    same_user: bool
+    """The turn answers the conversation's person."""
+    same_session_generation: bool
+    """The conversation's session generation is the turn's."""
+    other_execution_run: bool
+    """Another run of the task is queued or running."""
+
+
+@hookspec(firstresult=True)
+def paperclip_accept_unpresented_turn(turn: UnpresentedTurn) -> bool | None:
+    """Whether presentation recovery may present (or settle) a committed conversation turn.
+
+    Called only by background presentation recovery, for a conversation turn
+    whose status decision committed and whose presentation decision was never
+    recorded (the process died in between). Return True to let recovery ask
+    ``paperclip_decide_presentation`` and record its answer once, False to
+    leave the turn alone, or None to let the next plugin answer. Without any
+    answer recovery leaves conversation turns alone.
     """

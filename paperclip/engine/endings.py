@@ -16,8 +16,10 @@ from datetime import UTC, datetime
 from paperclip_hookspecs.completion import CompletionStage
 from paperclip_hookspecs.presentation import (
     ConversationTurn,
+    PendingCard,
     PresentationMode,
     PresentationPath,
+    UnpresentedTurn,
 )
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -31,9 +33,10 @@ from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.snapshot import SnapshotBindingError
 from paperclip.engine.turns import end_turn, is_lost
 from paperclip.failpoints import failpoint
-from paperclip.models import Run, RunStatus, TurnStatus
+from paperclip.models import ConversationState, Run, RunStatus, TurnStatus
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
+from paperclip.services import chat_turns
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.comments import add_comment
@@ -47,6 +50,7 @@ STATUS_REASONS = {
     "done": "task_completed",
     "needs_review": "task_review_requested",
     "blocked": "task_blocked",
+    "yielded": "task_yielded",
 }
 """The status decision's reason for each outcome a run can report."""
 
@@ -99,16 +103,22 @@ async def finish_run(
     run.error_code = error_code
     run.error_message = error_message
     run.status_reason = STATUS_REASONS.get(outcome or "", error_code or status.value)
+    chat = await chat_turns.chat_turn_of(session, run) if run.issue_id is not None else None
     run.finished_at = datetime.now(UTC)
     if answer:
         run.answer = answer
     if session_ref:
         run.session_ref = session_ref
     await revoke_run_tokens(session, run.id)
-    if run.issue_id is not None:
+    if chat is not None and status is RunStatus.SUCCEEDED:
+        # A chat turn's own status decision; its answer is presented after this commits.
+        run.status_reason = await chat_turns.commit_status_decision(session, run)
+    elif run.issue_id is not None:
         await settle_after_run(
             session, run.issue_id, succeeded=status is RunStatus.SUCCEEDED, outcome=outcome
         )
+        if chat is not None:  # a failed turn has nothing to present: its conversation settles
+            await chat_turns.settle(session, chat, ConversationState.IDLE)
     record_activity(
         session,
         SYSTEM,
@@ -316,20 +326,32 @@ class RunEndings:
             return RunStatus.FAILED, refusal.code, refusal.message
         return RunStatus.SUCCEEDED, None, None
 
-    async def present(self, run_id: uuid.UUID, path: PresentationPath) -> bool:
+    async def present(
+        self,
+        run_id: uuid.UUID,
+        path: PresentationPath,
+    ) -> bool:
         """Ask the presentation decision for a succeeded run's answer and record it, once.
 
-        With ``answer`` the final prose is posted to the task's thread as the
-        agent's comment. The comment's id is derived from the run and the
-        decision is written only where none is, under the run's row lock: a
-        second caller (a replay, another replica, recovery) posts nothing.
-        Returns whether this call recorded the decision.
+        With ``answer`` the final prose is posted: to its conversation for a chat
+        turn, else to the task's thread as the agent's comment. The decision is
+        written only where none is, under the run's row lock, and the reply is
+        unique per run in the database: a second caller (a replay, another
+        replica, recovery) posts nothing. On the recovery path the recovery
+        policy (``paperclip_accept_unpresented_turn``) may decline a chat turn that
+        is no longer its conversation's unsettled current turn. Returns whether this call recorded the decision.
         """
         async with self.sessions() as session:
             run = await session.get(Run, run_id)
             if run is None or run.status != RunStatus.SUCCEEDED or run.presentation is not None:
                 return False
-            turn = _turn_of(run, path)
+            chat = await chat_turns.chat_turn_of(session, run)
+            if chat is not None and path is PresentationPath.RECOVERY:
+                facts = await chat_turns.unpresented_facts(session, run, chat)
+                if not self._accepts(facts):
+                    return False
+            cards = await chat_turns.pending_cards(session, run.id) if chat else ()
+            turn = _turn_of(run, path, cards)
         if turn is None:
             return False
         try:
@@ -341,8 +363,15 @@ class RunEndings:
             run = await session.get(Run, run_id, with_for_update=True, populate_existing=True)
             if run is None or run.presentation is not None:
                 return False
-            comment_id = None
-            if decision.mode is PresentationMode.ANSWER and run.issue_id is not None and run.answer:
+            answered = decision.mode is PresentationMode.ANSWER and run.answer
+            comment_id = message_id = None
+            if chat is not None:
+                if answered:
+                    message_id = await chat_turns.post_reply(session, chat, run)
+                # Presented by its answer, or by its own card that waits for the person.
+                settled = ConversationState.IDLE if answered else ConversationState.WAITING
+                await chat_turns.settle(session, chat, settled)
+            elif answered and run.issue_id is not None:
                 actor = Actor(
                     type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id
                 )
@@ -359,11 +388,21 @@ class RunEndings:
                 "presentationDecision": decision.mode.value,
                 "reason": decision.reason,
                 "comment_id": comment_id,
+                **({"message_id": str(message_id) if message_id else None} if chat else {}),
             }
         return True
 
+    def _accepts(self, facts: UnpresentedTurn) -> bool:
+        try:
+            return self.plugins.accept_unpresented_turn(facts)
+        except PluginError:
+            log.exception("the recovery policy failed on run %s", facts.run_id)
+            return False
 
-def _turn_of(run: Run, path: PresentationPath) -> ConversationTurn | None:
+
+def _turn_of(
+    run: Run, path: PresentationPath, cards: tuple[PendingCard, ...] = ()
+) -> ConversationTurn | None:
     """The run's turn as the presentation hook sees it; None when there is no prose to present."""
     if not run.answer:
         return None
@@ -376,5 +415,6 @@ def _turn_of(run: Run, path: PresentationPath) -> ConversationTurn | None:
         status_reason=run.status_reason or "",
         result="done" if outcome == "done" else "yielded",
         answer=run.answer,
+        pending_cards=cards,
         path=path,
     )

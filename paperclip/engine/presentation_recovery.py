@@ -6,6 +6,12 @@ run with an answer and no presentation decision; every replica looks for such
 runs in the background and presents each through the same ``present`` call
 (path ``recovery``), which records the decision once under the run's row
 lock: the live path, a replay and two replicas cannot post the answer twice.
+
+A chat turn is a candidate only while it is still the unsettled current turn
+of its conversation (the installed recovery policy,
+``paperclip_accept_unpresented_turn``, has the last word on each): the
+candidate query below matches those turns, so a stale or superseded turn is
+never listed and a presented one leaves the set with its decision.
 """
 
 from __future__ import annotations
@@ -16,12 +22,22 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from paperclip_hookspecs.presentation import PresentationPath
-from sqlalchemy import select
+from sqlalchemy import exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from paperclip.db.availability import log_failure
 from paperclip.engine.endings import RunEndings
-from paperclip.models import Run, RunStatus
+from paperclip.models import (
+    ACTIVE_RUN_STATUSES,
+    Conversation,
+    ConversationState,
+    ConversationTurnRecord,
+    Issue,
+    IssueStatus,
+    Run,
+    RunStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +69,10 @@ class PresentationRecovery:
                 log_failure(log, "a presentation recovery pass failed", exc)
             await asyncio.sleep(self.pass_seconds)
 
-    async def pass_once(self) -> int:
-        """Present what is due (oldest first, a bounded batch); how many this pass recorded."""
+    async def candidates(self) -> list[uuid.UUID]:
+        """The runs due for presentation now, oldest first (a bounded batch)."""
         async with self.sessions() as session:
-            due = list(
+            return list(
                 await session.scalars(
                     select(Run.id)
                     .where(
@@ -64,11 +80,16 @@ class PresentationRecovery:
                         Run.presentation.is_(None),
                         Run.answer.is_not(None),
                         Run.finished_at < datetime.now(UTC) - self.grace,
+                        or_(not_(_is_chat_turn()), _unsettled_current_turn()),
                     )
                     .order_by(Run.finished_at)
                     .limit(BATCH)
                 )
             )
+
+    async def pass_once(self) -> int:
+        """Present what is due; how many this pass recorded."""
+        due = await self.candidates()
         presented = 0
         for run_id in due:
             if await self.endings.present(uuid.UUID(str(run_id)), PresentationPath.RECOVERY):
@@ -76,3 +97,46 @@ class PresentationRecovery:
                 log.info("presented the answer of run %s after a restart", run_id)
         self.presented_total += presented
         return presented
+
+
+def _is_chat_turn():  # type: ignore[no-untyped-def]
+    return (
+        exists().where(ConversationTurnRecord.wake_request_id == Run.wake_request_id).correlate(Run)
+    )
+
+
+def _unsettled_current_turn():  # type: ignore[no-untyped-def]
+    """A chat turn recovery may present: ``done`` or ``yielded``, still its conversation's
+    current turn (same agent, person and session generation, the conversation active), no
+    other run of the task executing; a ``conversation_turn_finished`` one with its task
+    ``in_progress``. The same turns the recovery policy accepts."""
+    other = aliased(Run)
+    return (
+        exists()
+        .where(
+            ConversationTurnRecord.wake_request_id == Run.wake_request_id,
+            Conversation.id == ConversationTurnRecord.conversation_id,
+            Conversation.current_wake_id == Run.wake_request_id,
+            Conversation.state == ConversationState.ACTIVE,
+            Conversation.agent_id == Run.agent_id,
+            Conversation.agent_id == ConversationTurnRecord.agent_id,
+            Conversation.user_ref == ConversationTurnRecord.user_ref,
+            Conversation.session_generation == ConversationTurnRecord.session_generation,
+            Issue.id == Run.issue_id,
+            Run.result["outcome"].astext.in_(("done", "yielded")),
+            or_(
+                Run.status_reason != "conversation_turn_finished",
+                Issue.status == IssueStatus.IN_PROGRESS,
+            ),
+            not_(
+                exists()
+                .where(
+                    other.issue_id == Run.issue_id,
+                    other.id != Run.id,
+                    other.status.in_(ACTIVE_RUN_STATUSES),
+                )
+                .correlate(Run)  # the run being listed, two levels out
+            ),
+        )
+        .correlate(Run)
+    )

@@ -6,7 +6,20 @@ from paperclip.models.agent import Agent, AgentStatus
 from paperclip.models.api_key import ROLE_RANK, ApiKey, KeyRole
 from paperclip.models.comment import Comment
 from paperclip.models.company import Company
+from paperclip.models.conversation import (
+    Conversation,
+    ConversationMessage,
+    ConversationState,
+    ConversationTurnRecord,
+)
 from paperclip.models.hold import HoldSetter, HoldStatus, TaskHold
+from paperclip.models.interaction import (
+    CARD_KINDS,
+    HOLDING_STATUSES,
+    Interaction,
+    InteractionKind,
+    InteractionStatus,
+)
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
 from paperclip.models.recovery import (
     ControllerBoot,
@@ -25,6 +38,8 @@ from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot,
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
+    "CARD_KINDS",
+    "HOLDING_STATUSES",
     "ROLE_RANK",
     "ActivityEntry",
     "Agent",
@@ -34,8 +49,15 @@ __all__ = [
     "Comment",
     "Company",
     "ControllerBoot",
+    "Conversation",
+    "ConversationMessage",
+    "ConversationState",
+    "ConversationTurnRecord",
     "HoldSetter",
     "HoldStatus",
+    "Interaction",
+    "InteractionKind",
+    "InteractionStatus",
     "Issue",
     "IssuePriority",
     "IssueStatus",

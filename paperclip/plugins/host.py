@@ -28,7 +28,11 @@ from paperclip_hookspecs import recovery as recovery_family
 from paperclip_hookspecs import steering as steering_family
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
 from paperclip_hookspecs.plugin_tools import PluginTool
-from paperclip_hookspecs.presentation import ConversationTurn, PresentationDecision
+from paperclip_hookspecs.presentation import (
+    ConversationTurn,
+    PresentationDecision,
+    UnpresentedTurn,
+)
 from paperclip_hookspecs.prompts import (
     CommentSource,
     CompletionReference,
@@ -360,6 +364,11 @@ class PluginHost:
     def decide_presentation(self, turn: ConversationTurn) -> PresentationDecision:
         """Whether a finished conversation turn's prose is its answer (seed 002)."""
         return self._decide("paperclip_decide_presentation", PresentationDecision, turn=turn)
+
+    def accept_unpresented_turn(self, turn: UnpresentedTurn) -> bool:
+        """May presentation recovery present this committed conversation turn (seed 002)?
+        No when no plugin answers."""
+        return bool(self._optional("paperclip_accept_unpresented_turn", bool, turn=turn))
 
     # -- prompt rendering (seed 001): the built-in prompt plugin always answers ------
 

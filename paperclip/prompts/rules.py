@@ -19,8 +19,9 @@ revision) shown in your prompt. Cite only sources shown there.
 before repeating it.
 - Your Paperclip tools are `get_task_context` (the task and its whole comment thread), \
 `read_current_wake_comments` (every comment you were woken for, in full, page by page), \
-`post_comment`, `report_progress`, `finish` and `block`; there are no others. When you cannot \
-go on without a person, call `block` with your question."""
+`post_comment`, `report_progress`, `request_human_input` (a question or confirmation card \
+for the person), `finish` and `block`; there are no others. When you cannot go on without a \
+person, call `block` with your question."""
 
 WAKE_RULES = """\
 ### How to read a wake

@@ -123,11 +123,13 @@ TOOLS: tuple[ToolSpec, ...] = (
         title="Finish the task",
         description=(
             "Report that your work on the task is complete. outcome 'done' closes the task; "
-            "'needs_review' asks a person to review it. Give a summary of what you did."
+            "'needs_review' asks a person to review it; 'yielded' ends your turn while the "
+            "task waits on a person (a question you asked, an approval, a stage). Give a "
+            "summary of what you did."
         ),
         input_schema=_write(
             {
-                "outcome": {"type": "string", "enum": ["done", "needs_review"]},
+                "outcome": {"type": "string", "enum": ["done", "needs_review", "yielded"]},
                 "summary": {"type": "string", "minLength": 1, "maxLength": 20_000},
                 "details": {"type": "object"},
                 "references": {
@@ -148,6 +150,29 @@ TOOLS: tuple[ToolSpec, ...] = (
                 },
             },
             ["outcome", "summary"],
+        ),
+        writes=True,
+    ),
+    ToolSpec(
+        name="request_human_input",
+        title="Ask the person",
+        description=(
+            "Ask the person a question, or for a confirmation, as a card in the chat. The "
+            "task waits for the answer: end your turn with finish outcome 'yielded'; you "
+            "are woken with the answer."
+        ),
+        input_schema=_write(
+            {
+                "kind": {"type": "string", "enum": ["question", "confirmation"]},
+                "title": {"type": "string", "minLength": 1, "maxLength": 500},
+                "body": {"type": "string", "maxLength": 20_000},
+                "options": {
+                    "type": "array",
+                    "maxItems": 20,
+                    "items": {"type": "string", "minLength": 1, "maxLength": 200},
+                },
+            },
+            ["kind", "title"],
         ),
         writes=True,
     ),

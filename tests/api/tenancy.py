@@ -38,6 +38,18 @@ BODIES = {
     ("POST", "/api/companies/{company_id}/runs/{run_id}/steer"): {
         "comment_id": "00000000-0000-4000-8000-000000000000"
     },
+    ("POST", "/api/companies/{company_id}/conversations"): {
+        "issue_id": "00000000-0000-4000-8000-000000000000",
+        "agent_id": "00000000-0000-4000-8000-000000000000",
+    },
+    ("POST", "/api/companies/{company_id}/conversations/{conversation_id}/messages"): {"body": "x"},
+    ("POST", "/api/companies/{company_id}/issues/{issue_id}/interactions"): {
+        "kind": "approval",
+        "title": "t",
+    },
+    ("POST", "/api/companies/{company_id}/interactions/{interaction_id}/actions"): {
+        "action": "approve"
+    },
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -69,6 +81,15 @@ REFERENCES = {
     ],
     ("POST", "/api/companies/{company_id}/runs/{run_id}/steer"): [
         {"json": {"comment_id": "{comment_id}"}},
+    ],
+    ("GET", "/api/companies/{company_id}/conversations"): [
+        {"params": {"issue_id": "{issue_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/conversations"): [
+        {"json": {"issue_id": "{issue_id}", "agent_id": "{agent_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/issues/{issue_id}/interactions"): [
+        {"json": {"kind": "approval", "title": "t", "conversation_id": "{conversation_id}"}},
     ],
 }
 
@@ -148,6 +169,18 @@ async def make_company(client, container, name: str) -> dict[str, str]:
     hold = await container.holds().create(
         LOCAL_OPERATOR, uuid.UUID(cid), issue_id=uuid.UUID(issue["id"]), reason=f"{name} hold"
     )
+    conversation = (
+        await client.post(
+            f"/api/companies/{cid}/conversations",
+            json={"issue_id": issue["id"], "agent_id": agent["id"]},
+        )
+    ).json()
+    interaction = (
+        await client.post(
+            f"/api/companies/{cid}/issues/{issue['id']}/interactions",
+            json={"kind": "approval", "title": f"{name} approval"},
+        )
+    ).json()
     key, _ = await container.api_keys().create(
         f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
     )
@@ -158,6 +191,8 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "comment_id": comment["id"],
         "run_id": str(run.id),
         "hold_id": str(hold.id),
+        "conversation_id": conversation["id"],
+        "interaction_id": interaction["id"],
         "key_id": str(key.id),
         "name": name,
     }

@@ -125,6 +125,7 @@ async def test_tools_carry_annotations_that_let_clients_call_them_unprompted(
         "read_current_wake_comments": (True, False),
         "post_comment": (False, False),
         "report_progress": (False, False),
+        "request_human_input": (False, False),
         "finish": (False, False),
         "block": (False, False),
     }

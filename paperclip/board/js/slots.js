@@ -3,18 +3,14 @@
 // Each takes a context ({companyId, issue | run, turn, agent}) and returns a node.
 
 import { post } from "./api.js";
+import { renderChat, renderInteractions } from "./chat.js";
 import { clear, h } from "./dom.js";
 
-function unavailable(title, reason, extra = []) {
-  return h("section", { class: "panel slot", "aria-label": title },
-    h("h2", {}, title), h("p", { class: "muted" }, reason), extra);
-}
-
 export const slots = {
-  /** The agent chat about an issue. */
-  issueChat: () => unavailable("Chat", "Chat with the agent is not offered by this server's API yet."),
-  /** Questions, confirmations and approvals the agent raised (cards). */
-  issueInteractions: () => unavailable("Questions and approvals", "This server's API has no interaction cards yet."),
+  /** The agent chat about an issue (docs/chat.md). */
+  issueChat: renderChat,
+  /** Questions, confirmations and approvals the agent raised (cards), stages and blockers. */
+  issueInteractions: renderInteractions,
   /** A steer box on a running turn: a comment on the run's issue, steered into the turn.
    * It stays while the run page refreshes (`node.update(ctx)`), so typing is never lost. */
   turnSteer: (ctx) => {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from paperclip.engine.tools.base import ToolContext, ToolHandler, ToolOutcome, error
+from paperclip.engine.tools.interactions import request_human_input
 from paperclip.engine.tools.report import block, finish
 from paperclip.engine.tools.task import get_task_context, post_comment, report_progress
 from paperclip.engine.tools.wake_comments import read_current_wake_comments
@@ -13,6 +14,7 @@ HANDLERS: dict[str, ToolHandler] = {
     "post_comment": post_comment,
     "report_progress": report_progress,
     "finish": finish,
+    "request_human_input": request_human_input,
     "block": block,
 }
 

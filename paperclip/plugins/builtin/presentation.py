@@ -11,11 +11,20 @@ from paperclip_hookspecs.presentation import (
 )
 
 
+def conversation_turn_answered(turn: ConversationTurn) -> bool:
+    """A committed status decision with no pending card of the turn: the prose answers."""
+    return not turn.pending_cards
+
+
+def conversation_turn_presents_answer(turn: ConversationTurn) -> bool:
+    """The one rule: is a successful conversation turn's prose its answer?"""
+    return turn.status_reason == CONVERSATION_TURN_FINISHED or conversation_turn_answered(turn)
+
+
 @hookimpl(trylast=True)
 def paperclip_decide_presentation(turn: ConversationTurn) -> PresentationDecision:
-    """A finished turn, or a committed one with no pending card of its own, presents its prose."""
-    if turn.status_reason == CONVERSATION_TURN_FINISHED:
-        return PresentationDecision.answer(CONVERSATION_TURN_FINISHED)
-    if turn.pending_cards:
-        return PresentationDecision.none(COMMITTED_CONVERSATION_INTERACTION_PRESENTED)
-    return PresentationDecision.answer(turn.status_reason)
+    """A finished turn, or a committed one with no pending card of its own, presents its prose;
+    a turn its own card presents posts nothing."""
+    if conversation_turn_presents_answer(turn):
+        return PresentationDecision.answer(turn.status_reason)
+    return PresentationDecision.none(COMMITTED_CONVERSATION_INTERACTION_PRESENTED)

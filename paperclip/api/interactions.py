@@ -1,0 +1,146 @@
+"""Interactions on a task over HTTP: list, create (approvals, stages, blockers), act on one."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+from litestar import Controller, get, post
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+
+from paperclip.api.access import Access, access
+from paperclip.api.cursors import Pages
+from paperclip.api.errors import error_responses
+from paperclip.api.pagination import Page
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.models import Interaction
+from paperclip.services.actor import Actor
+from paperclip.services.interactions import InteractionService
+
+
+class InteractionCreate(msgspec.Struct, forbid_unknown_fields=True):
+    kind: Literal["approval", "execution_stage", "dependency"]
+    title: Annotated[str, msgspec.Meta(min_length=1, max_length=500)]
+    body: Annotated[str, msgspec.Meta(max_length=20_000)] = ""
+    options: Annotated[list[str], msgspec.Meta(max_length=20)] = []
+    conversation_id: uuid.UUID | None = None
+
+
+class InteractionAct(msgspec.Struct, forbid_unknown_fields=True):
+    action: Literal["answer", "approve", "reject", "request_revision", "resubmit", "resolve"]
+    answer: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
+    note: Annotated[str, msgspec.Meta(max_length=20_000)] | None = None
+
+
+class InteractionOut(msgspec.Struct):
+    id: uuid.UUID
+    issue_id: uuid.UUID
+    conversation_id: uuid.UUID | None
+    run_id: uuid.UUID | None
+    kind: str
+    status: str
+    title: str
+    body: str
+    options: list[Any]
+    response: dict[str, Any] | None
+    revision: int
+    created_by: str
+    resolved_by: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, i: Interaction) -> InteractionOut:
+        return cls(
+            i.id,
+            i.issue_id,
+            i.conversation_id,
+            i.run_id,
+            i.kind,
+            i.status,
+            i.title,
+            i.body,
+            list(i.options),
+            i.response,
+            i.revision,
+            i.created_by,
+            i.resolved_by,
+            i.created_at,
+        )
+
+
+class InteractionController(Controller):
+    path = "/companies/{company_id:uuid}"
+    tags = ["interactions"]
+
+    @get(
+        "/issues/{issue_id:uuid}/interactions",
+        opt=access(Access.READ),
+        responses=error_responses(404, 422),
+    )
+    async def list_interactions(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        interactions: InteractionService,
+        pages: Pages,
+        cursor: PageCursor = None,
+        limit: Limit = PAGE_SIZE_DEFAULT,
+    ) -> Page[InteractionOut]:
+        rows, end = await interactions.list(
+            company_id, issue_id, after=pages.after(cursor), limit=limit
+        )
+        return pages.page([InteractionOut.of(r) for r in rows], end)
+
+    @post(
+        "/issues/{issue_id:uuid}/interactions",
+        opt=access(Access.WRITE),
+        status_code=HTTP_201_CREATED,
+        responses=error_responses(404, 422),
+    )
+    async def create_interaction(
+        self,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        data: InteractionCreate,
+        interactions: InteractionService,
+        actor: Actor,
+    ) -> InteractionOut:
+        """Link an approval, an execution stage or a dependency blocker to the task: it holds
+        the task while pending."""
+        created = await interactions.create(
+            actor,
+            company_id,
+            issue_id,
+            kind=data.kind,
+            title=data.title,
+            body=data.body,
+            options=data.options,
+            conversation_id=data.conversation_id,
+        )
+        return InteractionOut.of(created)
+
+    @post(
+        "/interactions/{interaction_id:uuid}/actions",
+        opt=access(Access.WRITE),
+        status_code=HTTP_200_OK,
+        responses=error_responses(403, 404, 409, 422),
+    )
+    async def act_on_interaction(
+        self,
+        company_id: uuid.UUID,
+        interaction_id: uuid.UUID,
+        data: InteractionAct,
+        interactions: InteractionService,
+        actor: Actor,
+    ) -> InteractionOut:
+        """Answer a card; approve, reject, request a revision of, or resubmit an approval;
+        resolve a stage or blocker. Each but resubmit wakes the task's agent."""
+        response = {
+            k: v for k, v in (("answer", data.answer), ("note", data.note)) if v is not None
+        }
+        acted = await interactions.act(
+            actor, company_id, interaction_id, data.action, response=response
+        )
+        return InteractionOut.of(acted)

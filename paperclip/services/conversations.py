@@ -1,0 +1,259 @@
+"""Agent chat: conversations bound to a task, their messages and turns.
+
+A person's message is written to the task's thread too (the agent reads its
+task there), which wakes the agent: the wake is the conversation's new turn
+(``conversation_turns``), unless the conversation's current turn is running,
+in which case the message steers it (the caller sends the steer after commit).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from paperclip.errors import ConflictError, ForbiddenError
+from paperclip.models import (
+    Agent,
+    Conversation,
+    ConversationMessage,
+    ConversationState,
+    ConversationTurnRecord,
+    Issue,
+    Run,
+    RunStatus,
+    WakeRequest,
+    WakeStatus,
+)
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import Actor
+from paperclip.services.comments import add_comment
+from paperclip.services.queries import Cursor, get_scoped, keyset_page
+
+CHAT_BY_AGENT = "conversation_by_agent_forbidden"
+CONVERSATION_CLOSED = "conversation_closed"
+AGENT_NOT_ASSIGNEE = "conversation_agent_not_assignee"
+
+
+def user_ref(actor: Actor) -> str:
+    return f"{actor.type}:{actor.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    message: ConversationMessage
+    steer: tuple[uuid.UUID, uuid.UUID] | None
+    """(run, comment) when the message steers the live turn: the caller sends it."""
+
+
+class ConversationService:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    async def create(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        *,
+        issue_id: uuid.UUID,
+        agent_id: uuid.UUID,
+        title: str,
+    ) -> Conversation:
+        _person(actor)
+        async with self.sessions.begin() as session:
+            issue = await get_scoped(
+                session, Issue, company_id, issue_id, "issue", for_update=True, field="issue_id"
+            )
+            await get_scoped(session, Agent, company_id, agent_id, "agent", field="agent_id")
+            if issue.assignee_agent_id is None:
+                issue.assignee_agent_id = agent_id  # the chat's agent takes the task
+            elif issue.assignee_agent_id != agent_id:
+                raise ConflictError(
+                    "the task is assigned to another agent; chat with its assignee",
+                    code=AGENT_NOT_ASSIGNEE,
+                    field="agent_id",
+                )
+            conversation = Conversation(
+                company_id=company_id,
+                issue_id=issue_id,
+                agent_id=agent_id,
+                user_ref=user_ref(actor),
+                title=title,
+                state=ConversationState.IDLE,
+                session_generation=1,
+            )
+            session.add(conversation)
+            await session.flush()
+            record_activity(
+                session,
+                actor,
+                "conversation.created",
+                entity_type="conversation",
+                entity_id=conversation.id,
+                company_id=company_id,
+                details={"issue_id": str(issue_id), "agent_id": str(agent_id)},
+            )
+            return conversation
+
+    async def get(self, company_id: uuid.UUID, conversation_id: uuid.UUID) -> Conversation:
+        async with self.sessions() as session:
+            return await get_scoped(
+                session, Conversation, company_id, conversation_id, "conversation", source="path"
+            )
+
+    async def list(
+        self, company_id: uuid.UUID, *, issue_id: uuid.UUID | None, after: Cursor | None, limit: int
+    ) -> tuple[list[Conversation], Cursor | None]:
+        async with self.sessions() as session:
+            stmt = select(Conversation).where(Conversation.company_id == company_id)
+            if issue_id is not None:
+                await get_scoped(
+                    session, Issue, company_id, issue_id, "issue", field="issue_id", source="query"
+                )
+                stmt = stmt.where(Conversation.issue_id == issue_id)
+            return await keyset_page(session, stmt, Conversation, after, limit)
+
+    async def post(
+        self, actor: Actor, company_id: uuid.UUID, conversation_id: uuid.UUID, *, body: str
+    ) -> Posted:
+        """A person's message: a new turn, or a steer of the live current turn."""
+        _person(actor)
+        async with self.sessions.begin() as session:
+            conversation = await get_scoped(
+                session,
+                Conversation,
+                company_id,
+                conversation_id,
+                "conversation",
+                for_update=True,
+                source="path",
+            )
+            if conversation.state == ConversationState.CLOSED:
+                raise ConflictError("the conversation is closed", code=CONVERSATION_CLOSED)
+            live = await self._live_turn(session, conversation)
+            comment = await add_comment(
+                session, actor, company_id, conversation.issue_id, body=body
+            )
+            message = ConversationMessage(
+                company_id=company_id,
+                conversation_id=conversation.id,
+                role="user",
+                author_ref=user_ref(actor),
+                body=body,
+                delivery="steer" if live else "turn",
+            )
+            session.add(message)
+            if live is None:
+                await self._start_turn(session, conversation)
+            await session.flush()
+            return Posted(message, (live.id, comment.id) if live else None)
+
+    async def _live_turn(self, session: AsyncSession, conversation: Conversation) -> Run | None:
+        """The current turn's run while it runs (a message then steers it)."""
+        if conversation.current_wake_id is None:
+            return None
+        return (
+            await session.execute(
+                select(Run).where(
+                    Run.wake_request_id == conversation.current_wake_id,
+                    Run.status == RunStatus.RUNNING,
+                )
+            )
+        ).scalar_one_or_none()
+
+    async def _start_turn(self, session: AsyncSession, conversation: Conversation) -> None:
+        """The queued wake of the agent on the task (the comment's) is the new turn."""
+        wake_id = await session.scalar(
+            select(WakeRequest.id).where(
+                WakeRequest.agent_id == conversation.agent_id,
+                WakeRequest.issue_id == conversation.issue_id,
+                WakeRequest.status == WakeStatus.QUEUED,
+            )
+        )
+        if wake_id is None:  # the author is the task's agent itself: nothing was woken
+            return
+        await session.execute(
+            insert(ConversationTurnRecord)
+            .values(
+                wake_request_id=wake_id,
+                conversation_id=conversation.id,
+                company_id=conversation.company_id,
+                agent_id=conversation.agent_id,
+                user_ref=conversation.user_ref,
+                session_generation=conversation.session_generation,
+            )
+            .on_conflict_do_nothing()
+        )
+        conversation.current_wake_id = wake_id
+        conversation.state = ConversationState.ACTIVE
+
+    async def messages(
+        self,
+        company_id: uuid.UUID,
+        conversation_id: uuid.UUID,
+        *,
+        after: Cursor | None,
+        limit: int,
+    ) -> tuple[list[ConversationMessage], Cursor | None]:
+        async with self.sessions() as session:
+            await get_scoped(
+                session, Conversation, company_id, conversation_id, "conversation", source="path"
+            )
+            stmt = select(ConversationMessage).where(
+                ConversationMessage.company_id == company_id,
+                ConversationMessage.conversation_id == conversation_id,
+            )
+            return await keyset_page(session, stmt, ConversationMessage, after, limit)
+
+    async def messages_after(
+        self, company_id: uuid.UUID, conversation_id: uuid.UUID, after_seq: int, limit: int
+    ) -> list[ConversationMessage]:
+        """Messages past ``after_seq`` in insertion order: what the live stream sends next."""
+        async with self.sessions() as session:
+            rows = await session.scalars(
+                select(ConversationMessage)
+                .where(
+                    ConversationMessage.company_id == company_id,
+                    ConversationMessage.conversation_id == conversation_id,
+                    ConversationMessage.seq > after_seq,
+                )
+                .order_by(ConversationMessage.seq)
+                .limit(limit)
+            )
+            return list(rows)
+
+    async def turns(self, company_id: uuid.UUID, conversation_id: uuid.UUID) -> list[dict]:
+        """The conversation's turns, newest last, each with its run (once one was claimed)."""
+        async with self.sessions() as session:
+            await get_scoped(
+                session, Conversation, company_id, conversation_id, "conversation", source="path"
+            )
+            rows = await session.execute(
+                select(ConversationTurnRecord, WakeRequest.run_id, Run.status, Run.status_reason)
+                .join(WakeRequest, WakeRequest.id == ConversationTurnRecord.wake_request_id)
+                .outerjoin(Run, Run.id == WakeRequest.run_id)
+                .where(
+                    ConversationTurnRecord.company_id == company_id,
+                    ConversationTurnRecord.conversation_id == conversation_id,
+                )
+                .order_by(ConversationTurnRecord.created_at)
+                .limit(500)
+            )
+            return [
+                {
+                    "wake_request_id": str(t.wake_request_id),
+                    "session_generation": t.session_generation,
+                    "run_id": str(run_id) if run_id else None,
+                    "run_status": status,
+                    "status_reason": reason,
+                }
+                for t, run_id, status, reason in rows
+            ]
+
+
+def _person(actor: Actor) -> None:
+    if actor.type == "agent":
+        raise ForbiddenError("an agent's run token cannot chat; a person does", code=CHAT_BY_AGENT)

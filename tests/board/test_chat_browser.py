@@ -1,0 +1,58 @@
+"""The board's chat and interaction cards in Chromium, against real processes (docs/chat.md)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.engine.chat_stack import held_turn, interactions, replies
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
+
+# Imported only when Playwright is installed (tox ``board``); elsewhere the module is
+# deselected by its marker, and must still import.
+expect = pytest.importorskip("playwright.sync_api").expect
+
+
+def test_chat_with_the_agent_answer_its_card_and_see_each_reply_once(stack, page, screenshots):
+    stack.start_server()
+    stack.start_runner()
+    ctx = stack.setup_issue(held_turn("Which team should the designer join?", card=True))
+    stack.assign(ctx)  # the assignment's own run asks first; the chat comes after it
+    wait_until(lambda: interactions(stack, ctx), 90, message="the agent's card")
+    stack.rewrite_script(ctx, held_turn("The designer joins the web team.", "done"))
+
+    page.goto(f"{stack.url()}/#/c/{ctx['company']['id']}/issues/{ctx['issue']['id']}")
+    cards = page.get_by_role("region", name="Questions and approvals")
+    card = cards.locator("li[data-status='pending']")
+    expect(card).to_contain_text("Which team hires?")
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("button", name="Start a chat").click()
+    expect(chat.locator("[data-chat-state]")).to_have_attribute("data-chat-state", "idle")
+
+    # Answering the card wakes the agent; then a chat message is the next turn.
+    page.get_by_label("Answer to Which team hires?").fill("The web team.")
+    page.get_by_role("button", name="Answer: Which team hires?").click()
+    expect(cards.locator("li[data-status='answered']")).to_have_count(1)
+    wait_until(
+        lambda: (
+            all(r["status"] in ("succeeded", "failed") for r in stack.runs(ctx))
+            and len(stack.runs(ctx)) == 2
+        ),
+        90,
+        message="the answered card's run ended",
+    )
+    stack.rewrite_script(ctx, held_turn("Yes: the web team starts on Monday.", "done"))
+    chat.get_by_label("Message to the agent").fill("Does the web team start soon?")
+    chat.get_by_role("button", name="Send").click()
+    agent_lines = chat.locator("li[data-role='agent']")
+    expect(agent_lines).to_have_count(1, timeout=90_000)
+    expect(agent_lines).to_contain_text("Yes: the web team starts on Monday.")
+    expect(chat.locator("[data-chat-state]")).to_have_attribute("data-chat-state", "idle")
+    with stack.api() as api:
+        [ctx["conversation"]] = api.get(
+            f"/companies/{ctx['company']['id']}/conversations",
+            params={"issue_id": ctx["issue"]["id"]},
+        ).json()["items"]
+    assert replies(stack, ctx) == ["Yes: the web team starts on Monday."]
+    screenshots(page, "issue-chat", full_page=True)
