@@ -25,7 +25,8 @@ Documented exceptions, configured below and nowhere else:
   by design. ``test_pages.py`` tests it.
 - ``positive_data_acceptance`` accepts ``422`` on operations whose body or
   query refers to other resources by id (an issue's assignee and parent, a
-  wake's issue, a hold's issue, the filters of the issue, run and hold lists): an id the document
+  wake's issue, a hold's issue, a conversation's task and agent, an
+  interaction's conversation, the filters of the issue, run and hold lists): an id the document
   allows but no row has is refused as ``<entity>_not_found`` (422: the
   request's own resource exists, its reference does not). ``test_tenancy.py``
   tests it.
@@ -162,7 +163,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer)$'",
+            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
