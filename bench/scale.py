@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import statistics
 import sys
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -129,6 +131,38 @@ async def wait_for_runs(database_url: str, runs: int, seconds: float) -> dict[st
         await conn.close()
 
 
+async def wait_for_runners(database_url: str, count: int, seconds: float = 120) -> None:
+    """Until ``count`` runners have said hello (so the runs can spread over them)."""
+    conn = await connect(database_url)
+    deadline = time.monotonic() + seconds
+    try:
+        while (
+            await conn.fetchval("SELECT count(*) FROM runners WHERE instance IS NOT NULL") < count
+        ):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"fewer than {count} runners connected")
+            await asyncio.sleep(0.2)
+    finally:
+        await conn.close()
+
+
+def cpu_seconds(proc: psutil.Process, *, children: bool = False) -> float:
+    """CPU time of a process (user + system), or of its children that have exited."""
+    times = proc.cpu_times()
+    return times.children_user + times.children_system if children else times.user + times.system
+
+
+def providers_cpu(hosts: list[psutil.Process]) -> float:
+    """CPU time of the runners' provider processes: those running, and those that ended."""
+    total = 0.0
+    for host in hosts:
+        total += cpu_seconds(host, children=True)
+        for child in host.children(recursive=True):
+            with contextlib.suppress(psutil.NoSuchProcess):
+                total += cpu_seconds(child)
+    return total
+
+
 async def database_checks(database_url: str) -> dict[str, int]:
     conn = await connect(database_url)
     try:
@@ -187,11 +221,24 @@ def one_size(runs: int, calls: int, timeout: float) -> dict[str, Any]:
         ]
         try:
             company_id, issues = create_work(cp.url, runs, calls, script_dir)
+            asyncio.run(wait_for_runners(cp.database_url, RUNNERS))
             assert cp.server.proc is not None
+            server = psutil.Process(cp.server.proc.pid)
+            hosts = [psutil.Process(r.proc.pid) for r in runners if r.proc is not None]
+            cpu_before = [
+                cpu_seconds(server),
+                sum(cpu_seconds(h) for h in hosts),
+                providers_cpu(hosts),
+            ]
             started = time.perf_counter()
             asyncio.run(assign_all(cp.url, company_id, issues))
             counts = asyncio.run(wait_for_runs(cp.database_url, runs, timeout))
             wall = time.perf_counter() - started
+            cpu = {
+                "control_plane": cpu_seconds(server) - cpu_before[0],
+                "runners": sum(cpu_seconds(h) for h in hosts) - cpu_before[1],
+                "providers": providers_cpu(hosts) - cpu_before[2],
+            }
             checks = asyncio.run(database_checks(cp.database_url))
             rss = peak_rss_mb(cp.server.proc.pid)
         finally:
@@ -213,6 +260,7 @@ def one_size(runs: int, calls: int, timeout: float) -> dict[str, Any]:
         "latency_p99_over_p50": p99 / p50 if p50 else float("inf"),
         "peak_rss_mb": rss,
         "wall_s": wall,
+        "cpu_s": cpu,
         "all_succeeded": succeeded == runs
         and failed_calls == 0
         and len(durations) == runs * (calls + 1)
@@ -253,13 +301,14 @@ def main() -> int:
         print(json.dumps(result))
         return 0 if ok else 1
     print(f"{'runs':>6} {'ok':>6} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>8}", end="")
-    print(f" {'peak RSS MB':>12} {'wall s':>7}")
+    print(f" {'peak RSS MB':>12} {'wall s':>7}  CPU s: control plane / runners / providers")
     for size in (small, large):
         print(
             f"{size['runs']:>6} {size['succeeded']:>6} {size['tool_calls']:>6}"
             f" {size['latency_p50_ms']:>8.1f} {size['latency_p99_ms']:>8.1f}"
             f" {size['latency_p99_over_p50']:>8.2f} {size['peak_rss_mb']:>12.1f}"
-            f" {size['wall_s']:>7.1f}"
+            f" {size['wall_s']:>7.1f}  {size['cpu_s']['control_plane']:.1f} /"
+            f" {size['cpu_s']['runners']:.1f} / {size['cpu_s']['providers']:.1f}"
         )
     print(
         f"p99/p50 at {large['runs']} runs: {latency_ratio:.2f} (target <= {LATENCY_TARGET});"
