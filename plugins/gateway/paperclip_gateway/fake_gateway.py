@@ -35,7 +35,13 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from paperclip_gateway import __version__
 from paperclip_gateway.fake_run import AgentRun
-from paperclip_gateway.fake_tools import call_tool
+
+try:
+    from paperclip_provider_kit.mcp_client import call_tool
+except ImportError:  # an install without the extra
+    raise SystemExit(
+        "the fake gateway needs its extra: pip install 'paperclip-gateway[fake]'"
+    ) from None
 
 FAKE_VERSION = f"paperclip-fake-gateway {__version__}"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from conftest import TOKEN, WAIT, Events, FakeGateway, ToolServer
+from conftest import FakeGateway
 from paperclip_gateway.driver import GatewayDriver
 from paperclip_hookspecs.providers import McpEndpoint, TurnInput
+from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
 
 pytestmark = pytest.mark.process
 
@@ -106,7 +107,7 @@ async def test_a_follow_up_runs_after_the_turn_on_the_same_session(
         },
     )
     run = asyncio.ensure_future(driver.run_turn(turn(None), events))
-    await events.wait_for(lambda items: any(e.type == "agent.lifecycle" for e in items))
+    await events.wait_for("agent.lifecycle")
     assert await driver.steer("m-1", "Also the changelog.")
     go.write_text("")
     result = await asyncio.wait_for(run, WAIT)
@@ -121,7 +122,7 @@ async def test_an_interrupt_ends_the_turn_interrupted(
 ):
     gateway.script("coder", [{"wait_for_file": str(tmp_path / "never"), "timeout": 60}])
     run = asyncio.ensure_future(driver.run_turn(turn(None), events))
-    await events.wait_for(lambda items: any(e.type == "agent.lifecycle" for e in items))
+    await events.wait_for("agent.lifecycle")
     await driver.interrupt()
     result = await asyncio.wait_for(run, WAIT)
     assert result.status == "interrupted"

@@ -3,7 +3,7 @@
 Each step is one assistant message (one model response): ``step-start``, its
 text or tool part, ``step-finish``, then the message completed with
 ``finish`` (``stop`` or ``tool-calls``). Tools are called for real: MCP tools
-through :mod:`paperclip_opencode.fake_tools`, ``bash`` in a shell.
+through :mod:`paperclip_provider_kit.mcp_client`, ``bash`` in a shell.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from paperclip_opencode.fake_tools import call_tool
+try:
+    from paperclip_provider_kit.mcp_client import call_tool
+except ImportError:  # an install without the extra
+    raise SystemExit(
+        "the fake OpenCode server needs its extra: pip install 'paperclip-opencode[fake]'"
+    ) from None
 
 Publish = Callable[[str, Mapping[str, Any]], None]
 _ids = itertools.count(1)

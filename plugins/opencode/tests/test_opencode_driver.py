@@ -7,9 +7,10 @@ import json
 import os
 
 import pytest
-from conftest import TOKEN, WAIT, Events, Fake, ToolServer
 from paperclip_hookspecs.providers import McpEndpoint, TurnInput
 from paperclip_opencode.driver import OpenCodeDriver
+from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import ScriptFolder as Fake
 
 pytestmark = pytest.mark.process
 

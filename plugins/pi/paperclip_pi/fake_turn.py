@@ -17,7 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from paperclip_pi.fake_tools import call_tool
+try:
+    from paperclip_provider_kit.mcp_client import call_tool
+except ImportError:  # an install without the extra
+    raise SystemExit("the fake Pi needs its extra: pip install 'paperclip-pi[fake]'") from None
 
 MODEL_STEPS = frozenset({"message", "call_tool", "shell", "fail"})
 """Steps that are a model response (a Pi "turn"); the others happen between them."""

@@ -6,9 +6,10 @@ import asyncio
 import os
 
 import pytest
-from conftest import TOKEN, WAIT, Events, Fake, ToolServer
 from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
 from paperclip_pi.driver import PiDriver
+from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import ScriptFolder as Fake
 
 pytestmark = pytest.mark.process
 

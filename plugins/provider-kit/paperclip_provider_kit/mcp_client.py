@@ -1,5 +1,9 @@
-"""The fake server's MCP client: lists and calls the run's tools as OpenCode does, over
-streamable HTTP with the configured headers, through the official MCP client (extra ``fake``)."""
+"""An MCP client that lists and calls a run's tools as a provider CLI does.
+
+Over streamable HTTP, with the server's configured headers, through the
+official MCP client: the fake providers' tool traffic is the real protocol,
+so a conformance test can hold them to the real CLIs.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ _ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def headers_of(server: Mapping[str, Any]) -> dict[str, str]:
-    """The server's headers with ``{env:VAR}`` replaced, as OpenCode reads its config."""
+    """The server's headers with ``{env:VAR}`` replaced, as OpenCode and Pi read their config."""
     headers = server.get("headers") or {}
     return {
         str(k): _ENV_REF.sub(lambda m: os.environ.get(m.group(1), ""), str(v))
@@ -49,12 +53,10 @@ async def call_tool(
 
 @asynccontextmanager
 async def _session(server: Mapping[str, Any]) -> AsyncIterator[Any]:
-    try:
-        from mcp import ClientSession
-    except ImportError:
-        raise RuntimeError(
-            "the fake server needs the mcp package: pip install 'paperclip-opencode[fake]'"
-        ) from None
+    # Imported at the first call: the MCP client is a heavy import, and a fake
+    # provider starts on every turn, most of them before any tool is called.
+    from mcp import ClientSession
+
     url = server.get("url")
     if not isinstance(url, str):
         raise ValueError("only remote MCP servers (a url) are supported by the fake")

@@ -1,0 +1,82 @@
+"""What the provider plugins' tests share (extra ``testing``): a fake's script folder,
+a turn's event sink, the run's tools on loopback. The fixtures are in
+:mod:`paperclip_provider_kit.fixtures`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from paperclip_hookspecs.providers import ProviderEvent
+
+TOKEN = "run-token-1"
+"""The bearer token the ``tool_server`` fixture accepts, as a run's token."""
+WAIT = 60.0
+"""How long a test waits for a process or an event before it fails."""
+
+
+@dataclass
+class ToolServer:
+    """The run's tools on loopback: the calls they got, the requests refused for their token."""
+
+    url: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[str | None] = field(default_factory=list)
+
+
+@dataclass
+class ScriptFolder:
+    """The files of a scripted fake provider: a script per model (or agent), and its log."""
+
+    folder: Path
+    module: str
+    """The fake's module, run as ``python -m <module> --script-dir <folder> --log <log>``."""
+
+    def script(self, name: str, steps: Any) -> None:
+        (self.folder / f"{name}.json").write_text(json.dumps(steps))
+
+    def command(self) -> tuple[str, ...]:
+        return (
+            sys.executable,
+            "-m",
+            self.module,
+            "--script-dir",
+            str(self.folder),
+            "--log",
+            str(self.log_path),
+        )
+
+    @property
+    def log_path(self) -> Path:
+        return self.folder / "fake.log"
+
+    def log(self) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        return [json.loads(line) for line in self.log_path.read_text().splitlines()]
+
+
+class Events:
+    """The event sink of a turn; a test can wait until an event of a type has arrived."""
+
+    def __init__(self) -> None:
+        self.items: list[ProviderEvent] = []
+        self._arrived = asyncio.Event()
+
+    async def __call__(self, event: ProviderEvent) -> None:
+        self.items.append(event)
+        self._arrived.set()
+
+    async def wait_for(self, kind: str, limit: float = WAIT) -> None:
+        async with asyncio.timeout(limit):
+            while kind not in self.types():
+                self._arrived.clear()
+                await self._arrived.wait()
+
+    def types(self) -> list[str]:
+        return [e.type for e in self.items]

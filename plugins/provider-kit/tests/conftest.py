@@ -1,0 +1,1 @@
+pytest_plugins = ["paperclip_provider_kit.fixtures"]
