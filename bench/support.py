@@ -51,11 +51,12 @@ def embedded_url(data_dir: str) -> str:
 class ControlPlane:
     """``paperclip serve --no-runner`` on a temporary data dir (or PAPERCLIP_DATABASE_URL)."""
 
-    def __init__(self, tmp: str) -> None:
+    def __init__(self, tmp: str, env: dict[str, str] | None = None) -> None:
         self.env = {
             "PAPERCLIP_DATA_DIR": tmp,
             "PAPERCLIP_PORT": str(free_port()),
             "PAPERCLIP_LOG_LEVEL": "WARNING",
+            **(env or {}),
         }
         self.server = ServerProcess(self.env, Path(tmp) / "serve.log", "--no-runner").start()
         self.url = self.server.url
@@ -78,10 +79,11 @@ class ControlPlane:
 
 
 @contextlib.contextmanager
-def control_plane() -> Iterator[ControlPlane]:
+def control_plane(env: dict[str, str] | None = None) -> Iterator[ControlPlane]:
+    """A control plane for the block; ``env`` adds settings (``PAPERCLIP_*``)."""
     with tempfile.TemporaryDirectory(prefix="paperclip-bench-", dir="/var/tmp") as tmp:
         os.chmod(tmp, 0o755)
-        cp = ControlPlane(tmp)
+        cp = ControlPlane(tmp, env)
         try:
             yield cp
         finally:

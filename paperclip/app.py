@@ -109,6 +109,7 @@ def create_app(
             "issues": _service(container.issues),
             "holds": _service(container.holds),
             "comments": _service(container.comments),
+            "issue_reads": _service(container.issue_reads),
             "wakes": _service(container.wakes),
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),

@@ -19,6 +19,7 @@ from paperclip.services.companies import CompanyService
 from paperclip.services.conversations import ConversationService
 from paperclip.services.holds import HoldService
 from paperclip.services.interactions import InteractionService
+from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
@@ -59,6 +60,7 @@ class Container(containers.DeclarativeContainer):
     issues = providers.Singleton(IssueService, sessions)
     holds = providers.Singleton(HoldService, sessions)
     comments = providers.Singleton(CommentService, sessions)
+    issue_reads = providers.Singleton(IssueReads, sessions)
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions)

@@ -9,7 +9,6 @@ from litestar.handlers.base import BaseRouteHandler
 
 from paperclip.api.access import ACTOR_KEY, Access, route_access
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
-from paperclip.models import KeyRole
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
@@ -46,12 +45,10 @@ async def authenticate(
         return
     if token is None:
         raise UnauthorizedError("an API key is required: Authorization: Bearer <key>")
-    key = await app_state.api_keys.authenticate(token)
-    if key is None:
+    actor = await app_state.api_keys.authenticate(token)
+    if actor is None:
         raise UnauthorizedError("the API key is not valid or was revoked", code="invalid_api_key")
-    connection.state[ACTOR_KEY] = Actor(
-        type="api_key", id=str(key.id), company_id=key.company_id, role=KeyRole(key.role)
-    )
+    connection.state[ACTOR_KEY] = actor
 
 
 def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor) -> None:

@@ -13,6 +13,7 @@ from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import CommentCreate, CommentOut, CommentUpdate
 from paperclip.services.actor import Actor
 from paperclip.services.comments import CommentService
+from paperclip.services.issue_reads import IssueReads
 
 
 class CommentController(Controller):
@@ -24,15 +25,15 @@ class CommentController(Controller):
         self,
         company_id: uuid.UUID,
         issue_id: uuid.UUID,
-        comments: CommentService,
+        issue_reads: IssueReads,
         pages: Pages,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CommentOut]:
-        rows, end = await comments.list(
+        rows, end = await issue_reads.comments(
             company_id, issue_id, after=pages.after(cursor), limit=limit
         )
-        return pages.page([CommentOut.of(r) for r in rows], end)
+        return pages.page([CommentOut.of_columns(r) for r in rows], end)
 
     @post("/", opt=access(Access.WRITE), responses=error_responses(404))
     async def create_comment(

@@ -13,6 +13,7 @@ from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import IssueCreate, IssueOut, IssueStatusName, IssueUpdate, changes
 from paperclip.services.actor import Actor
+from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 
 
@@ -64,9 +65,9 @@ class IssueController(Controller):
 
     @get("/{issue_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_issue(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService
+        self, company_id: uuid.UUID, issue_id: uuid.UUID, issue_reads: IssueReads
     ) -> IssueOut:
-        return IssueOut.of(await issues.get(company_id, issue_id))
+        return IssueOut.of_columns(await issue_reads.issue(company_id, issue_id))
 
     @patch("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 422))
     async def update_issue(

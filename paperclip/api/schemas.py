@@ -241,6 +241,11 @@ class IssueOut(msgspec.Struct):
             row.updated_at,
         )
 
+    @classmethod
+    def of_columns(cls, columns: dict[str, Any]) -> IssueOut:
+        """From the columns of a plain read (``paperclip.services.issue_reads``)."""
+        return cls(**columns)
+
 
 # Comments
 
@@ -281,6 +286,11 @@ class CommentOut(msgspec.Struct):
             row.deleted_at,
             row.created_at,
         )
+
+    @classmethod
+    def of_columns(cls, columns: dict[str, Any]) -> CommentOut:
+        """From the columns of a plain read (``paperclip.services.issue_reads``)."""
+        return cls(**columns)
 
 
 # Runs

@@ -71,17 +71,23 @@ class RunnerConnections:
         self.nudge = nudge
         self.on_lost = on_lost
         self.links: dict[uuid.UUID, RunnerLink] = {}
+        self._turn = 0
 
     def pick_link(self, provider: str | None) -> RunnerLink | None:
-        """A connected runner that offers ``provider`` (None: any), or None."""
-        return next(
-            (
-                link
-                for link in self.links.values()
-                if (provider is None or provider in link.providers) and not link.closed.is_set()
-            ),
-            None,
-        )
+        """A connected runner that offers ``provider`` (None: any), or None.
+
+        Each in turn: runs started together spread over the runners instead
+        of all going to the first one connected.
+        """
+        offering = [
+            link
+            for link in self.links.values()
+            if (provider is None or provider in link.providers) and not link.closed.is_set()
+        ]
+        if not offering:
+            return None
+        self._turn += 1
+        return offering[self._turn % len(offering)]
 
     async def serve(self, runner: RunnerRow, transport: Transport) -> None:
         """The whole life of one authenticated runner connection, until it drops."""

@@ -6,12 +6,13 @@ import hashlib
 import re
 import secrets
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.driver import driver_connection
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import ApiKey, KeyRole
 from paperclip.services.activity import record_activity
@@ -20,6 +21,14 @@ from paperclip.services.companies import require_company
 from paperclip.services.queries import Cursor, keyset_page
 
 KEY_PREFIX = "pck_"
+LAST_USED_EVERY = timedelta(minutes=1)
+"""How stale a key's ``last_used_at`` may be before a request writes it again."""
+_STALE = "(last_used_at IS NULL OR last_used_at < now() - $2::interval)"
+LIVE_KEY = (
+    f"SELECT id, company_id, role, {_STALE} AS stale FROM api_keys"
+    " WHERE key_hash = $1 AND revoked_at IS NULL"
+)
+MARK_USED = f"UPDATE api_keys SET last_used_at = now() WHERE id = $1 AND {_STALE}"
 NAME_MAX = 200
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -139,14 +148,24 @@ class ApiKeyService:
             )
         return key
 
-    async def authenticate(self, secret: str) -> ApiKey | None:
-        """The live key with this secret, or None. Marks it used."""
-        async with self.sessions.begin() as session:
-            return (
-                await session.execute(
-                    update(ApiKey)
-                    .where(ApiKey.key_hash == hash_key(secret), ApiKey.revoked_at.is_(None))
-                    .values(last_used_at=datetime.now(UTC))
-                    .returning(ApiKey)
-                )
-            ).scalar_one_or_none()
+    async def authenticate(self, secret: str) -> Actor | None:
+        """The caller of the live key with this secret, or None. Marks it used.
+
+        One read per request; the mark is written only when it is older than
+        ``LAST_USED_EVERY``, so a busy key costs no commit per request
+        (``last_used_at`` is exact to that much). Revocation still counts at
+        the next request: every request reads the key.
+        """
+        async with self.sessions() as session:
+            connection = await driver_connection(session)  # each statement commits on its own
+            row = await connection.fetchrow(LIVE_KEY, hash_key(secret), LAST_USED_EVERY)
+            if row is None:
+                return None
+            if row["stale"]:
+                await connection.execute(MARK_USED, row["id"], LAST_USED_EVERY)
+        return Actor(
+            type="api_key",
+            id=str(row["id"]),
+            company_id=row["company_id"],
+            role=KeyRole(row["role"]),
+        )

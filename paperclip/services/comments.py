@@ -13,7 +13,7 @@ from paperclip.models import Comment, Issue
 from paperclip.models.comment import body_revision
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
+from paperclip.services.queries import get_scoped
 from paperclip.services.wakes import request_wake
 
 
@@ -26,16 +26,6 @@ class CommentService:
     ) -> Comment:
         async with self.sessions.begin() as session:
             return await add_comment(session, actor, company_id, issue_id, body=body)
-
-    async def list(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, *, after: Cursor | None, limit: int
-    ) -> tuple[list[Comment], Cursor | None]:
-        async with self.sessions() as session:
-            await get_scoped(session, Issue, company_id, issue_id, "issue")
-            stmt = select(Comment).where(
-                Comment.company_id == company_id, Comment.issue_id == issue_id
-            )
-            return await keyset_page(session, stmt, Comment, after, limit)
 
     async def edit(
         self,

@@ -111,10 +111,6 @@ class IssueService:
                 )
         return issue
 
-    async def get(self, company_id: uuid.UUID, issue_id: uuid.UUID) -> Issue:
-        async with self.sessions() as session:
-            return await get_scoped(session, Issue, company_id, issue_id, "issue")
-
     async def list(
         self,
         company_id: uuid.UUID,
