@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -15,7 +16,10 @@ from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.engine.steering import RunSteering
+from paperclip.errors import ConflictError
 from paperclip.models import Interaction
+from paperclip.models.interaction import CARD_KINDS
 from paperclip.services.actor import Actor
 from paperclip.services.interactions import InteractionService
 
@@ -133,14 +137,20 @@ class InteractionController(Controller):
         interaction_id: uuid.UUID,
         data: InteractionAct,
         interactions: InteractionService,
+        steering: RunSteering,
         actor: Actor,
     ) -> InteractionOut:
         """Answer a card; approve, reject, request a revision of, or resubmit an approval;
-        resolve a stage or blocker. Each but resubmit wakes the task's agent."""
+        resolve a stage or blocker. Each but resubmit wakes the task's agent; an answered
+        card is also steered into the live turn of the run that raised it, if it has one."""
         response = {
             k: v for k, v in (("answer", data.answer), ("note", data.note)) if v is not None
         }
         acted = await interactions.act(
             actor, company_id, interaction_id, data.action, response=response
         )
+        if data.action == "answer" and acted.kind in CARD_KINDS and acted.run_id is not None:
+            # No live turn, or a provider that cannot steer: the wake alone carries it.
+            with contextlib.suppress(ConflictError):
+                await steering.steer_with_interaction(actor, company_id, acted.id)
         return InteractionOut.of(acted)

@@ -24,7 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.engine.outbox import enqueue_one
 from paperclip.engine.turns import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
-from paperclip.models import Comment, Run, RunStatus, RunSteer, TurnStatus
+from paperclip.models import Comment, Interaction, Run, RunStatus, RunSteer, TurnStatus
+from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugins import PluginHost, ProviderNotInstalledError
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
@@ -38,6 +39,7 @@ RUN_NOT_STEERABLE = "run_not_steerable"
 STEER_COMMENT_NOT_ON_ISSUE = "steer_comment_not_on_run_issue"
 STEER_COMMENT_UNUSABLE = "steer_comment_unusable"
 STEER_BY_AGENT = "steer_by_agent_forbidden"
+STEER_INTERACTION_UNUSABLE = "steer_interaction_unusable"
 
 
 def comment_steer_text(comment: Comment) -> str:
@@ -47,6 +49,22 @@ def comment_steer_text(comment: Comment) -> str:
     rebuilds an unread steer with it, so the model reads the same words.
     """
     return comment.body
+
+
+def interaction_steer_text(interaction: Interaction) -> str:
+    """The text an answered card enters its run's live turn with: the question and the answer.
+
+    Like :func:`comment_steer_text`, the one function for it: the steer sends
+    it, and a restart continuation rebuilds an unread steer with it.
+    """
+    response = interaction.response or {}
+    lines = [
+        f'A person answered your {interaction.kind} "{interaction.title}":',
+        str(response.get("answer") or "(no answer text)"),
+    ]
+    if response.get("note"):
+        lines.append(f"Note: {response['note']}")
+    return "\n".join(lines)
 
 
 Delivery = Literal["steer", "follow_up"]
@@ -95,60 +113,102 @@ class RunSteering:
                 session, Comment, company_id, comment_id, "comment", field="comment_id"
             )
             _check_comment(run, comment)
-            delivery = self._delivery(run)
-            turn = await _live_turn(session, run)
-            message_id = str(comment.id)
-            inserted = await session.execute(
-                insert(RunSteer)
-                .values(
-                    run_id=run.id,
-                    message_id=message_id,
-                    company_id=company_id,
-                    issue_id=comment.issue_id,
-                    comment_id=comment.id,
-                    turn=turn,
-                    delivery=delivery,
-                    requested_by=f"{actor.type}:{actor.id}",
+            sent = await self._send(
+                session, actor, run, str(comment.id), comment_steer_text(comment), comment.id
+            )
+        return self._kicked(run, sent)
+
+    async def steer_with_interaction(
+        self, actor: Actor, company_id: uuid.UUID, interaction_id: uuid.UUID
+    ) -> SteerSent:
+        """Send an answered card into the live turn of the run that raised it (or find it sent)."""
+        async with self.sessions.begin() as session:
+            interaction = await get_scoped(
+                session, Interaction, company_id, interaction_id, "interaction", source="path"
+            )
+            if (
+                interaction.kind not in CARD_KINDS
+                or interaction.status != InteractionStatus.ANSWERED
+                or interaction.run_id is None
+            ):
+                raise InvalidInputError(
+                    f"interaction {interaction.id} is not a card its run raised and a person "
+                    "answered",
+                    code=STEER_INTERACTION_UNUSABLE,
                 )
-                .on_conflict_do_nothing()
-                .returning(RunSteer.turn)
+            run = await get_scoped(
+                session, Run, company_id, interaction.run_id, "run", for_update=True
             )
-            if inserted.scalar_one_or_none() is None:
-                earlier = (
-                    await session.execute(
-                        select(RunSteer.turn, RunSteer.delivery).where(
-                            RunSteer.run_id == run.id, RunSteer.message_id == message_id
-                        )
+            sent = await self._send(
+                session, actor, run, str(interaction.id), interaction_steer_text(interaction)
+            )
+        return self._kicked(run, sent)
+
+    async def _send(
+        self,
+        session: AsyncSession,
+        actor: Actor,
+        run: Run,
+        message_id: str,
+        text: str,
+        comment_id: uuid.UUID | None = None,
+    ) -> SteerSent:
+        """The exactly-once row, the runner's ``steer`` and the activity, in the caller's
+        transaction (the run's row locked); a repeated message finds its row and sends nothing."""
+        delivery = self._delivery(run)
+        turn = await _live_turn(session, run)
+        assert run.issue_id is not None and run.runner_id is not None  # a live turn has both
+        inserted = await session.execute(
+            insert(RunSteer)
+            .values(
+                run_id=run.id,
+                message_id=message_id,
+                company_id=run.company_id,
+                issue_id=run.issue_id,
+                comment_id=comment_id,
+                turn=turn,
+                delivery=delivery,
+                requested_by=f"{actor.type}:{actor.id}",
+            )
+            .on_conflict_do_nothing()
+            .returning(RunSteer.turn)
+        )
+        if inserted.scalar_one_or_none() is None:
+            earlier = (
+                await session.execute(
+                    select(RunSteer.turn, RunSteer.delivery).where(
+                        RunSteer.run_id == run.id, RunSteer.message_id == message_id
                     )
-                ).one()
-                sent_as: Any = earlier.delivery
-                return SteerSent(run.id, message_id, comment.id, earlier.turn, sent_as, True)
-            assert run.runner_id is not None
-            runner_id = run.runner_id
-            await enqueue_one(
-                session,
-                runner_id,
-                Steer(
-                    seq=0,
-                    run_id=run.id,
-                    message_id=message_id,
-                    text=comment_steer_text(comment),
-                    turn=turn,
-                ),
-            )
-            record_activity(
-                session,
-                actor,
-                "run.steered",
-                entity_type="run",
-                entity_id=run.id,
-                company_id=company_id,
-                details={"comment_id": message_id, "turn": turn, "delivery": delivery},
-            )
-        link = self.links.get(runner_id)
-        if link is not None:
+                )
+            ).one()
+            sent_as: Any = earlier.delivery
+            return SteerSent(run.id, message_id, comment_id, earlier.turn, sent_as, True)
+        await enqueue_one(
+            session,
+            run.runner_id,
+            Steer(seq=0, run_id=run.id, message_id=message_id, text=text, turn=turn),
+        )
+        record_activity(
+            session,
+            actor,
+            "run.steered",
+            entity_type="run",
+            entity_id=run.id,
+            company_id=run.company_id,
+            details={
+                "message_id": message_id,
+                **({"comment_id": str(comment_id)} if comment_id else {}),
+                "turn": turn,
+                "delivery": delivery,
+            },
+        )
+        return SteerSent(run.id, message_id, comment_id, turn, delivery, False)
+
+    def _kicked(self, run: Run, sent: SteerSent) -> SteerSent:
+        link = self.links.get(run.runner_id) if run.runner_id is not None else None
+        if link is not None and not sent.duplicate:
             link.kick()  # committed: send it now rather than at the link's next poll
-        return SteerSent(run.id, message_id, comment.id, turn, delivery, False)
+        return sent
 
     def _delivery(self, run: Run) -> Delivery:
         """A true steer when the provider has one, else its follow-up; else a conflict."""

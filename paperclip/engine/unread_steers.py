@@ -5,7 +5,8 @@ come from ``run_events`` alone: the acknowledgements and the provider's read
 evidence, of the run and its company. Which of them are unread is the
 ``paperclip_unread_steers`` hook's answer (the ``paperclip-unread-steers``
 policy); this module hands it the events and turns its message ids back into
-the text each steer was sent with, for comments of the same company and issue.
+the text each steer was sent with: comments, and answered cards, of the same
+company and issue.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from paperclip_hookspecs.steering import STEER_EVIDENCE_TYPES, SteerLogEvent
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.steering import comment_steer_text
-from paperclip.models import Comment, Run, RunEvent
+from paperclip.engine.steering import comment_steer_text, interaction_steer_text
+from paperclip.models import Comment, Interaction, Run, RunEvent
+from paperclip.models.interaction import InteractionStatus
 from paperclip.plugins import PluginHost
 
 CONTROL_PLANE_SOURCES = frozenset({"tool"})
@@ -78,22 +80,30 @@ async def unread_steered_messages(
             keys[message_id] = uuid.UUID(message_id)
         except ValueError:
             continue  # not a message this control plane sent
+    wanted = list(keys.values())
     comments = (
-        (
-            await session.execute(
-                select(Comment).where(
-                    Comment.id.in_(list(keys.values())),
-                    Comment.company_id == run.company_id,
-                    Comment.issue_id == run.issue_id,
-                    Comment.deleted_at.is_(None),
-                )
+        await session.scalars(
+            select(Comment).where(
+                Comment.id.in_(wanted),
+                Comment.company_id == run.company_id,
+                Comment.issue_id == run.issue_id,
+                Comment.deleted_at.is_(None),
             )
         )
-        .scalars()
-        .all()
-    )
-    by_id = {str(c.id): c for c in comments}
-    return tuple(_message(by_id[message_id]) for message_id in ids if message_id in by_id)
+    ).all()
+    cards = (
+        await session.scalars(
+            select(Interaction).where(
+                Interaction.id.in_(wanted),
+                Interaction.company_id == run.company_id,
+                Interaction.issue_id == run.issue_id,
+                Interaction.status == InteractionStatus.ANSWERED,
+            )
+        )
+    ).all()
+    found = {str(c.id): _message(c) for c in comments}
+    found.update({str(i.id): _card_message(i) for i in cards})
+    return tuple(found[message_id] for message_id in ids if message_id in found)
 
 
 def _message(comment: Comment) -> ContinuationMessage:
@@ -103,6 +113,18 @@ def _message(comment: Comment) -> ContinuationMessage:
         id=str(comment.id),
         issue_id=str(comment.issue_id),
         body=comment_steer_text(comment),
+        author=CommentAuthor(AuthorKind.USER, person, person),
+        trust=CommentTrust.TRUSTED,
+    )
+
+
+def _card_message(interaction: Interaction) -> ContinuationMessage:
+    # An answered card is a person's answer (steering takes only a person's).
+    _, _, person = (interaction.resolved_by or "user:").partition(":")
+    return ContinuationMessage(
+        id=str(interaction.id),
+        issue_id=str(interaction.issue_id),
+        body=interaction_steer_text(interaction),
         author=CommentAuthor(AuthorKind.USER, person, person),
         trust=CommentTrust.TRUSTED,
     )

@@ -7,6 +7,7 @@ process would receive.
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
@@ -15,7 +16,7 @@ from paperclip.errors import ConflictError, PaperclipError
 from paperclip.models import ActivityEntry, RunSteer
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.wire import messages as wire
-from tests.engine.memory_world import EchoProvider, make_world
+from tests.engine.memory_world import EchoProvider, call, make_world
 from tests.engine.steer_world import live_turn, steerable_world
 
 
@@ -151,3 +152,38 @@ async def test_a_provider_with_a_follow_up_only_gets_the_message_as_a_follow_up(
         assert (again.delivery, again.duplicate) == ("follow_up", True)
     finally:
         await engine.stop()
+
+
+async def test_an_answered_card_steers_the_live_turn_of_the_run_that_asked_once(steer_world):
+    live = await live_turn(steer_world)
+    company = steer_world.company_id
+    asked = await call(
+        live.peer, live.start, "request_human_input", kind="question", title="Which team?"
+    )
+    card_id = uuid.UUID(asked.content["interaction_id"])
+
+    # Not answered yet: nothing to steer.
+    with pytest.raises(PaperclipError) as refused:
+        await live.steering.steer_with_interaction(LOCAL_OPERATOR, company, card_id)
+    assert refused.value.code == "steer_interaction_unusable"
+
+    await steer_world.container.interactions().act(
+        LOCAL_OPERATOR,
+        company,
+        card_id,
+        "answer",
+        response={"answer": "The web team.", "note": "From Monday."},
+    )
+    sent = await asyncio.gather(
+        *(live.steering.steer_with_interaction(LOCAL_OPERATOR, company, card_id) for _ in range(3))
+    )
+    assert sorted(s.duplicate for s in sent) == [False, True, True]
+    steer = await live.peer.expect(wire.Steer, run_id=live.start.run_id)
+    assert (steer.message_id, steer.turn) == (str(card_id), 1)
+    assert (
+        steer.text
+        == 'A person answered your question "Which team?":\nThe web team.\nNote: From Monday.'
+    )
+    with pytest.raises(TimeoutError):
+        await live.peer.expect(wire.Steer, within=1.5)  # never a second one
+    assert await count_rows(steer_world, RunSteer, run_id=live.start.run_id) == 1

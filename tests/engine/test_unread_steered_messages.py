@@ -16,6 +16,7 @@ from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.unread_steers import unread_steered_messages
 from paperclip.models import Run
 from paperclip.services.actor import LOCAL_OPERATOR
+from tests.engine.memory_world import call
 from tests.engine.steer_world import live_turn, steerable_world
 
 pytestmark = pytest.mark.installed_plugins
@@ -127,4 +128,44 @@ async def test_without_the_unread_steers_policy_a_continuation_carries_nothing(s
     steer = await live.comment("Lost without the policy.")
     await log.add("item/completed", user_message("input-1"))
     await log.add("steering_acknowledgement", {"message_id": str(steer)})
+    assert await log.unread() == []
+
+
+async def test_an_answered_card_is_read_back_with_the_text_its_steer_was_sent_with(
+    steer_world, paperclip_register_plugin
+):
+    paperclip_register_plugin(unread_steers_plugin, name="unread-steers")
+    live = await live_turn(steer_world)
+    company = steer_world.company_id
+    asked = await call(
+        live.peer, live.start, "request_human_input", kind="question", title="Which team?"
+    )
+    answered = uuid.UUID(asked.content["interaction_id"])
+    still_open = await call(
+        live.peer, live.start, "request_human_input", kind="question", title="When?"
+    )
+    await steer_world.container.interactions().act(
+        LOCAL_OPERATOR, company, answered, "answer", response={"answer": "The web team."}
+    )
+    elsewhere = await steer_world.container.interactions().create(
+        LOCAL_OPERATOR,
+        company,
+        await steer_world.assign("Other"),
+        kind="execution_stage",
+        title="Another task's stage",
+        body="",
+        options=[],
+        conversation_id=None,
+    )
+    await steer_world.engine.stop()  # the log is written here alone from now on
+    log = Log(steer_world, live.start.run_id)
+    await log.add("item/completed", user_message("input-1"))
+    for message_id in (answered, still_open.content["interaction_id"], elsewhere.id):
+        await log.add("steering_acknowledgement", {"message_id": str(message_id)})
+
+    # Only the run's own issue's answered card; its text is the one the steer sent.
+    assert await log.unread() == [
+        (str(answered), 'A person answered your question "Which team?":\nThe web team.')
+    ]
+    await log.add("item/completed", user_message("steer-1", "A person answered"))
     assert await log.unread() == []
