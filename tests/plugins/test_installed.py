@@ -13,7 +13,20 @@ from paperclip.plugins import PluginStatus
 pytestmark = pytest.mark.installed_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
-PLUGIN_FOLDERS = sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))
+LIBRARIES = frozenset({"provider-kit"})
+"""Distributions under plugins/ that plugins share, registering no hooks themselves."""
+PLUGIN_FOLDERS = sorted(
+    p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml") if p.parent.name not in LIBRARIES
+)
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARIES))
+def test_a_shared_library_under_plugins_is_no_plugin(name, paperclip_installed_plugin_host):
+    project = tomllib.loads((ROOT / "plugins" / name / "pyproject.toml").read_text())["project"]
+    assert "paperclip" not in project.get("entry-points", {})
+    assert project["name"] not in {
+        r.distribution for r in paperclip_installed_plugin_host.records()
+    }
 
 
 @pytest.mark.parametrize("folder", PLUGIN_FOLDERS, ids=lambda p: p.name)
