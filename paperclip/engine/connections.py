@@ -71,6 +71,8 @@ class RunnerConnections:
         self.nudge = nudge
         self.on_lost = on_lost
         self.links: dict[uuid.UUID, RunnerLink] = {}
+        self._serving: set[asyncio.Task[object]] = set()
+        """The tasks serving a connection: a stop waits for their cleanup (its transactions)."""
         self._turn = 0
 
     def pick_link(self, provider: str | None) -> RunnerLink | None:
@@ -91,6 +93,15 @@ class RunnerConnections:
 
     async def serve(self, runner: RunnerRow, transport: Transport) -> None:
         """The whole life of one authenticated runner connection, until it drops."""
+        task = asyncio.current_task()
+        assert task is not None  # a coroutine runs in a task
+        self._serving.add(task)
+        try:
+            await self._serve(runner, transport)
+        finally:
+            self._serving.discard(task)
+
+    async def _serve(self, runner: RunnerRow, transport: Transport) -> None:
         try:
             hello = decode_from_runner(await asyncio.wait_for(transport.receive(), HELLO_TIMEOUT))
             if not isinstance(hello, Hello) or hello.protocol != PROTOCOL:
@@ -127,9 +138,14 @@ class RunnerConnections:
         finally:
             await self._unregister(link)
 
-    async def close_all(self, code: int, reason: str) -> None:
+    async def close_all(self, code: int, reason: str, *, wait: float = 5.0) -> None:
+        """Close every link, then wait (up to ``wait`` s) for their cleanup to end: a
+        connection's last transactions (letting its runs go) must not outlive the engine."""
         for link in list(self.links.values()):
             await link.close(code, reason)
+        serving = self._serving - {asyncio.current_task()}
+        if serving:
+            await asyncio.wait(serving, timeout=wait)
 
     async def _register(
         self, runner_id: uuid.UUID, transport: Transport, hello: Hello

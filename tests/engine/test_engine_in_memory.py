@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from paperclip.models import Run, ToolReceipt
+from paperclip.models import Run, Runner, ToolReceipt
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import (
@@ -243,3 +243,20 @@ async def test_stopping_releases_the_leases_for_another_replica(world):
         ).scalar_one()
     assert expired  # adoptable at once, not after the lease
     assert world.engine.ownership.runs() == []
+
+
+# Stopping
+
+
+async def test_a_stop_returns_once_each_connection_has_let_its_runs_go(world):
+    peer, serving = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+
+    await world.engine.stop()
+    # The connection's last transaction (letting its runs go) has committed: none
+    # outlives the engine holding row locks.
+    assert serving.done()
+    async with world.container.sessions()() as session:
+        runner = await session.get(Runner, (await session.get(Run, start.run_id)).runner_id)
+    assert runner.replica is None
