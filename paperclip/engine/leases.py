@@ -126,9 +126,18 @@ class LeaseKeeper:
             self.ownership.release(run_id, epoch=owned[run_id])
 
     async def release_all(self) -> None:
-        """Orderly handover: another replica may adopt at once instead of after the lease."""
+        """Orderly handover: another replica may adopt at once instead of after the lease.
+
+        Every lease this replica holds in the database goes, not only those it
+        knows of: a pass cancelled between its adoption's commit and its
+        bookkeeping holds a lease nothing here would renew or release.
+        """
         async with self.sessions.begin() as session:
-            await release(session, self.ownership.runs(), instance=self.instance)
+            await session.execute(
+                update(Run)
+                .where(Run.controller_instance == self.instance, Run.lease_expires_at > func.now())
+                .values(lease_expires_at=func.now())
+            )
         for run_id in self.ownership.runs():
             self.ownership.release(run_id)
 

@@ -245,6 +245,37 @@ async def test_stopping_releases_the_leases_for_another_replica(world):
     assert world.engine.ownership.runs() == []
 
 
+async def test_stopping_releases_a_lease_its_bookkeeping_missed(world):
+    """A reconciler pass cancelled by the stop between its adoption's commit and its
+    bookkeeping leaves a lease the ownership map does not know of: it goes too."""
+    peer, serving = await world.connect(await world.new_runner())
+    await world.assign()
+    start = await started(peer)
+    peer.transport.hang_up()  # its runner gone, the run is recovery's
+    await asyncio.wait_for(serving, 5)
+    assert start.run_id not in world.engine.ownership
+    async with world.container.sessions().begin() as session:
+        # The adoption committed; the pass was cancelled before it noted the run as its own.
+        await session.execute(
+            text(
+                "UPDATE runs SET controller_instance = :me,"
+                " controller_epoch = controller_epoch + 1,"
+                " lease_expires_at = now() + interval '1 hour' WHERE id = :id"
+            ),
+            {"id": start.run_id, "me": world.engine.instance},
+        )
+
+    await world.engine.stop()
+    async with world.container.sessions()() as session:
+        expired = (
+            await session.execute(
+                text("SELECT lease_expires_at <= now() FROM runs WHERE id = :id"),
+                {"id": start.run_id},
+            )
+        ).scalar_one()
+    assert expired
+
+
 # Stopping
 
 
