@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from paperclip_hookspecs.prompts import ContinuationMessage
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,7 +76,7 @@ async def settle_lost_run(
             "resolve this hold to run the task again.",
         )
         return "held"
-    kind, inputs = await _next_input(session, run, turn, plugins)
+    kind, inputs, steered = await _next_input(session, run, turn, plugins)
     if kind is None:
         await _give_up(
             session,
@@ -92,6 +93,7 @@ async def settle_lost_run(
             read_execution_input(run.execution_input or {}),
             plugins,
             AgentBrief(name=agent.name, instructions=agent.role),
+            steered=steered,
         )
         inputs = {
             "schema": assembled.schema,
@@ -117,25 +119,26 @@ async def settle_lost_run(
 
 async def _next_input(
     session: AsyncSession, run: Run, lost: RunTurn | None, plugins: PluginHost
-) -> tuple[TurnKind | None, dict[str, Any]]:
+) -> tuple[TurnKind | None, dict[str, Any], tuple[ContinuationMessage, ...]]:
     """A restart continuation of the same session when the provider can resume it, else a
-    fresh retry when it may start over; (None, {}) when it can do neither.
+    fresh retry when it may start over; (None, {}, ()) when it can do neither.
 
-    A restart continuation carries the steers the provider acknowledged but the model
-    never read (seed 004): read from the run log here, only when one is built."""
+    Either carries the steers the provider acknowledged but the model never read
+    (seed 004), read from the run log here: the next turn's input is their last way
+    to the model (the steer ledger counts them read once a later turn began)."""
     try:
         capabilities = plugins.provider(run.provider).capabilities
     except ProviderNotInstalledError:
-        return None, {}
+        return None, {}, ()
     resume_failed = lost is not None and lost.error_code == "resume_failed"
     if capabilities.resume and run.session_ref and not resume_failed:
         previous = read_execution_input(run.execution_input or {})
         steered = await unread_steered_messages(session, run, plugins)
         restart = restart_continuation(previous, plugins, turn=run.turn + 1, steered=steered)
-        return TurnKind.CONTINUATION, restart.envelope
+        return TurnKind.CONTINUATION, restart.envelope, steered
     if capabilities.fresh_retry or not run.session_ref:
-        return TurnKind.FRESH_RETRY, {}
-    return None, {}
+        return TurnKind.FRESH_RETRY, {}, await unread_steered_messages(session, run, plugins)
+    return None, {}, ()
 
 
 async def _give_up(session: AsyncSession, run: Run, code: str, reason: str) -> None:

@@ -11,7 +11,7 @@ Persisted on the turn under ``paperclip.native-continuation.v1``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from paperclip_hookspecs.prompts import ContinuationMessage, ContinuationOptions, SessionAttempt
@@ -23,7 +23,7 @@ from paperclip.prompts.assemble import (
     assemble_execution_input,
 )
 from paperclip.prompts.continuation import build_continuation
-from paperclip.prompts.envelopes import ExecutionInput
+from paperclip.prompts.envelopes import ExecutionInput, write_execution_input
 from paperclip.prompts.hooks import PromptHooks
 from paperclip.prompts.markdown import join_blocks
 from paperclip.prompts.sources import normalize_task
@@ -39,6 +39,10 @@ RESTART_INSTRUCTION = (
 STEERED_INSTRUCTION = (
     "Messages were sent to you during the interrupted turn that you have not read yet. "
     "Handle each of them once, oldest first, as part of the current request."
+)
+FRESH_STEERED_INSTRUCTION = (
+    "Messages were sent to you during an earlier attempt at this task that ended before "
+    "you read them. Handle each of them once, oldest first, as part of the task."
 )
 
 
@@ -76,11 +80,19 @@ def restart_continuation(
     return RestartContinuation(prompt, envelope)
 
 
-def fresh_retry(previous: ExecutionInput, hooks: PromptHooks, agent: AgentBrief) -> AssembledInput:
+def fresh_retry(
+    previous: ExecutionInput,
+    hooks: PromptHooks,
+    agent: AgentBrief,
+    *,
+    steered: tuple[ContinuationMessage, ...] = (),
+) -> AssembledInput:
     """The full brief again, for a new session: the provider could not resume the old one.
 
     Assembled from the sources the run was woken with (its persisted input), under
-    the prompt rules of a ``fresh_retry`` attempt.
+    the prompt rules of a ``fresh_retry`` attempt. The steers the lost session
+    acknowledged but never read follow the brief, as a restart continuation carries
+    them: the new session is the only way they still reach the model.
     """
     request = AssemblyRequest(
         task=previous.task,
@@ -91,4 +103,14 @@ def fresh_retry(previous: ExecutionInput, hooks: PromptHooks, agent: AgentBrief)
         provider=previous.provider,
         agent=agent,
     )
-    return assemble_execution_input(request, hooks)
+    assembled = assemble_execution_input(request, hooks)
+    if not steered:
+        return assembled
+    task = normalize_task(previous.task)
+    rendered = hooks.render_continuation(
+        build_continuation(task, steered), task, (), ContinuationOptions()
+    )
+    value = assembled.execution_input
+    prompt = join_blocks([value.model.prompt, rendered.section.text, FRESH_STEERED_INSTRUCTION])
+    value = replace(value, model=replace(value.model, prompt=prompt))
+    return AssembledInput(value, write_execution_input(value))

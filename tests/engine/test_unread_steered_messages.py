@@ -8,15 +8,20 @@ text of comments of the run's own company and issue.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from paperclip_hookspecs.providers import ProviderCapabilities
+from sqlalchemy import select, update
 
 from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.resumption import Limits, settle_lost_run
 from paperclip.engine.unread_steers import unread_steered_messages
-from paperclip.models import Run
+from paperclip.models import Run, RunTurn
+from paperclip.prompts import read_execution_input
+from paperclip.prompts.restart import FRESH_STEERED_INSTRUCTION
 from paperclip.services.actor import LOCAL_OPERATOR
-from tests.engine.memory_world import call
+from tests.engine.memory_world import EchoProvider, call, make_world
 from tests.engine.steer_world import live_turn, steerable_world
 
 pytestmark = pytest.mark.installed_plugins
@@ -169,3 +174,49 @@ async def test_an_answered_card_is_read_back_with_the_text_its_steer_was_sent_wi
     ]
     await log.add("item/completed", user_message("steer-1", "A person answered"))
     assert await log.unread() == []
+
+
+async def test_a_fresh_retry_carries_the_steers_the_lost_session_never_read(
+    paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+):
+    """The session could not be resumed (``resume_failed``): the new session's brief is the
+    steers' last way to the model, since the ledger counts them read once a later turn began."""
+    paperclip_register_plugin(unread_steers_plugin, name="unread-steers")
+    paperclip_register_plugin(
+        EchoProvider(ProviderCapabilities(steer=True, resume=True, fresh_retry=True)),
+        name="echo-provider",
+    )
+    world, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        live = await live_turn(world)
+    finally:
+        await engine.stop()  # the log is written here alone from now on
+    log = Log(world, live.start.run_id)
+    steer = await live.comment("Use the staging database.")
+    await log.add("item/completed", user_message("input-1"))
+    await log.add("steering_acknowledgement", {"message_id": str(steer)})
+
+    async with world.container.sessions().begin() as session:
+        run = await session.get(Run, live.start.run_id, with_for_update=True)
+        outcome = await settle_lost_run(
+            session,
+            run,
+            engine.calls.plugins,
+            Limits(max_resumes=3, wait_for_runner=timedelta(minutes=1)),
+            reason="resume_failed",
+        )
+    assert outcome == "resuming"
+    async with world.container.sessions()() as session:
+        turn = (
+            await session.scalars(
+                select(RunTurn).where(RunTurn.run_id == run.id, RunTurn.number == 2)
+            )
+        ).one()
+    assert turn.kind == "fresh_retry"
+    prompt = turn.input["prompt"]
+    assert prompt.count("Use the staging database.") == 1
+    assert FRESH_STEERED_INSTRUCTION in prompt
+    assert read_execution_input(turn.input["executionInput"]).model.prompt == prompt
