@@ -40,7 +40,7 @@ from typing import IO, Any
 
 from paperclip_codex import __version__
 from paperclip_codex.fake_script import ScriptError, ScriptSource
-from paperclip_codex.fake_tools import list_mcp_tools
+from paperclip_codex.fake_tools import McpClient
 from paperclip_codex.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
 from paperclip_codex.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, decode, encode
 
@@ -133,8 +133,20 @@ class FakeAppServer:
         self._request_ids = itertools.count(0)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._items = itertools.count(1)
+        self._mcp: dict[str, McpClient] = {}
 
     # What a turn uses (fake_turn.Host)
+
+    def mcp(self, server: str, settings: Mapping[str, Any]) -> McpClient:
+        """The client of the MCP server ``server``: one session for the process, as Codex keeps it."""
+        client = self._mcp.get(server)
+        if client is None:
+            client = self._mcp[server] = McpClient(settings)
+        return client
+
+    async def close(self) -> None:
+        for client in self._mcp.values():
+            await client.close()
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None:
         self._send({"method": method, "params": params, "emittedAtMs": int(time.time() * 1000)})
@@ -277,7 +289,9 @@ class FakeAppServer:
                     "mcpServer/startupStatus/updated",
                     {**status, "status": "starting", "error": None, "failureReason": None},
                 )
-                ok, listed = await list_mcp_tools(settings if isinstance(settings, dict) else {})
+                ok, listed = await self.mcp(
+                    name, settings if isinstance(settings, dict) else {}
+                ).list_tools()
                 if ok:
                     assert isinstance(listed, dict)
                     self.tools[name] = listed
@@ -466,7 +480,10 @@ async def _serve(server: FakeAppServer) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=16 * 1024 * 1024)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    await server.serve(reader)
+    try:
+        await server.serve(reader)
+    finally:
+        await server.close()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ policy ``on-request``, and an outright refusal under ``never``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -40,37 +41,94 @@ def needs_approval(mode: str, annotations: Mapping[str, Any] | None) -> bool:
     return not (read_only or harmless)
 
 
-async def list_mcp_tools(
-    settings: Mapping[str, Any],
-) -> tuple[bool, dict[str, dict[str, Any]] | str]:
-    """The server's tools by name, each with its ``annotations`` (or None); or an error text."""
-    try:
-        async with _session(settings) as session:
-            listed = await session.list_tools()
-    except TimeoutError:
-        return False, "listing the MCP server's tools timed out"
-    except Exception as exc:
-        return False, _error_text(exc)
-    tools = {}
-    for tool in listed.tools:
-        dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-        tools[tool.name] = {"annotations": dumped.get("annotations"), "title": tool.title}
-    return True, tools
+class McpClient:
+    """One MCP server's session, opened once and kept for the process, as Codex keeps
+    its MCP clients: ``startup_timeout_sec`` bounds opening it (and listing the tools),
+    ``tool_timeout_sec`` each call. A session that broke is opened again by the next call.
 
+    The session lives in a task of its own: the MCP client's streams are entered and
+    left in one task, while the turns that call tools are others.
+    """
 
-async def call_mcp_tool(
-    settings: Mapping[str, Any], name: str, arguments: Mapping[str, Any]
-) -> tuple[bool, dict[str, Any] | str]:
-    """Call one tool on a configured streamable-HTTP MCP server; (ok, result or error text)."""
-    wait = float(settings.get("tool_timeout_sec", 60))
-    try:
-        async with asyncio.timeout(wait), _session(settings) as session:
-            result = await session.call_tool(name, dict(arguments))
-    except TimeoutError:
-        return False, f"MCP call to {name} timed out after {wait:g}s"
-    except Exception as exc:
-        return False, _error_text(exc)
-    return True, result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    def __init__(self, settings: Mapping[str, Any]) -> None:
+        self.settings = settings
+        self._session: Any = None
+        self._holder: asyncio.Task[None] | None = None
+        self._done = asyncio.Event()
+        self._opening = asyncio.Lock()
+
+    async def list_tools(self) -> tuple[bool, dict[str, dict[str, Any]] | str]:
+        """The server's tools by name, each with its ``annotations`` (or None); or an error text."""
+        try:
+            session = await self._open()
+            async with asyncio.timeout(self._startup_wait()):
+                listed = await session.list_tools()
+        except TimeoutError:
+            return False, "listing the MCP server's tools timed out"
+        except Exception as exc:
+            return False, _error_text(exc)
+        tools = {}
+        for tool in listed.tools:
+            dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+            tools[tool.name] = {"annotations": dumped.get("annotations"), "title": tool.title}
+        return True, tools
+
+    async def call(
+        self, name: str, arguments: Mapping[str, Any]
+    ) -> tuple[bool, dict[str, Any] | str]:
+        """Call one tool; (ok, result or error text)."""
+        try:
+            session = await self._open()
+        except TimeoutError:
+            return False, f"MCP call to {name}: the server did not start in time"
+        except Exception as exc:
+            return False, _error_text(exc)
+        wait = float(self.settings.get("tool_timeout_sec", 60))
+        try:
+            async with asyncio.timeout(wait):
+                result = await session.call_tool(name, dict(arguments))
+        except TimeoutError:
+            return False, f"MCP call to {name} timed out after {wait:g}s"
+        except Exception as exc:
+            return False, _error_text(exc)
+        return True, result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    async def close(self) -> None:
+        holder, self._holder = self._holder, None
+        self._done.set()
+        if holder is not None:
+            with contextlib.suppress(BaseException):
+                await holder
+
+    def _startup_wait(self) -> float:
+        return float(self.settings.get("startup_timeout_sec", 30))
+
+    async def _open(self) -> Any:
+        async with self._opening:
+            if self._holder is not None and not self._holder.done():
+                return self._session
+            ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._done = asyncio.Event()
+            self._holder = asyncio.create_task(self._hold(ready, self._done))
+            try:
+                async with asyncio.timeout(self._startup_wait()):
+                    self._session = await asyncio.shield(ready)
+            except BaseException:
+                self._holder.cancel()
+                if ready.done() and not ready.cancelled():
+                    ready.exception()  # seen here: no "never retrieved" warning later
+                raise
+            return self._session
+
+    async def _hold(self, ready: asyncio.Future[Any], done: asyncio.Event) -> None:
+        try:
+            async with _session(self.settings) as session:
+                ready.set_result(session)
+                await done.wait()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            # else: the session broke; the next call opens another.
 
 
 @asynccontextmanager
@@ -85,7 +143,6 @@ async def _session(settings: Mapping[str, Any]) -> AsyncIterator[Any]:
             "the fake app-server needs the mcp package: pip install 'paperclip-codex[fake]'"
         ) from None
     async with (
-        asyncio.timeout(float(settings.get("startup_timeout_sec", 30))),
         _mcp_streams(url, _headers(settings)) as (read, write),
         ClientSession(read, write) as session,
     ):

@@ -25,7 +25,7 @@ from paperclip_codex.fake_script import Script
 from paperclip_codex.fake_tools import (
     DECLINED_BY_USER,
     REFUSED_UNDER_NEVER,
-    call_mcp_tool,
+    McpClient,
     needs_approval,
 )
 
@@ -38,6 +38,10 @@ class Host(Protocol):
     """Per MCP server: the tools listed at thread start, by name."""
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None: ...
+
+    def mcp(self, server: str, settings: Mapping[str, Any]) -> McpClient:
+        """The kept client of one MCP server."""
+        ...
 
     def ask(self, method: str, params: Mapping[str, Any], wait_seconds: float) -> Awaitable[Any]:
         """Send a server request; its answer (raises on error or timeout)."""
@@ -240,7 +244,7 @@ class TurnRunner:
             if refusal is not None:
                 ok, outcome = False, refusal
             else:
-                ok, outcome = await call_mcp_tool(settings, name, arguments)
+                ok, outcome = await self.host.mcp(server, settings).call(name, arguments)
         record: dict[str, Any] = {
             "type": "tool_result",
             "server": server,

@@ -30,6 +30,8 @@ class ToolServer:
     calls: list[dict[str, Any]] = field(default_factory=list)
     rejected: list[str | None] = field(default_factory=list)
     """The Authorization header of each refused HTTP request (None when absent)."""
+    sessions: list[str | None] = field(default_factory=list)
+    """The ``Mcp-Session-Id`` of each accepted HTTP request (None before one is assigned)."""
 
     def endpoint(self, token: str | None = None) -> McpEndpoint:
         return McpEndpoint(

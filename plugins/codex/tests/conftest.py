@@ -21,8 +21,8 @@ except ImportError:  # mcp 1.x
 
 @pytest.fixture
 async def tool_server() -> AsyncIterator[ToolServer]:
-    """The run's tools: `echo`, `add`, the paged `pages` and `correct`, behind a bearer token,
-    on 127.0.0.1."""
+    """The run's tools: `echo`, `add`, `slow`, the paged `pages` and `correct`, behind a
+    bearer token, on 127.0.0.1."""
     mcp = MCPServer("paperclip-test-tools")
     holder: list[ToolServer] = []
 
@@ -46,6 +46,13 @@ async def tool_server() -> AsyncIterator[ToolServer]:
         return {"page": page, "next_cursor": f"p{page + 1}" if page < 3 else None}
 
     @mcp.tool()
+    async def slow(seconds: float) -> str:
+        """Answer after ``seconds``."""
+        holder[0].calls.append({"name": "slow", "arguments": {"seconds": seconds}})
+        await asyncio.sleep(seconds)
+        return "slept"
+
+    @mcp.tool()
     def correct() -> dict[str, Any]:
         """A refusal whose correction says where to continue."""
         holder[0].calls.append({"name": "correct", "arguments": {}})
@@ -66,6 +73,8 @@ async def tool_server() -> AsyncIterator[ToolServer]:
                 await send(start)
                 await send({"type": "http.response.body", "body": b'{"error":"invalid_token"}'})
                 return
+            session = dict(scope["headers"]).get(b"mcp-session-id")
+            holder[0].sessions.append(session.decode() if session is not None else None)
         await inner(scope, receive, send)
 
     # Our own listening socket: the port is known at once, and a client that
