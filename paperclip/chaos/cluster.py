@@ -46,6 +46,9 @@ class Child:
         self.armed = ""
         """The failpoints armed in the current process (``PAPERCLIP_FAILPOINTS``)."""
         self.armed_at = 0.0
+        """When the current process was started (armed or not)."""
+        self.resting = False
+        """The current process is the unarmed life after a failpoint death."""
         self.expected_exit = False
         """True while the harness itself is stopping it (a signal it sent)."""
         self.signalled_at = 0.0
@@ -54,7 +57,7 @@ class Child:
         self._log_offset = 0
 
     def start(self, armed: str = "") -> None:
-        self.armed, self.expected_exit = armed, False
+        self.armed, self.expected_exit, self.resting = armed, False, False
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         env = {**os.environ, **self.env, "PAPERCLIP_FAILPOINTS": armed}
         with self.log_path.open("ab") as log:

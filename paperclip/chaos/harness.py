@@ -21,7 +21,14 @@ from paperclip.chaos import report
 from paperclip.chaos.db import connect, live_turns
 from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
 from paperclip.chaos.invariants import Violation, active_twice, check_all
-from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, RUNNER, armed_names
+from paperclip.chaos.points import (
+    BY_NAME,
+    CONTROL_PLANE,
+    POINTS,
+    RUNNER,
+    armed_names,
+    choose_arming,
+)
 from paperclip.chaos.proxy import LinkProxy
 from paperclip.chaos.workload import Workload
 
@@ -49,6 +56,10 @@ class ChaosOptions:
     arm_timeout: float = 0.0
     """A process armed this long without its point firing is stopped (SIGTERM, counted as
     a ``cp_term`` or ``runner_term`` fault) and started again with another arming; 0: never."""
+    rest: float = 0.0
+    """How long the unarmed life after a failpoint death lasts before the process is
+    stopped (SIGTERM, counted like an ``arm_timeout`` stop) and started armed; 0: until
+    something else ends it."""
     comments: int = 2
     """Comments (``post_comment`` calls) each run's first turn makes."""
     steers: int = 1
@@ -225,24 +236,12 @@ class ChaosRun:
         hosted = [n for n in self.options.points if BY_NAME[n].process == process]
         if arm and "failpoint" in self.options.faults and hosted:
             if self.rng.random() < self.options.arm_chance:
-                # The least fired first (an arming that timed out counts against its
-                # point too): every point gets its kills, and one that is rarely
-                # reached (a settlement needs a lost run) does not hold the others up.
-                main = [n for n in hosted if not BY_NAME[n].alongside] or hosted
-                score = {n: (self.fired[n] + self.stale[n], self.armed[n]) for n in main}
-                least = min(score.values())
-                name = self.rng.choice([n for n in main if score[n] == least])
-                # A settlement point rides along on one process at a time: armed on
-                # every replica, it would kill each one that tries to settle a lost run.
                 kin = self.cluster.control_planes if process == CONTROL_PLANE else []
-                taken = {
+                elsewhere = [
                     p for o in kin if o is not child and o.alive() for p in armed_names(o.armed)
-                }
-                names = [name]
-                if not BY_NAME[name].alongside:
-                    names += [
-                        n for n in hosted if BY_NAME[n].alongside and n != name and n not in taken
-                    ]
+                ]
+                score = {n: self.fired[n] + self.stale[n] for n in hosted}
+                names = choose_arming(hosted, score, self.armed, elsewhere, self.rng)
                 for n in names:
                     self.armed[n] += 1
                 armed = ",".join(
@@ -281,21 +280,23 @@ class ChaosRun:
             # its kind is armed: a point on every path of a process (the runner's
             # start of a turn) would otherwise stop all progress.
             kin = c.control_planes if child in c.control_planes else c.runners
-            others_armed = all(o.armed for o in kin if o is not child)
-            self._launch(child, arm=arm and not (fired and others_armed))
+            rest = fired and all(o.armed for o in kin if o is not child)
+            self._launch(child, arm=arm and not rest)
+            child.resting = arm and rest
 
     def _rearm(self) -> None:
-        """Stop a process whose armed point has not fired within ``arm_timeout``."""
-        timeout = self.options.arm_timeout
-        if timeout <= 0:
-            return
+        """Stop a process whose armed point has not fired within ``arm_timeout``, or whose
+        unarmed life lasted ``rest``: it starts again with another arming."""
+        timeout, rest = self.options.arm_timeout, self.options.rest
         for child in self._children():
-            if not child.armed or child.expected_exit or not child.alive():
+            if child.expected_exit or not child.alive():
                 continue
-            if time.monotonic() - child.armed_at < timeout:
+            life = time.monotonic() - child.armed_at
+            if child.armed and 0 < timeout <= life:
+                name = child.armed.partition("=")[0]
+                self.stale[name] = self.stale.get(name, 0) + 1
+            elif not (child.resting and 0 < rest <= life):
                 continue
-            name = child.armed.partition("=")[0]
-            self.stale[name] = self.stale.get(name, 0) + 1
             child.signal(signal.SIGTERM)
             kind = "cp_term" if child.name.startswith("cp") else "runner_term"
             self._record(Fault(kind, child.name))

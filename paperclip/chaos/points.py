@@ -5,6 +5,8 @@ A new point is one ``failpoint("...")`` call in the code and one line here.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 CONTROL_PLANE = "control_plane"
@@ -73,3 +75,32 @@ def armed_for(process: str, names: list[str], at: dict[str, int]) -> str:
 def armed_names(armed: str) -> set[str]:
     """The point names in a ``PAPERCLIP_FAILPOINTS`` value."""
     return {item.partition("=")[0] for item in armed.split(",") if item}
+
+
+def choose_arming(
+    hosted: Sequence[str],
+    fired: Mapping[str, int],
+    armed: Mapping[str, int],
+    elsewhere: Sequence[str],
+    rng: random.Random,
+) -> list[str]:
+    """The points one process start arms: one of ``hosted``, and maybe a rider.
+
+    The least fired first (``fired`` counts an arming that timed out against its
+    point too): every point gets its kills, and one rarely reached does not hold
+    the others up. Among those, one no other process is armed with
+    (``elsewhere``), so the points spread over the replicas; then the least armed.
+    A settlement point (``alongside``) rides along, one at a time and the least
+    fired of them: armed on every replica, it would kill each one that tries to
+    settle a lost run; armed together, the earlier moment would always fire first.
+    """
+    main = [n for n in hosted if not BY_NAME[n].alongside] or list(hosted)
+    score = {n: (fired[n], elsewhere.count(n), armed[n]) for n in main}
+    least = min(score.values())
+    name = rng.choice([n for n in main if score[n] == least])
+    names = [name]
+    riders = [n for n in hosted if BY_NAME[n].alongside and n not in elsewhere]
+    if not BY_NAME[name].alongside and riders:
+        fewest = min(fired[n] for n in riders)
+        names.append(rng.choice([n for n in riders if fired[n] == fewest]))
+    return names

@@ -41,6 +41,12 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
 @click.option(
     "--arm-timeout", default=0.0, show_default=True, help="Re-arm after N s unfired (0: never)."
 )
+@click.option(
+    "--rest",
+    default=0.0,
+    show_default=True,
+    help="End an unarmed life after a failpoint after N s (0: never).",
+)
 @click.option("--comments", default=2, show_default=True, help="Comments each run posts.")
 @click.option("--steers", default=1, show_default=True, help="Comments steered into each run.")
 @click.option(
@@ -70,6 +76,7 @@ def chaos(
     arm_chance: float,
     arm_spread: int,
     arm_timeout: float,
+    rest: float,
     comments: int,
     steers: int,
     runner_gone: float,
@@ -109,6 +116,7 @@ def chaos(
         arm_chance=arm_chance,
         arm_spread=arm_spread,
         arm_timeout=arm_timeout,
+        rest=rest,
         comments=comments,
         steers=steers,
         runner_gone_seconds=runner_gone,

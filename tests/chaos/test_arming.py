@@ -1,0 +1,43 @@
+"""Which failpoints a process start arms: every point gets its kills, spread over replicas."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, choose_arming
+
+HOSTED = [p.name for p in POINTS if p.process == CONTROL_PLANE]
+MAIN = [n for n in HOSTED if not BY_NAME[n].alongside]
+BEFORE, AFTER = "reconciler.settlement.before_settle", "reconciler.settlement.after_settle"
+
+
+def zero() -> dict[str, int]:
+    return dict.fromkeys(HOSTED, 0)
+
+
+def test_the_least_fired_point_is_armed_with_one_settlement_rider():
+    fired = {**zero(), **dict.fromkeys(MAIN, 5), MAIN[1]: 2, BEFORE: 7, AFTER: 3}
+    names = choose_arming(HOSTED, fired, zero(), [], random.Random(1))
+    # One rider only, the one fired less: armed together, the earlier would always fire.
+    assert names == [MAIN[1], AFTER]
+
+
+def test_a_point_armed_on_another_replica_waits_its_turn():
+    fired = zero()
+    elsewhere = [MAIN[0], BEFORE]
+    for seed in range(20):
+        names = choose_arming(HOSTED, fired, zero(), elsewhere, random.Random(seed))
+        assert names[0] != MAIN[0]
+        assert names[1:] == [AFTER]  # a rider rides on one replica at a time
+
+
+def test_over_many_starts_every_point_is_armed_alike():
+    fired, armed = zero(), zero()
+    for seed in range(300):
+        for name in choose_arming(HOSTED, fired, armed, [], random.Random(seed)):
+            armed[name] += 1
+            fired[name] += 1  # each arming fires, in this count
+    main = Counter({n: armed[n] for n in MAIN})
+    assert max(main.values()) - min(main.values()) <= 1
+    assert abs(armed[BEFORE] - armed[AFTER]) <= 1
