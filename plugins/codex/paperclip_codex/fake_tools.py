@@ -44,7 +44,8 @@ def needs_approval(mode: str, annotations: Mapping[str, Any] | None) -> bool:
 class McpClient:
     """One MCP server's session, opened once and kept for the process, as Codex keeps
     its MCP clients: ``startup_timeout_sec`` bounds opening it (and listing the tools),
-    ``tool_timeout_sec`` each call. A session that broke is opened again by the next call.
+    ``tool_timeout_sec`` each call. A session whose transport ended is opened again by
+    the next call.
 
     The session lives in a task of its own: the MCP client's streams are entered and
     left in one task, while the turns that call tools are others.
@@ -128,7 +129,7 @@ class McpClient:
         except Exception as exc:
             if not ready.done():
                 ready.set_exception(exc)
-            # else: the session broke; the next call opens another.
+            # else: its transport ended; the next call opens another session.
 
 
 @asynccontextmanager
