@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -31,9 +32,12 @@ from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
 from paperclip.container import Container
+from paperclip.db.availability import when_reachable
 from paperclip.plugins import PluginHost
 from paperclip.services.server_secrets import server_secret
 from paperclip.settings import DeploymentMode, Settings
+
+log = logging.getLogger(__name__)
 
 
 def _service(provider: object) -> Provide:
@@ -66,7 +70,14 @@ def create_app(
         app.state.api_keys = container.api_keys()
         app.state.run_tokens = container.run_tokens()
         app.state.runners = container.runners()
-        app.state.cursor_codec = CursorCodec(await server_secret(container.sessions(), "cursor"))
+        # The database may have gone away since `serve` migrated it (a restart, an outage):
+        # the first read waits for it as the migration did, instead of failing the start.
+        secret = await when_reachable(
+            lambda: server_secret(container.sessions(), "cursor"),
+            settings.database_wait_seconds,
+            log,
+        )
+        app.state.cursor_codec = CursorCodec(secret)
         app.state.run_engine = container.run_engine()
         await app.state.run_engine.start()
         try:

@@ -7,12 +7,18 @@ traceback, because nothing is wrong with the code.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from asyncpg.exceptions import InterfaceError as AsyncpgInterfaceError
 from asyncpg.exceptions import PostgresConnectionError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+
+T = TypeVar("T")
 
 
 def is_unavailable(exc: BaseException) -> bool:
@@ -53,3 +59,22 @@ def log_failure(log: logging.Logger, message: str, exc: BaseException, *args: ob
         log.warning(message + " (the database is unavailable: %s)", *args, describe(exc))
     else:
         log.error(message, *args, exc_info=exc)
+
+
+async def when_reachable(
+    read: Callable[[], Awaitable[T]], wait_seconds: float, log: logging.Logger
+) -> T:
+    """``read()``, tried again each second while the database is away, for up to
+    ``wait_seconds`` (then its error goes up); one log line when the waiting starts."""
+    deadline = time.monotonic() + wait_seconds
+    waiting = False
+    while True:
+        try:
+            return await read()
+        except Exception as exc:
+            if not is_unavailable(exc) or time.monotonic() > deadline:
+                raise
+            if not waiting:
+                log.warning("the database is unavailable (%s): waiting for it", describe(exc))
+                waiting = True
+        await asyncio.sleep(1)
