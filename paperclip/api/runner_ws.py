@@ -45,6 +45,8 @@ class WebSocketTransport:
             raise TransportClosed(str(exc)) from exc
         except RuntimeError as exc:  # the ASGI server refuses a send after a close
             raise TransportClosed(str(exc)) from exc
+        except OSError as exc:  # uvicorn's ClientDisconnected: the runner's side left
+            raise TransportClosed(str(exc) or "the runner's side closed") from exc
 
     async def close(self, code: int, reason: str) -> None:
         # Once, and not after the runner's side closed it: the ASGI server refuses
