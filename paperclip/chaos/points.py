@@ -93,6 +93,9 @@ def choose_arming(
     A settlement point (``alongside``) rides along, one at a time and the least
     fired of them: armed on every replica, it would kill each one that tries to
     settle a lost run; armed together, the earlier moment would always fire first.
+    A rider rides only while it has fired no more than the least fired main point:
+    lost runs are settled often under faults, so a rider on every start would kill
+    the process before most main points' moments come.
     """
     main = [n for n in hosted if not BY_NAME[n].alongside] or list(hosted)
     score = {n: (fired[n], elsewhere.count(n), armed[n]) for n in main}
@@ -102,5 +105,6 @@ def choose_arming(
     riders = [n for n in hosted if BY_NAME[n].alongside and n not in elsewhere]
     if not BY_NAME[name].alongside and riders:
         fewest = min(fired[n] for n in riders)
-        names.append(rng.choice([n for n in riders if fired[n] == fewest]))
+        if fewest <= least[0]:
+            names.append(rng.choice([n for n in riders if fired[n] == fewest]))
     return names
