@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -164,11 +165,20 @@ class ConversationController(Controller):
         steering: RunSteering,
         actor: Actor,
     ) -> Response[MessageOut]:
-        """A person's message: it starts a turn, or steers the live one (``delivery``)."""
-        posted = await conversations.post(actor, company_id, conversation_id, body=data.body)
-        if posted.steer is not None:
-            run_id, comment_id = posted.steer
-            await steering.steer_with_comment(actor, company_id, run_id, comment_id)
+        """A person's message: it starts a turn, or steers the live one (``delivery``).
+
+        A steer commits with the message, or neither does: ``409 run_not_steerable``
+        when the running turn cannot take it now.
+        """
+        posted = await conversations.post(
+            actor,
+            company_id,
+            conversation_id,
+            body=data.body,
+            steer=functools.partial(steering.steer_in, actor),
+        )
+        if posted.steered is not None:
+            steering.kick(posted.steered)
         return Response(MessageOut.of(posted.message), status_code=HTTP_202_ACCEPTED)
 
     @get(

@@ -118,6 +118,28 @@ class RunSteering:
             )
         return self._kicked(run, sent)
 
+    async def steer_in(
+        self, actor: Actor, session: AsyncSession, run: Run, comment: Comment
+    ) -> SteerSent:
+        """A person's comment into ``run``'s live turn, in the caller's transaction (the
+        caller holds the run's row lock): a chat message and its steer commit together.
+        The caller calls :meth:`kick` after the commit."""
+        if actor.type == "agent":
+            raise ForbiddenError(
+                "a run's own token cannot steer a run; a person steers", code=STEER_BY_AGENT
+            )
+        _check_comment(run, comment)
+        return await self._send(
+            session, actor, run, str(comment.id), comment_steer_text(comment), comment.id
+        )
+
+    def kick(self, run: Run) -> None:
+        """Committed: this replica's link of the run's runner sends the steer now rather
+        than at its next poll (another replica's link polls its outbox)."""
+        link = self.links.get(run.runner_id) if run.runner_id is not None else None
+        if link is not None:
+            link.kick()
+
     async def steer_with_interaction(
         self, actor: Actor, company_id: uuid.UUID, interaction_id: uuid.UUID
     ) -> SteerSent:
@@ -205,9 +227,8 @@ class RunSteering:
         return SteerSent(run.id, message_id, comment_id, turn, delivery, False)
 
     def _kicked(self, run: Run, sent: SteerSent) -> SteerSent:
-        link = self.links.get(run.runner_id) if run.runner_id is not None else None
-        if link is not None and not sent.duplicate:
-            link.kick()  # committed: send it now rather than at the link's next poll
+        if not sent.duplicate:
+            self.kick(run)
         return sent
 
     def _delivery(self, run: Run) -> Delivery:

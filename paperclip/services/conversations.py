@@ -3,12 +3,14 @@
 A person's message is written to the task's thread too (the agent reads its
 task there), which wakes the agent: the wake is the conversation's new turn
 (``conversation_turns``), unless the conversation's current turn is running,
-in which case the message steers it (the caller sends the steer after commit).
+in which case the message steers it, in the same transaction: the message, its
+comment and the steer commit together, or none of them does.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -18,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.errors import ConflictError, ForbiddenError
 from paperclip.models import (
     Agent,
+    Comment,
     Conversation,
     ConversationMessage,
     ConversationState,
@@ -36,17 +39,25 @@ from paperclip.services.queries import Cursor, get_scoped, keyset_page
 CHAT_BY_AGENT = "conversation_by_agent_forbidden"
 CONVERSATION_CLOSED = "conversation_closed"
 AGENT_NOT_ASSIGNEE = "conversation_agent_not_assignee"
+CONVERSATION_BUSY = "conversation_busy"
 
 
 def user_ref(actor: Actor) -> str:
     return f"{actor.type}:{actor.id}"
 
 
+SteerInto = Callable[[AsyncSession, Run, Comment], Awaitable[object]]
+"""Sends a person's comment into a run's live turn in the caller's transaction (the
+run's row locked); raises a ``ConflictError`` when it cannot (nothing is then written)."""
+
+POST_ATTEMPTS = 3
+
+
 @dataclass(frozen=True, slots=True)
 class Posted:
     message: ConversationMessage
-    steer: tuple[uuid.UUID, uuid.UUID] | None
-    """(run, comment) when the message steers the live turn: the caller sends it."""
+    steered: Run | None
+    """The run whose live turn the message steered (its runner is told after commit)."""
 
 
 class ConversationService:
@@ -117,52 +128,81 @@ class ConversationService:
             return await keyset_page(session, stmt, Conversation, after, limit)
 
     async def post(
-        self, actor: Actor, company_id: uuid.UUID, conversation_id: uuid.UUID, *, body: str
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        conversation_id: uuid.UUID,
+        *,
+        body: str,
+        steer: SteerInto,
     ) -> Posted:
-        """A person's message: a new turn, or a steer of the live current turn."""
-        _person(actor)
-        async with self.sessions.begin() as session:
-            conversation = await get_scoped(
-                session,
-                Conversation,
-                company_id,
-                conversation_id,
-                "conversation",
-                for_update=True,
-                source="path",
-            )
-            if conversation.state == ConversationState.CLOSED:
-                raise ConflictError("the conversation is closed", code=CONVERSATION_CLOSED)
-            live = await self._live_turn(session, conversation)
-            comment = await add_comment(
-                session, actor, company_id, conversation.issue_id, body=body
-            )
-            message = ConversationMessage(
-                company_id=company_id,
-                conversation_id=conversation.id,
-                role="user",
-                author_ref=user_ref(actor),
-                body=body,
-                delivery="steer" if live else "turn",
-            )
-            session.add(message)
-            if live is None:
-                await self._start_turn(session, conversation)
-            await session.flush()
-            return Posted(message, (live.id, comment.id) if live else None)
+        """A person's message: a new turn, or a steer of the live current turn (``steer``).
 
-    async def _live_turn(self, session: AsyncSession, conversation: Conversation) -> Run | None:
-        """The current turn's run while it runs (a message then steers it)."""
-        if conversation.current_wake_id is None:
-            return None
-        return (
-            await session.execute(
-                select(Run).where(
-                    Run.wake_request_id == conversation.current_wake_id,
-                    Run.status == RunStatus.RUNNING,
+        The live turn's run is locked before the conversation: the order in which a
+        turn's end locks them (its run, then its conversation's reply), so the two
+        never wait on each other. The run is found first without a lock; if the
+        conversation's live turn changed before the locks were held, it starts over.
+        """
+        _person(actor)
+        for _ in range(POST_ATTEMPTS):
+            async with self.sessions.begin() as session:
+                candidate = await self._live_run_id(session, company_id, conversation_id)
+                run = (
+                    await session.get(Run, candidate, with_for_update=True, populate_existing=True)
+                    if candidate is not None
+                    else None
                 )
+                conversation = await get_scoped(
+                    session,
+                    Conversation,
+                    company_id,
+                    conversation_id,
+                    "conversation",
+                    for_update=True,
+                    source="path",
+                )
+                if conversation.state == ConversationState.CLOSED:
+                    raise ConflictError("the conversation is closed", code=CONVERSATION_CLOSED)
+                if await self._live_run_id(session, company_id, conversation_id) != candidate:
+                    continue  # its turn changed meanwhile: nothing is written, look again
+                live = run if candidate is not None else None
+                comment = await add_comment(
+                    session, actor, company_id, conversation.issue_id, body=body
+                )
+                message = ConversationMessage(
+                    company_id=company_id,
+                    conversation_id=conversation.id,
+                    role="user",
+                    author_ref=user_ref(actor),
+                    body=body,
+                    delivery="steer" if live else "turn",
+                )
+                session.add(message)
+                if live is None:
+                    await self._start_turn(session, conversation)
+                else:
+                    await steer(session, live, comment)
+                await session.flush()
+                return Posted(message, live)
+        raise ConflictError(
+            "the conversation's turn keeps changing; send the message again",
+            code=CONVERSATION_BUSY,
+        )
+
+    async def _live_run_id(
+        self, session: AsyncSession, company_id: uuid.UUID, conversation_id: uuid.UUID
+    ) -> uuid.UUID | None:
+        """The running run of the conversation's current turn (a message then steers it)."""
+        return await session.scalar(
+            select(Run.id)
+            .join(Conversation, Conversation.current_wake_id == Run.wake_request_id)
+            .where(
+                Conversation.id == conversation_id,
+                Conversation.company_id == company_id,
+                Run.company_id == company_id,
+                Run.status == RunStatus.RUNNING,
             )
-        ).scalar_one_or_none()
+        )
 
     async def _start_turn(self, session: AsyncSession, conversation: Conversation) -> None:
         """The queued wake of the agent on the task (the comment's) is the new turn."""
