@@ -13,15 +13,17 @@ from typing import Annotated, Any
 
 import msgspec
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
-from litestar.status_codes import HTTP_201_CREATED, HTTP_202_ACCEPTED
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED
 
 from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.api.schemas import IdempotencyKey
 from paperclip.engine.steering import RunSteering
 from paperclip.models import Conversation, ConversationMessage
 from paperclip.services.actor import Actor
@@ -42,6 +44,8 @@ class ConversationCreate(msgspec.Struct, forbid_unknown_fields=True):
 
 class MessageCreate(msgspec.Struct, forbid_unknown_fields=True):
     body: Annotated[str, msgspec.Meta(min_length=1, max_length=100_000)]
+    idempotency_key: IdempotencyKey | None = None
+    """A retry with the same key is the first message (``200``), never a second one."""
 
 
 class ConversationOut(msgspec.Struct):
@@ -154,7 +158,14 @@ class ConversationController(Controller):
         "/{conversation_id:uuid}/messages",
         opt=access(Access.WRITE),
         status_code=HTTP_202_ACCEPTED,
-        responses=error_responses(403, 404, 409, 422),
+        responses={
+            200: ResponseSpec(
+                data_container=MessageOut,
+                description="the idempotency key's first message: nothing was written again",
+                generate_examples=False,
+            ),
+            **error_responses(403, 404, 409, 422),
+        },
     )
     async def post_message(
         self,
@@ -168,7 +179,8 @@ class ConversationController(Controller):
         """A person's message: it starts a turn, or steers the live one (``delivery``).
 
         A steer commits with the message, or neither does: ``409 run_not_steerable``
-        when the running turn cannot take it now.
+        when the running turn cannot take it now. ``200``: the idempotency key's first
+        message, nothing written again.
         """
         posted = await conversations.post(
             actor,
@@ -176,10 +188,12 @@ class ConversationController(Controller):
             conversation_id,
             body=data.body,
             steer=functools.partial(steering.steer_in, actor),
+            idempotency_key=data.idempotency_key,
         )
         if posted.steered is not None:
             steering.kick(posted.steered)
-        return Response(MessageOut.of(posted.message), status_code=HTTP_202_ACCEPTED)
+        status = HTTP_200_OK if posted.replayed else HTTP_202_ACCEPTED
+        return Response(MessageOut.of(posted.message), status_code=status)
 
     @get(
         "/{conversation_id:uuid}/messages",

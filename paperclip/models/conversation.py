@@ -77,6 +77,14 @@ class ConversationMessage(UUIDPrimaryKey, Timestamps, Base):
             postgresql_where=text("run_id IS NOT NULL"),
         ),
         Index("ix_conversation_messages_order", "conversation_id", "seq"),
+        # A retried post with the same key is the first message, never a second one.
+        Index(
+            "uq_conversation_messages_key",
+            "conversation_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+        ),
     )
 
     seq: Mapped[int] = mapped_column(BigInteger, Identity())
@@ -93,3 +101,5 @@ class ConversationMessage(UUIDPrimaryKey, Timestamps, Base):
     """The turn whose answer this is (agent replies only)."""
     delivery: Mapped[str] = mapped_column(String(20), default="")
     """A person's message: ``turn`` (it started one) or ``steer`` (into the live turn)."""
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    """The person's key for the post (optional): a retry with it finds this message."""

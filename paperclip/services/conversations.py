@@ -40,6 +40,7 @@ CHAT_BY_AGENT = "conversation_by_agent_forbidden"
 CONVERSATION_CLOSED = "conversation_closed"
 AGENT_NOT_ASSIGNEE = "conversation_agent_not_assignee"
 CONVERSATION_BUSY = "conversation_busy"
+IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
 
 
 def user_ref(actor: Actor) -> str:
@@ -58,6 +59,8 @@ class Posted:
     message: ConversationMessage
     steered: Run | None
     """The run whose live turn the message steered (its runner is told after commit)."""
+    replayed: bool = False
+    """The idempotency key's first message, found again: nothing was written."""
 
 
 class ConversationService:
@@ -135,6 +138,7 @@ class ConversationService:
         *,
         body: str,
         steer: SteerInto,
+        idempotency_key: str | None = None,
     ) -> Posted:
         """A person's message: a new turn, or a steer of the live current turn (``steer``).
 
@@ -142,6 +146,8 @@ class ConversationService:
         turn's end locks them (its run, then its conversation's reply), so the two
         never wait on each other. The run is found first without a lock; if the
         conversation's live turn changed before the locks were held, it starts over.
+        A post with an ``idempotency_key`` used before in the conversation is that first
+        message again (the same body) or a conflict (another body).
         """
         _person(actor)
         for _ in range(POST_ATTEMPTS):
@@ -161,6 +167,17 @@ class ConversationService:
                     for_update=True,
                     source="path",
                 )
+                if idempotency_key is not None:
+                    first = await self._keyed(session, conversation.id, idempotency_key)
+                    if first is not None:
+                        if first.body != body or first.author_ref != user_ref(actor):
+                            raise ConflictError(
+                                "this idempotency_key was used for another message in this "
+                                "conversation; use a new key for a new message",
+                                code=IDEMPOTENCY_KEY_REUSED,
+                                field="idempotency_key",
+                            )
+                        return Posted(first, None, replayed=True)
                 if conversation.state == ConversationState.CLOSED:
                     raise ConflictError("the conversation is closed", code=CONVERSATION_CLOSED)
                 if await self._live_run_id(session, company_id, conversation_id) != candidate:
@@ -176,6 +193,7 @@ class ConversationService:
                     author_ref=user_ref(actor),
                     body=body,
                     delivery="steer" if live else "turn",
+                    idempotency_key=idempotency_key,
                 )
                 session.add(message)
                 if live is None:
@@ -187,6 +205,16 @@ class ConversationService:
         raise ConflictError(
             "the conversation's turn keeps changing; send the message again",
             code=CONVERSATION_BUSY,
+        )
+
+    async def _keyed(
+        self, session: AsyncSession, conversation_id: uuid.UUID, key: str
+    ) -> ConversationMessage | None:
+        return await session.scalar(
+            select(ConversationMessage).where(
+                ConversationMessage.conversation_id == conversation_id,
+                ConversationMessage.idempotency_key == key,
+            )
         )
 
     async def _live_run_id(

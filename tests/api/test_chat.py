@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
-from paperclip.models import ConversationTurnRecord, WakeRequest
+from paperclip.models import ConversationMessage, ConversationTurnRecord, WakeRequest
 
 
 @pytest.fixture
@@ -158,3 +159,52 @@ async def test_an_approval_is_approved_rejected_revised_and_resubmitted_once_eac
     # Deciding the approval woke the agent: the wake is the conversation's next turn.
     conversation = (await paperclip_client.get(f"{base}/conversations/{chat['id']}")).json()
     assert conversation["state"] == "active" and conversation["current_wake_id"]
+
+
+async def test_a_retried_message_with_its_idempotency_key_is_written_once(
+    paperclip_client, paperclip_container, company, issue, chat
+):
+    """A client that lost the answer to its POST sends it again with the same key: one
+    message, one comment on the task, one turn; the database's unique index holds it."""
+    base = f"/api/companies/{company['id']}"
+    messages = f"{base}/conversations/{chat['id']}/messages"
+    sent = {"body": "Who do we hire?", "idempotency_key": "msg-1"}
+    first = await paperclip_client.post(messages, json=sent)
+    assert first.status_code == 202, first.text
+    again = await paperclip_client.post(messages, json=sent)
+    assert again.status_code == 200, again.text
+    assert again.json() == first.json()
+
+    reused = await paperclip_client.post(
+        messages, json={"body": "Someone else?", "idempotency_key": "msg-1"}
+    )
+    assert reused.status_code == 409, reused.text
+    assert reused.json()["code"] == "idempotency_key_reused"
+    assert reused.json()["details"][0]["field"] == "idempotency_key"
+    second = await paperclip_client.post(messages, json={"body": "Someone else?"})
+    assert second.status_code == 202, second.text
+
+    listed = (await paperclip_client.get(messages)).json()["items"]
+    assert [m["body"] for m in listed] == ["Who do we hire?", "Someone else?"]
+    comments = (await paperclip_client.get(f"{base}/issues/{issue['id']}/comments")).json()
+    assert [c["body"] for c in comments["items"]].count("Who do we hire?") == 1
+    turns = (await paperclip_client.get(f"{base}/conversations/{chat['id']}/turns")).json()
+    assert len(turns["items"]) == 1  # the second message folded into the queued wake
+
+    async with paperclip_container.sessions().begin() as session:
+        with pytest.raises(IntegrityError):  # the database, not only the check, refuses it
+            session.add(
+                ConversationMessage(
+                    company_id=uuid.UUID(company["id"]),
+                    conversation_id=uuid.UUID(chat["id"]),
+                    role="user",
+                    author_ref="user:someone",
+                    body="Who do we hire?",
+                    delivery="turn",
+                    idempotency_key="msg-1",
+                )
+            )
+            await session.flush()
+
+    r = await paperclip_client.post(messages, json={"body": "x", "idempotency_key": ""})
+    assert r.status_code in (400, 422) and "code" in r.json()

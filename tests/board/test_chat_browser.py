@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from tests.engine.chat_stack import held_turn, interactions, replies
+from tests.support.db import query
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
@@ -55,4 +58,9 @@ def test_chat_with_the_agent_answer_its_card_and_see_each_reply_once(stack, page
             params={"issue_id": ctx["issue"]["id"]},
         ).json()["items"]
     assert replies(stack, ctx) == ["Yes: the web team starts on Monday."]
+    # The board sends each message with a key of its own: a retry cannot write it twice.
+    sql = "SELECT idempotency_key FROM conversation_messages WHERE role = 'user'"
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        [keyed] = pool.submit(query, stack.database_url, sql).result()
+    assert keyed["idempotency_key"]
     screenshots(page, "issue-chat", full_page=True)

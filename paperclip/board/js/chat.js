@@ -63,12 +63,17 @@ export function renderChat({ companyId, issue }) {
     }
     show();
   });
+  // The same text sent again after a failure (its answer lost) keeps its key: the
+  // server then finds the first message instead of writing a second one.
+  let unsent = null;
   send.addEventListener("click", async () => {
     const body = box.value.trim();
     if (!body || !conversation) return;
     send.disabled = true;
+    if (!unsent || unsent.body !== body) unsent = { body, key: messageKey() };
     try {
-      await post(`${base}/conversations/${conversation.id}/messages`, { body });
+      await post(`${base}/conversations/${conversation.id}/messages`, { body, idempotency_key: unsent.key });
+      unsent = null;
       box.value = "";
       clear(note);
       await refresh();
@@ -84,6 +89,10 @@ export function renderChat({ companyId, issue }) {
   refresh().catch((error) => clear(note).append(refusal(error)));
   polling(node, refresh);
   return node;
+}
+
+function messageKey() {
+  return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`;
 }
 
 const ACTIONS = {
