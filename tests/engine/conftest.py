@@ -242,6 +242,21 @@ async def world(paperclip_container, paperclip_plugin_host, paperclip_register_p
 
 
 @pytest.fixture
+async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    """``world`` whose provider can steer and resume (``tests.engine.steer_world``)."""
+    from tests.engine.steer_world import steerable_world
+
+    built, engine = await steerable_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    await engine.start()
+    try:
+        yield built
+    finally:
+        await engine.stop()
+
+
+@pytest.fixture
 def stack(paperclip_database_url, tmp_path):
     s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s

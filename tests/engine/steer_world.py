@@ -32,10 +32,8 @@ class LiveTurn:
         return row.id
 
 
-async def live_turn(world: World) -> LiveTurn:
-    """A run of ``world`` whose first turn the (memory) runner started."""
-    peer, _ = await world.connect(await world.new_runner())
-    issue_id = await world.assign()
+async def running_turn_of(world: World, peer: MemoryRunner, issue_id: uuid.UUID) -> wire.StartTurn:
+    """The first turn of ``issue_id``'s run, which ``peer`` started and which now runs."""
     while True:  # wakes other tests left queued may be claimed onto this runner too
         start = await started(peer)
         if (await world.run(start.run_id)).issue_id == issue_id:
@@ -49,6 +47,14 @@ async def live_turn(world: World) -> LiveTurn:
     await eventually(
         lambda: world.turn(start.run_id, start.turn), lambda t: t and t.status == "running"
     )
+    return start
+
+
+async def live_turn(world: World) -> LiveTurn:
+    """A run of ``world`` whose first turn the (memory) runner started."""
+    peer, _ = await world.connect(await world.new_runner())
+    issue_id = await world.assign()
+    start = await running_turn_of(world, peer, issue_id)
     steering = RunSteering(
         world.container.sessions(), world.engine.calls.plugins, world.engine.connections.links
     )

@@ -17,7 +17,6 @@ from sqlalchemy import func, select, update
 from paperclip.engine.steering import RunSteering
 from paperclip.errors import ConflictError
 from paperclip.models import (
-    AgentStatus,
     Comment,
     ConversationMessage,
     RunSteer,
@@ -27,20 +26,8 @@ from paperclip.models import (
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.services.conversations import Posted
 from paperclip.wire import messages as wire
-from tests.engine.memory_world import World, eventually, started
-from tests.engine.steer_world import steerable_world
-
-
-@pytest.fixture
-async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
-    built, engine = await steerable_world(
-        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
-    )
-    await engine.start()
-    try:
-        yield built
-    finally:
-        await engine.stop()
+from tests.engine.memory_world import World
+from tests.engine.steer_world import running_turn_of
 
 
 class Chat:
@@ -94,18 +81,7 @@ async def live_chat_turn(world: World) -> tuple[Chat, wire.StartTurn, object]:
     chat = await open_chat(world)
     first = await chat.say("Can you fix the build?")
     assert (first.message.delivery, first.steered) == ("turn", None)
-    while True:  # wakes other tests left queued may be claimed onto this runner too
-        start = await started(peer)
-        if (await world.run(start.run_id)).issue_id == chat.issue_id:
-            break
-    # The message's comment wakes the agent again; paused, that wake stays queued.
-    await world.container.agents().set_status(
-        LOCAL_OPERATOR, world.company_id, world.agent_id, AgentStatus.PAUSED
-    )
-    peer.send(wire.TurnStarted(seq=0, run_id=start.run_id, turn=start.turn, session_ref="t-1"))
-    await eventually(
-        lambda: world.turn(start.run_id, start.turn), lambda t: t and t.status == "running"
-    )
+    start = await running_turn_of(world, peer, chat.issue_id)
     return chat, start, peer
 
 

@@ -17,19 +17,7 @@ from paperclip.models import ActivityEntry, RunSteer
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, call, make_world
-from tests.engine.steer_world import live_turn, steerable_world
-
-
-@pytest.fixture
-async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
-    built, engine = await steerable_world(
-        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
-    )
-    await engine.start()
-    try:
-        yield built
-    finally:
-        await engine.stop()
+from tests.engine.steer_world import live_turn
 
 
 async def count_rows(world, model, **where) -> int:

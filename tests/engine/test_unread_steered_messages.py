@@ -22,7 +22,7 @@ from paperclip.prompts import read_execution_input
 from paperclip.prompts.restart import FRESH_STEERED_INSTRUCTION
 from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import EchoProvider, call, make_world
-from tests.engine.steer_world import live_turn, steerable_world
+from tests.engine.steer_world import live_turn
 
 pytestmark = pytest.mark.installed_plugins
 
@@ -30,18 +30,6 @@ pytestmark = pytest.mark.installed_plugins
 unread_steers_plugin = pytest.importorskip("paperclip_unread_steers.plugin")
 
 RUNNER = "host:1:0123abcd"
-
-
-@pytest.fixture
-async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
-    built, engine = await steerable_world(
-        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
-    )
-    await engine.start()
-    try:
-        yield built
-    finally:
-        await engine.stop()
 
 
 def user_message(item_id: str, text: str = "input") -> dict:
