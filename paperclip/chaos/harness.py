@@ -67,6 +67,9 @@ class ChaosOptions:
     runner_gone_seconds: float = 20.0
     """How long a runner is away before the lost-runs policy may settle its runs."""
     timeout: float = 600.0
+    until_fired: int = 0
+    """End the faults once every point of ``points`` has fired this many times (0: at
+    ``timeout``, or when the workload is done)."""
     settle_seconds: float = 90.0
     """After the faults stop, how long the last runs get to end (the lease plus a bound)."""
     lease_seconds: float = 2.0
@@ -202,6 +205,8 @@ class ChaosRun:
             if self.options.progress is not None and now >= self.progress_at:
                 self.progress_at = now + 30
                 self._write_progress(now - self.started)
+            if self.fired_enough():
+                return
             if now >= next_progress:
                 if self.options.steers:
                     self._steer()
@@ -209,6 +214,12 @@ class ChaosRun:
                 if self._progress() and not self.workload.pending():
                     return
             time.sleep(TICK)
+
+    def fired_enough(self) -> bool:
+        """Every armed point has fired ``until_fired`` times: the run has what it came for."""
+        n = self.options.until_fired
+        names = self.options.points if "failpoint" in self.options.faults else []
+        return n > 0 and bool(names) and all(self.fired[name] >= n for name in names)
 
     def _write_progress(self, seconds: float) -> None:
         assert self.options.progress is not None

@@ -56,6 +56,12 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
     help="Seconds before a runner's runs are lost.",
 )
 @click.option("--timeout", default=600.0, show_default=True, help="Seconds of faults at most.")
+@click.option(
+    "--until-fired",
+    default=0,
+    show_default=True,
+    help="End the faults once every point has fired N times (0: at --timeout).",
+)
 @click.option("--settle", default=90.0, show_default=True, help="Seconds the last runs get after.")
 @click.option(
     "--progress", type=click.Path(path_type=Path), help="Write the figures so far here (30 s)."
@@ -81,6 +87,7 @@ def chaos(
     steers: int,
     runner_gone: float,
     timeout: float,
+    until_fired: int,
     settle: float,
     progress: Path | None,
     keep: Path | None,
@@ -121,6 +128,7 @@ def chaos(
         steers=steers,
         runner_gone_seconds=runner_gone,
         timeout=timeout,
+        until_fired=until_fired,
         settle_seconds=settle,
         progress=progress,
         keep=keep,

@@ -51,3 +51,20 @@ def test_over_many_starts_every_point_is_armed_alike():
     assert max(main.values()) - min(main.values()) <= 1
     assert abs(armed[BEFORE] - armed[AFTER]) <= 1
     assert max(armed[BEFORE], armed[AFTER]) <= min(main.values()) + 1  # riders keep pace
+
+
+def test_the_faults_end_once_every_point_fired_until_fired_times():
+    from paperclip.chaos.harness import ChaosOptions, ChaosRun
+
+    names = [p.name for p in POINTS]
+    run = ChaosRun(ChaosOptions(until_fired=3))
+    run.fired = dict.fromkeys(names, 3)
+    run.fired[names[-1]] = 2
+    assert not run.fired_enough()
+    run.fired[names[-1]] = 3
+    assert run.fired_enough()
+    # Off by default, and when no failpoint is in the mix.
+    assert not ChaosRun(ChaosOptions()).fired_enough()
+    quiet = ChaosRun(ChaosOptions(until_fired=1, faults=["cp_kill"]))
+    quiet.fired = dict.fromkeys(names, 5)
+    assert not quiet.fired_enough()
