@@ -251,8 +251,9 @@ class ChaosRun:
                 elsewhere = [
                     p for o in kin if o is not child and o.alive() for p in armed_names(o.armed)
                 ]
-                score = {n: self.fired[n] + self.stale[n] for n in hosted}
-                names = choose_arming(hosted, score, self.armed, elsewhere, self.rng)
+                names = choose_arming(
+                    hosted, self.fired, self.armed, elsewhere, self.rng, stale=self.stale
+                )
                 for n in names:
                     self.armed[n] += 1
                 armed = ",".join(

@@ -83,28 +83,29 @@ def choose_arming(
     armed: Mapping[str, int],
     elsewhere: Sequence[str],
     rng: random.Random,
+    stale: Mapping[str, int] | None = None,
 ) -> list[str]:
     """The points one process start arms: one of ``hosted``, and maybe a rider.
 
-    The least fired first (``fired`` counts an arming that timed out against its
-    point too): every point gets its kills, and one rarely reached does not hold
-    the others up. Among those, one no other process is armed with
+    The least tried first (its kills, and its armings that timed out, ``stale``):
+    every point gets its kills, and one rarely reached does not hold the others up. Among those, one no other process is armed with
     (``elsewhere``), so the points spread over the replicas; then the least armed.
     A settlement point (``alongside``) rides along, one at a time and the least
     fired of them: armed on every replica, it would kill each one that tries to
     settle a lost run; armed together, the earlier moment would always fire first.
-    A rider rides only while it has fired no more than the least fired main point:
-    lost runs are settled often under faults, so a rider on every start would kill
-    the process before most main points' moments come.
+    A rider rides only while it has fired (its kills, not its tries) no more than the
+    least fired main point: lost runs are settled often under faults, so a rider on
+    every start would kill the process before most main points' moments come.
     """
+    timed_out = stale or {}
     main = [n for n in hosted if not BY_NAME[n].alongside] or list(hosted)
-    score = {n: (fired[n], elsewhere.count(n), armed[n]) for n in main}
+    score = {n: (fired[n] + timed_out.get(n, 0), elsewhere.count(n), armed[n]) for n in main}
     least = min(score.values())
     name = rng.choice([n for n in main if score[n] == least])
     names = [name]
     riders = [n for n in hosted if BY_NAME[n].alongside and n not in elsewhere]
     if not BY_NAME[name].alongside and riders:
         fewest = min(fired[n] for n in riders)
-        if fewest <= least[0]:
+        if fewest <= min(fired[n] for n in main):
             names.append(rng.choice([n for n in riders if fired[n] == fewest]))
     return names

@@ -68,3 +68,15 @@ def test_the_faults_end_once_every_point_fired_until_fired_times():
     quiet = ChaosRun(ChaosOptions(until_fired=1, faults=["cp_kill"]))
     quiet.fired = dict.fromkeys(names, 5)
     assert not quiet.fired_enough()
+
+
+def test_a_rider_waits_for_the_main_points_kills_not_their_timed_out_armings():
+    # A replica that serves no runner times its path points out: those tries count
+    # for which point is armed next, but a rider catches up with kills only.
+    fired = {**zero(), **dict.fromkeys(MAIN, 3), BEFORE: 7, AFTER: 5}
+    stale = dict.fromkeys(MAIN, 6)
+    names = choose_arming(HOSTED, fired, zero(), [], random.Random(1), stale=stale)
+    assert len(names) == 1 and names[0] in MAIN
+    fired[AFTER] = 3
+    names = choose_arming(HOSTED, fired, zero(), [], random.Random(1), stale=stale)
+    assert names[1:] == [AFTER]
