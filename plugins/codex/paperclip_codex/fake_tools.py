@@ -17,11 +17,11 @@ policy ``on-request``, and an outright refusal under ``never``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Any
+
+from paperclip_codex.fake_mcp import McpHttpError, McpSession
 
 REFUSED_UNDER_NEVER = "MCP tool call requires approval, but approval policy is never"
 DECLINED_BY_USER = "user rejected MCP tool call"
@@ -44,111 +44,83 @@ def needs_approval(mode: str, annotations: Mapping[str, Any] | None) -> bool:
 class McpClient:
     """One MCP server's session, opened once and kept for the process, as Codex keeps
     its MCP clients: ``startup_timeout_sec`` bounds opening it (and listing the tools),
-    ``tool_timeout_sec`` each call. A session whose transport ended is opened again by
-    the next call.
-
-    The session lives in a task of its own: the MCP client's streams are entered and
-    left in one task, while the turns that call tools are others.
+    ``tool_timeout_sec`` each call. A session the server no longer knows (it restarted)
+    is opened again by the next call.
     """
 
     def __init__(self, settings: Mapping[str, Any]) -> None:
         self.settings = settings
-        self._session: Any = None
-        self._holder: asyncio.Task[None] | None = None
-        self._done = asyncio.Event()
+        self._session: McpSession | None = None
         self._opening = asyncio.Lock()
 
     async def list_tools(self) -> tuple[bool, dict[str, dict[str, Any]] | str]:
         """The server's tools by name, each with its ``annotations`` (or None); or an error text."""
         try:
-            session = await self._open()
             async with asyncio.timeout(self._startup_wait()):
+                session = await self._open()
                 listed = await session.list_tools()
         except TimeoutError:
             return False, "listing the MCP server's tools timed out"
         except Exception as exc:
-            return False, _error_text(exc)
-        tools = {}
-        for tool in listed.tools:
-            dumped = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-            tools[tool.name] = {"annotations": dumped.get("annotations"), "title": tool.title}
-        return True, tools
+            return False, self._failed(exc)
+        return True, {
+            str(tool.get("name")): {
+                "annotations": _present(tool.get("annotations")),
+                "title": tool.get("title"),
+            }
+            for tool in listed
+        }
 
     async def call(
         self, name: str, arguments: Mapping[str, Any]
     ) -> tuple[bool, dict[str, Any] | str]:
         """Call one tool; (ok, result or error text)."""
         try:
-            session = await self._open()
+            async with asyncio.timeout(self._startup_wait()):
+                session = await self._open()
         except TimeoutError:
             return False, f"MCP call to {name}: the server did not start in time"
         except Exception as exc:
-            return False, _error_text(exc)
+            return False, self._failed(exc)
         wait = float(self.settings.get("tool_timeout_sec", 60))
         try:
             async with asyncio.timeout(wait):
-                result = await session.call_tool(name, dict(arguments))
+                return True, await session.call_tool(name, arguments)
         except TimeoutError:
             return False, f"MCP call to {name} timed out after {wait:g}s"
         except Exception as exc:
-            return False, _error_text(exc)
-        return True, result.model_dump(mode="json", by_alias=True, exclude_none=True)
+            return False, self._failed(exc)
 
     async def close(self) -> None:
-        holder, self._holder = self._holder, None
-        self._done.set()
-        if holder is not None:
-            with contextlib.suppress(BaseException):
-                await holder
+        self._session = None
 
     def _startup_wait(self) -> float:
         return float(self.settings.get("startup_timeout_sec", 30))
 
-    async def _open(self) -> Any:
+    async def _open(self) -> McpSession:
         async with self._opening:
-            if self._holder is not None and not self._holder.done():
-                return self._session
-            ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            self._done = asyncio.Event()
-            self._holder = asyncio.create_task(self._hold(ready, self._done))
-            try:
-                async with asyncio.timeout(self._startup_wait()):
-                    self._session = await asyncio.shield(ready)
-            except BaseException:
-                self._holder.cancel()
-                if ready.done() and not ready.cancelled():
-                    ready.exception()  # seen here: no "never retrieved" warning later
-                raise
+            if self._session is None:
+                url = self.settings.get("url")
+                if not isinstance(url, str):
+                    raise ValueError(
+                        "the MCP server has no url (only streamable HTTP is supported)"
+                    )
+                session = McpSession(url, _headers(self.settings))
+                await session.initialize()
+                self._session = session
             return self._session
 
-    async def _hold(self, ready: asyncio.Future[Any], done: asyncio.Event) -> None:
-        try:
-            async with _session(self.settings) as session:
-                ready.set_result(session)
-                await done.wait()
-        except Exception as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            # else: its transport ended; the next call opens another session.
+    def _failed(self, exc: Exception) -> str:
+        if isinstance(exc, McpHttpError) and exc.status == 404:
+            self._session = None  # the server forgot the session: the next call opens one
+        return _error_text(exc)
 
 
-@asynccontextmanager
-async def _session(settings: Mapping[str, Any]) -> AsyncIterator[Any]:
-    url = settings.get("url")
-    if not isinstance(url, str):
-        raise ValueError("the MCP server has no url (only streamable HTTP is supported)")
-    try:
-        from mcp import ClientSession
-    except ImportError:
-        raise RuntimeError(
-            "the fake app-server needs the mcp package: pip install 'paperclip-codex[fake]'"
-        ) from None
-    async with (
-        _mcp_streams(url, _headers(settings)) as (read, write),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
-        yield session
+def _present(value: Any) -> Any:
+    """A mapping without its null fields, as the SDK's models dumped it."""
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
 
 
 def _headers(settings: Mapping[str, Any]) -> dict[str, str]:
@@ -160,28 +132,6 @@ def _headers(settings: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(token_variable, str) and os.environ.get(token_variable):
         headers["Authorization"] = f"Bearer {os.environ[token_variable]}"
     return headers
-
-
-@asynccontextmanager
-async def _mcp_streams(url: str, headers: dict[str, str]) -> AsyncIterator[tuple[Any, Any]]:
-    # mcp 2 (and late 1.x) takes a configured HTTP client; early 1.x takes headers.
-    try:
-        from mcp.client.streamable_http import streamable_http_client
-    except ImportError:
-        from mcp.client.streamable_http import (  # type: ignore[attr-defined, unused-ignore]
-            streamablehttp_client,
-        )
-
-        async with streamablehttp_client(url, headers=headers) as streams:
-            yield streams[0], streams[1]
-        return
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    async with (
-        create_mcp_http_client(headers=headers) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams[0], streams[1]
 
 
 def _error_text(exc: BaseException) -> str:
