@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
@@ -56,15 +56,30 @@ async def adopt(
     return epoch
 
 
+def in_id_order(*where: ColumnElement[bool]) -> Select[tuple[uuid.UUID]]:
+    """The ids of the runs matching ``where``, locked in id order.
+
+    An ``UPDATE`` of many runs locks them in whatever order its plan reads them
+    (a bitmap or sequential scan: the table's physical order), while the tool
+    journal and the inbox lock theirs in id order; two such statements wait on
+    each other and PostgreSQL ends one with a deadlock. Taking the locks here
+    first, in the one order every statement uses, leaves no cycle.
+    """
+    return select(Run.id).where(*where).order_by(Run.id).with_for_update()
+
+
 async def renew(
     session: AsyncSession, owned: dict[uuid.UUID, int], *, instance: str, ttl: float
 ) -> set[uuid.UUID]:
     """Extend the leases this controller still holds; return the runs it holds."""
     if not owned:
         return set()
+    held = in_id_order(
+        Run.id.in_(list(owned)), Run.controller_instance == instance, Run.status.in_(ACTIVE)
+    )
     rows = await session.execute(
         update(Run)
-        .where(Run.id.in_(list(owned)), Run.controller_instance == instance, Run.status.in_(ACTIVE))
+        .where(Run.id.in_(held))
         .values(lease_expires_at=func.now() + timedelta(seconds=ttl))
         .returning(Run.id, Run.controller_epoch)
     )
@@ -74,10 +89,9 @@ async def renew(
 async def release(session: AsyncSession, run_ids: list[uuid.UUID], *, instance: str) -> None:
     """Let another replica adopt these runs now instead of after the lease (orderly handover)."""
     if run_ids:
+        held = in_id_order(Run.id.in_(run_ids), Run.controller_instance == instance)
         await session.execute(
-            update(Run)
-            .where(Run.id.in_(run_ids), Run.controller_instance == instance)
-            .values(lease_expires_at=func.now())
+            update(Run).where(Run.id.in_(held)).values(lease_expires_at=func.now())
         )
 
 
@@ -133,10 +147,11 @@ class LeaseKeeper:
         bookkeeping holds a lease nothing here would renew or release.
         """
         async with self.sessions.begin() as session:
+            held = in_id_order(
+                Run.controller_instance == self.instance, Run.lease_expires_at > func.now()
+            )
             await session.execute(
-                update(Run)
-                .where(Run.controller_instance == self.instance, Run.lease_expires_at > func.now())
-                .values(lease_expires_at=func.now())
+                update(Run).where(Run.id.in_(held)).values(lease_expires_at=func.now())
             )
         for run_id in self.ownership.runs():
             self.ownership.release(run_id)
