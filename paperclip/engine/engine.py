@@ -25,11 +25,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.connections import RunnerConnections
 from paperclip.engine.endings import RunEndings
+from paperclip.engine.fence import StaleEpochError
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.inbox import RunnerInbox
 from paperclip.engine.leases import LeaseKeeper
@@ -40,7 +42,7 @@ from paperclip.engine.reconciler import Reconciler
 from paperclip.engine.recovery_port import ControlPlanePort
 from paperclip.engine.resumption import Limits
 from paperclip.engine.scheduler import WakeScheduler
-from paperclip.engine.transport import Transport
+from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.models import Runner
 from paperclip.plugins import PluginHost
 
@@ -138,11 +140,20 @@ class RunEngine:
 
     def _adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
         """A run adopted to start its next turn: settle what its lost turn left pending."""
-        task = asyncio.create_task(
-            self.call_recovery.recover_pending(run_id, runner_id=link.runner_id, link=link)
-        )
+        task = asyncio.create_task(self._recover_adopted(link, run_id))
         self._adoptions.add(task)
         task.add_done_callback(self._adoptions.discard)
+
+    async def _recover_adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        try:
+            await self.call_recovery.recover_pending(run_id, runner_id=link.runner_id, link=link)
+        except StaleEpochError:
+            # Its lease moved on meanwhile: the next controller's adoption recovers them.
+            log.info("run %s changed controller before its inputs were recovered here", run_id)
+        except TransportClosed:
+            pass  # the replies are in the runner's outbox: sent when it connects again
+        except Exception as exc:
+            log_failure(log, "recovering the inputs of adopted run %s failed", exc, run_id)
 
     async def start(self) -> None:
         with contextlib.suppress(Exception):  # else its loop registers it once it can

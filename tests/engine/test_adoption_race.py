@@ -10,7 +10,10 @@ mark that queued turn lost: the run's next turn starts. (Found by
 from __future__ import annotations
 
 import asyncio
+import logging
+import uuid
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -94,3 +97,15 @@ async def test_a_turn_queued_while_the_runner_reconnects_is_not_lost(world):
     resumed = await started(second, within=15)
     assert (resumed.run_id, resumed.turn) == (start.run_id, 2)
     assert await turn_statuses(world, start.run_id) == [(1, "lost"), (2, "starting")]
+
+
+async def test_an_adopted_run_that_changed_controller_before_its_recovery_is_one_log_line(
+    world, caplog
+):
+    # Adopted to start its next turn, then its lease moved on before the recovery of its
+    # inputs began (seen under `paperclip chaos`): an unretrieved task exception before.
+    caplog.set_level(logging.INFO, logger="paperclip.engine.engine")
+    run_id = uuid.uuid4()  # not controlled here
+    world.engine._adopted(SimpleNamespace(runner_id=uuid.uuid4()), run_id)
+    await asyncio.gather(*world.engine._adoptions)
+    assert f"run {run_id} changed controller" in caplog.text
