@@ -31,7 +31,7 @@ from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
 from paperclip.plugins import PluginHost
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
-from paperclip.services.issues import start_work
+from paperclip.services.issues import ISSUE_LOCK, start_work
 from paperclip.services.run_tokens import new_run_token
 from paperclip.services.wakes import claimable_wakes, mark_claimed
 from paperclip.wire.messages import StartTurn
@@ -239,7 +239,9 @@ class WakeScheduler:
     ) -> tuple[int, StartTurn]:
         """The run of a claimed wake, its token and its ``start_turn`` (queued: its seq)."""
         issue = (
-            await session.get(Issue, wake.issue_id, with_for_update=True) if wake.issue_id else None
+            await session.get(Issue, wake.issue_id, with_for_update=ISSUE_LOCK)
+            if wake.issue_id
+            else None
         )
         if issue is not None:
             # First, so the prompt shows the status the agent works in.

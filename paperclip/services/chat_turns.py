@@ -34,6 +34,7 @@ from paperclip.models import (
     IssueStatus,
     Run,
 )
+from paperclip.services.issues import ISSUE_LOCK
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ async def commit_status_decision(session: AsyncSession, run: Run) -> str:
     ``in_progress`` (``conversation_turn_finished``). Returns the reason.
     """
     assert run.issue_id is not None
-    issue = await session.get(Issue, run.issue_id, with_for_update=True)
+    issue = await session.get(Issue, run.issue_id, with_for_update=ISSUE_LOCK)
     if await holds_task(session, run.company_id, run.issue_id):
         if issue is not None:
             issue.status = IssueStatus.IN_REVIEW

@@ -17,6 +17,15 @@ from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
 
+ISSUE_LOCK = {"key_share": True}
+"""How a transaction that updates an issue locks it: ``FOR NO KEY UPDATE``.
+
+A comment, a run or a wake written for the issue takes ``FOR KEY SHARE`` on its
+row (the foreign key). ``FOR UPDATE`` waits for those writers; a comment's
+transaction that then waits for the issue's queued wake, which a claim holds
+while it locks the issue, closes a cycle PostgreSQL ends as a deadlock (a 500).
+``FOR NO KEY UPDATE`` still orders the transactions that update the issue."""
+
 WORK_STARTS_FROM = (IssueStatus.TODO, IssueStatus.BACKLOG, IssueStatus.BLOCKED)
 """The statuses a claimed run moves to ``in_progress``."""
 OUTCOME_STATUS = {
@@ -37,7 +46,7 @@ async def settle_after_run(
     session: AsyncSession, issue_id: uuid.UUID, *, succeeded: bool, outcome: str | None
 ) -> None:
     """A run of the issue ended: its outcome decides the status; a failure puts it back to todo."""
-    issue = await session.get(Issue, issue_id, with_for_update=True)
+    issue = await session.get(Issue, issue_id, with_for_update=ISSUE_LOCK)
     if issue is None:
         return
     if succeeded and outcome is not None:
