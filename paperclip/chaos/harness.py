@@ -28,6 +28,7 @@ from paperclip.chaos.points import (
     RUNNER,
     armed_names,
     choose_arming,
+    fired_enough,
 )
 from paperclip.chaos.proxy import LinkProxy
 from paperclip.chaos.workload import Workload
@@ -50,16 +51,13 @@ class ChaosOptions:
     pause: float = 0.5
     points: list[str] = field(default_factory=lambda: [p.name for p in POINTS])
     arm_chance: float = 0.5
-    """The chance a process start arms one failpoint (the least armed of those it hosts)."""
+    """The chance a process start arms one failpoint (the least fired it hosts)."""
     arm_spread: int = 3
     """An armed point fires on a random pass from 1 to this."""
     arm_timeout: float = 0.0
-    """A process armed this long without its point firing is stopped (SIGTERM, counted as
-    a ``cp_term`` or ``runner_term`` fault) and started again with another arming; 0: never."""
+    """Seconds armed without firing before a stop (SIGTERM, a ``*_term`` fault); 0: never."""
     rest: float = 0.0
-    """How long the unarmed life after a failpoint death lasts before the process is
-    stopped (SIGTERM, counted like an ``arm_timeout`` stop) and started armed; 0: until
-    something else ends it."""
+    """Seconds of unarmed life after a failpoint death, then a re-arming stop; 0: no end."""
     comments: int = 2
     """Comments (``post_comment`` calls) each run's first turn makes."""
     steers: int = 1
@@ -68,8 +66,7 @@ class ChaosOptions:
     """How long a runner is away before the lost-runs policy may settle its runs."""
     timeout: float = 600.0
     until_fired: int = 0
-    """End the faults once every point of ``points`` has fired this many times (0: at
-    ``timeout``, or when the workload is done)."""
+    """End the faults once every point of ``points`` has fired this many times (0: never)."""
     settle_seconds: float = 90.0
     """After the faults stop, how long the last runs get to end (the lease plus a bound)."""
     lease_seconds: float = 2.0
@@ -190,6 +187,7 @@ class ChaosRun:
         deadline = time.monotonic() + o.timeout
         next_fault = time.monotonic() + self._gap()
         next_progress = 0.0
+        armable = o.points if "failpoint" in o.faults else []
         while time.monotonic() < deadline:
             now = time.monotonic()
             self._probe()
@@ -205,7 +203,7 @@ class ChaosRun:
             if self.options.progress is not None and now >= self.progress_at:
                 self.progress_at = now + 30
                 self._write_progress(now - self.started)
-            if self.fired_enough():
+            if fired_enough(self.fired, armable, o.until_fired):
                 return
             if now >= next_progress:
                 if self.options.steers:
@@ -214,12 +212,6 @@ class ChaosRun:
                 if self._progress() and not self.workload.pending():
                     return
             time.sleep(TICK)
-
-    def fired_enough(self) -> bool:
-        """Every armed point has fired ``until_fired`` times: the run has what it came for."""
-        n = self.options.until_fired
-        names = self.options.points if "failpoint" in self.options.faults else []
-        return n > 0 and bool(names) and all(self.fired[name] >= n for name in names)
 
     def _write_progress(self, seconds: float) -> None:
         assert self.options.progress is not None
@@ -281,7 +273,7 @@ class ChaosRun:
                 point = child.fired_point()
                 if point is not None:
                     self.fired[point] = self.fired.get(point, 0) + 1
-                    self._record(procs_fault(point, child.name))
+                    self._record(Fault("failpoint", child.name, point=point))
                     fired = True
                 else:
                     self.unplanned_exits.append(f"{child.name} exited {code}: {child.tail(3)}")
@@ -499,10 +491,6 @@ class ChaosRun:
             provider.kill()
         if not c.postgres.down:
             c.postgres.stop()
-
-
-def procs_fault(point: str, target: str) -> Fault:
-    return Fault("failpoint", target, point=point)
 
 
 def _utc(wall: float) -> Any:

@@ -109,3 +109,8 @@ def choose_arming(
         if fewest <= min(fired[n] for n in main):
             names.append(rng.choice([n for n in riders if fired[n] == fewest]))
     return names
+
+
+def fired_enough(fired: Mapping[str, int], names: Sequence[str], times: int) -> bool:
+    """Every one of ``names`` has fired ``times`` times (``--until-fired``; 0: never)."""
+    return times > 0 and bool(names) and all(fired[n] >= times for n in names)

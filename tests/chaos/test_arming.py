@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, choose_arming
+from paperclip.chaos.points import BY_NAME, CONTROL_PLANE, POINTS, choose_arming, fired_enough
 
 HOSTED = [p.name for p in POINTS if p.process == CONTROL_PLANE]
 MAIN = [n for n in HOSTED if not BY_NAME[n].alongside]
@@ -54,20 +54,15 @@ def test_over_many_starts_every_point_is_armed_alike():
 
 
 def test_the_faults_end_once_every_point_fired_until_fired_times():
-    from paperclip.chaos.harness import ChaosOptions, ChaosRun
-
     names = [p.name for p in POINTS]
-    run = ChaosRun(ChaosOptions(until_fired=3))
-    run.fired = dict.fromkeys(names, 3)
-    run.fired[names[-1]] = 2
-    assert not run.fired_enough()
-    run.fired[names[-1]] = 3
-    assert run.fired_enough()
-    # Off by default, and when no failpoint is in the mix.
-    assert not ChaosRun(ChaosOptions()).fired_enough()
-    quiet = ChaosRun(ChaosOptions(until_fired=1, faults=["cp_kill"]))
-    quiet.fired = dict.fromkeys(names, 5)
-    assert not quiet.fired_enough()
+    fired = dict.fromkeys(names, 3)
+    fired[names[-1]] = 2
+    assert not fired_enough(fired, names, 3)
+    fired[names[-1]] = 3
+    assert fired_enough(fired, names, 3)
+    # Off at 0, and when no failpoint is in the mix (no point to arm).
+    assert not fired_enough(fired, names, 0)
+    assert not fired_enough(fired, [], 1)
 
 
 def test_a_rider_waits_for_the_main_points_kills_not_their_timed_out_armings():
