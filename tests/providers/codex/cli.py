@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.npm_cli import npm_install
+
 PINNED = "0.171.0"
 CACHE = Path(os.environ.get("PAPERCLIP_CODEX_CLI_CACHE", f"/var/tmp/paperclip-npm/codex-{PINNED}"))
 REQUIRE_VARIABLE = "PAPERCLIP_REQUIRE_CODEX_CLI"
@@ -71,7 +73,7 @@ def install() -> int:
         print("npm is not installed: cannot install the Codex CLI", file=sys.stderr)
         return 1
     CACHE.mkdir(parents=True, exist_ok=True)
-    command = [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund"]
+    command = [*npm_install(npm, CACHE), "--no-audit", "--no-fund"]
     done = subprocess.run([*command, f"@openai/codex@{PINNED}"], check=False)
     if done.returncode != 0 or installed_version(path) != PINNED:
         print(f"installing @openai/codex@{PINNED} failed", file=sys.stderr)
