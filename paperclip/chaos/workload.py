@@ -27,7 +27,8 @@ class WorkItem:
     outcome: str = ""
     """``succeeded`` or ``held`` once the issue is settled, else empty."""
     steered: list[str] = field(default_factory=list)
-    """The comments a person steered into the item's runs (accepted by the API)."""
+    """The comments a person steered into the item's runs (accepted by the API, or refused
+    as in the run's wake already: delivered in its input)."""
     steer_comment: str = ""
     """The comment of the steer being tried (made once, reused by a retry)."""
 
@@ -128,7 +129,9 @@ class Workload:
         except httpx.HTTPError:
             return False
         self._server_error(f"POST steer of run {run_id}", r)
-        if r.status_code not in (200, 202):
+        # A run woken with the comment has it in its input already: delivered, not steered.
+        in_wake = r.status_code == 409 and _code(r) == "steer_comment_in_wake"
+        if r.status_code not in (200, 202) and not in_wake:
             return False
         item.steered.append(item.steer_comment)
         item.steer_comment = ""
@@ -143,6 +146,13 @@ class Workload:
 
     def active(self) -> list[WorkItem]:
         return [item for item in self.items if item.assigned and not item.outcome]
+
+
+def _code(response: httpx.Response) -> str | None:
+    try:
+        return response.json().get("code")
+    except ValueError:
+        return None
 
 
 def _created(response: httpx.Response) -> dict:

@@ -24,7 +24,16 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.engine.outbox import enqueue_one
 from paperclip.engine.turns import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
-from paperclip.models import Comment, Interaction, Run, RunStatus, RunSteer, TurnStatus
+from paperclip.models import (
+    Comment,
+    Interaction,
+    Run,
+    RunStatus,
+    RunSteer,
+    TurnStatus,
+    WakeCommentSnapshot,
+    WakeSnapshotComment,
+)
 from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugins import PluginHost, ProviderNotInstalledError
 from paperclip.services.activity import record_activity
@@ -40,6 +49,7 @@ STEER_COMMENT_NOT_ON_ISSUE = "steer_comment_not_on_run_issue"
 STEER_COMMENT_UNUSABLE = "steer_comment_unusable"
 STEER_BY_AGENT = "steer_by_agent_forbidden"
 STEER_INTERACTION_UNUSABLE = "steer_interaction_unusable"
+STEER_COMMENT_IN_WAKE = "steer_comment_in_wake"
 
 
 def comment_steer_text(comment: Comment) -> str:
@@ -179,6 +189,8 @@ class RunSteering:
         transaction (the run's row locked); a repeated message finds its row and sends nothing."""
         delivery = self._delivery(run)
         turn = await _live_turn(session, run)
+        if comment_id is not None:
+            await _check_not_in_wake(session, run, comment_id)
         assert run.issue_id is not None and run.runner_id is not None  # a live turn has both
         inserted = await session.execute(
             insert(RunSteer)
@@ -261,6 +273,22 @@ def _check_comment(run: Run, comment: Comment) -> None:
             f"comment {comment.id} is deleted or an agent's own; steer with a person's comment",
             code=STEER_COMMENT_UNUSABLE,
             field="comment_id",
+        )
+
+
+async def _check_not_in_wake(session: AsyncSession, run: Run, comment_id: uuid.UUID) -> None:
+    """A comment the run was woken with is in its input already (its wake snapshot, written
+    with the run): steering it too would give the model the same comment twice."""
+    in_wake = await session.scalar(
+        select(WakeSnapshotComment.comment_id)
+        .join(WakeCommentSnapshot, WakeCommentSnapshot.id == WakeSnapshotComment.snapshot_id)
+        .where(WakeCommentSnapshot.run_id == run.id, WakeSnapshotComment.comment_id == comment_id)
+    )
+    if in_wake is not None:
+        raise ConflictError(
+            f"run {run.id} was woken with comment {comment_id}: the run has it already",
+            code=STEER_COMMENT_IN_WAKE,
+            details={"run_id": str(run.id), "comment_id": str(comment_id)},
         )
 
 

@@ -11,17 +11,19 @@ import uuid
 
 import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
+from sqlalchemy import select
 
+from paperclip.engine.steering import RunSteering
 from paperclip.errors import ConflictError, PaperclipError
-from paperclip.models import ActivityEntry, RunSteer
+from paperclip.models import ActivityEntry, RunSteer, WakeCommentSnapshot, WakeSnapshotComment
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, call, make_world
-from tests.engine.steer_world import live_turn
+from tests.engine.steer_world import live_turn, running_turn_of
 
 
 async def count_rows(world, model, **where) -> int:
-    from sqlalchemy import func, select
+    from sqlalchemy import func
 
     async with world.container.sessions()() as session:
         stmt = select(func.count()).select_from(model).filter_by(**where)
@@ -175,3 +177,56 @@ async def test_an_answered_card_steers_the_live_turn_of_the_run_that_asked_once(
     with pytest.raises(TimeoutError):
         await live.peer.expect(wire.Steer, within=1.5)  # never a second one
     assert await count_rows(steer_world, RunSteer, run_id=live.start.run_id) == 1
+
+
+async def test_a_comment_the_run_was_woken_with_is_not_steered_into_it_again(steer_world):
+    """Chaos seed 2033: a person's comment woke the run (it is in the run's input) and was
+    then steered into the same run: the model read it twice. Refused now, nothing sent."""
+    world = steer_world
+    peer, _ = await world.connect(await world.new_runner())
+    issue = await world.container.issues().create(
+        LOCAL_OPERATOR,
+        world.company_id,
+        title="Parser",
+        description="",
+        status="todo",
+        priority="medium",
+        assignee_agent_id=None,
+        parent_id=None,
+    )
+    woken_with = await world.container.comments().create(
+        LOCAL_OPERATOR, world.company_id, issue.id, body="Start with the parser."
+    )
+    await world.container.issues().update(
+        LOCAL_OPERATOR, world.company_id, issue.id, {"assignee_agent_id": world.agent_id}
+    )
+    start = await running_turn_of(world, peer, issue.id)
+    async with world.container.sessions()() as session:
+        in_wake = await session.scalars(
+            select(WakeSnapshotComment.comment_id)
+            .join(WakeCommentSnapshot, WakeCommentSnapshot.id == WakeSnapshotComment.snapshot_id)
+            .where(WakeCommentSnapshot.run_id == start.run_id)
+        )
+        assert woken_with.id in set(in_wake)  # the run has the comment in its input
+    steering = RunSteering(
+        world.container.sessions(), world.engine.calls.plugins, world.engine.connections.links
+    )
+
+    with pytest.raises(ConflictError) as refused:
+        await steering.steer_with_comment(
+            LOCAL_OPERATOR, world.company_id, start.run_id, woken_with.id
+        )
+    assert refused.value.code == "steer_comment_in_wake"
+    assert await count_rows(world, RunSteer, run_id=start.run_id) == 0
+    with pytest.raises(TimeoutError):
+        await peer.expect(wire.Steer, run_id=start.run_id, within=1.0)
+
+    later = await world.container.comments().create(
+        LOCAL_OPERATOR, world.company_id, issue.id, body="And the lexer."
+    )
+    sent = await steering.steer_with_comment(
+        LOCAL_OPERATOR, world.company_id, start.run_id, later.id
+    )
+    assert not sent.duplicate
+    steer = await peer.expect(wire.Steer, run_id=start.run_id)
+    assert steer.text == "And the lexer."
