@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import uuid
 
-from litestar import Controller, delete, get, patch, post
-from litestar.status_codes import HTTP_200_OK
+from litestar import Controller, Response, delete, get, patch, post
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
@@ -35,7 +35,7 @@ class CommentController(Controller):
         )
         return pages.page([CommentOut.of_columns(r) for r in rows], end)
 
-    @post("/", opt=access(Access.WRITE), responses=error_responses(404))
+    @post("/", opt=access(Access.WRITE), responses=error_responses(404, 409))
     async def create_comment(
         self,
         company_id: uuid.UUID,
@@ -43,8 +43,14 @@ class CommentController(Controller):
         data: CommentCreate,
         comments: CommentService,
         actor: Actor,
-    ) -> CommentOut:
-        return CommentOut.of(await comments.create(actor, company_id, issue_id, body=data.body))
+    ) -> Response[CommentOut]:
+        """``201`` a new comment; ``200`` the ``idempotency_key``'s first comment, nothing
+        written again; ``409 idempotency_key_reused`` when the key was used for another."""
+        posted = await comments.post(
+            actor, company_id, issue_id, body=data.body, idempotency_key=data.idempotency_key
+        )
+        status = HTTP_200_OK if posted.replayed else HTTP_201_CREATED
+        return Response(CommentOut.of(posted.comment), status_code=status)
 
     @patch("/{comment_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 409))
     async def edit_comment(

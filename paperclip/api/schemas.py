@@ -252,6 +252,7 @@ class IssueOut(msgspec.Struct):
 
 class CommentCreate(msgspec.Struct, forbid_unknown_fields=True):
     body: Body
+    idempotency_key: IdempotencyKey | None = None
 
 
 class CommentUpdate(msgspec.Struct, forbid_unknown_fields=True):

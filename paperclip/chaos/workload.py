@@ -110,16 +110,21 @@ class Workload:
     def steer(self, api: httpx.Client, item: WorkItem, run_id: str) -> bool:
         """A person's comment on the item's issue, steered into its live run; True once sent.
 
-        Each steer's comment is made once (a retry after a refused steer reuses it)."""
+        Each steer's comment is made once: a retry after a refused steer reuses it, and
+        a POST whose answer was lost is sent again with the same idempotency key."""
         company = self.company_id
+        number = len(item.steered) + 1
         try:
             if not item.steer_comment:
                 r = api.post(
                     f"/companies/{company}/issues/{item.issue_id}/comments",
-                    json={"body": steer_body(item.label, len(item.steered) + 1)},
+                    json={
+                        "body": steer_body(item.label, number),
+                        "idempotency_key": f"{item.label}-steer-{number}",
+                    },
                 )
                 self._server_error("POST comment", r)
-                if r.status_code != 201:
+                if r.status_code not in (200, 201):
                     return False
                 item.steer_comment = r.json()["id"]
             r = api.post(

@@ -3,7 +3,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import CheckConstraint, DateTime, ForeignKey, String, Text
+from sqlalchemy import CheckConstraint, DateTime, ForeignKey, Index, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
@@ -25,6 +25,14 @@ class Comment(UUIDPrimaryKey, Timestamps, Base):
     __tablename__ = "comments"
     __table_args__ = (
         CheckConstraint("(author_agent_id IS NULL) <> (author_user_id IS NULL)", name="one_author"),
+        # A retried post with the same key is the first comment, never a second one.
+        Index(
+            "uq_comments_key",
+            "issue_id",
+            "idempotency_key",
+            unique=True,
+            postgresql_where=text("idempotency_key IS NOT NULL"),
+        ),
     )
 
     company_id: Mapped[uuid.UUID] = mapped_column(
@@ -44,3 +52,5 @@ class Comment(UUIDPrimaryKey, Timestamps, Base):
     )
     edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+    """The author's key for the post (optional): a retry with it finds this comment."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
@@ -16,6 +18,15 @@ from paperclip.services.actor import Actor
 from paperclip.services.queries import get_scoped
 from paperclip.services.wakes import request_wake
 
+IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    comment: Comment
+    replayed: bool = False
+    """The idempotency key's first comment: nothing was written again."""
+
 
 class CommentService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
@@ -24,8 +35,38 @@ class CommentService:
     async def create(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, *, body: str
     ) -> Comment:
-        async with self.sessions.begin() as session:
-            return await add_comment(session, actor, company_id, issue_id, body=body)
+        return (await self.post(actor, company_id, issue_id, body=body)).comment
+
+    async def post(
+        self,
+        actor: Actor,
+        company_id: uuid.UUID,
+        issue_id: uuid.UUID,
+        *,
+        body: str,
+        idempotency_key: str | None = None,
+    ) -> Posted:
+        """Post a comment. With an ``idempotency_key`` used before on the issue, it is that
+        first comment again (same author and body) or a conflict.
+
+        Two posts with one key at once: the unique index makes the second wait for the
+        first and then fail; its second attempt finds the first comment.
+        """
+        for attempt in range(2):
+            try:
+                async with self.sessions.begin() as session:
+                    if idempotency_key is not None:
+                        first = await _keyed(session, company_id, issue_id, idempotency_key)
+                        if first is not None:
+                            return Posted(_replayable(first, actor, body), replayed=True)
+                    comment = await add_comment(
+                        session, actor, company_id, issue_id, body=body, key=idempotency_key
+                    )
+                    return Posted(comment)
+            except IntegrityError:
+                if idempotency_key is None or attempt:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def edit(
         self,
@@ -101,8 +142,12 @@ async def add_comment(
     *,
     body: str,
     command_id: uuid.UUID | None = None,
+    key: str | None = None,
 ) -> Comment:
-    """Write a comment in the caller's transaction and wake the assignee when someone else wrote."""
+    """Write a comment in the caller's transaction and wake the assignee when someone else wrote.
+
+    ``key`` is the author's idempotency key (``CommentService.create`` checks it first).
+    """
     issue = await get_scoped(session, Issue, company_id, issue_id, "issue")
     by_agent = actor.type == "agent"
     comment = Comment(
@@ -114,6 +159,7 @@ async def add_comment(
         body=body,
         revision=body_revision(body),
         created_by_run_id=actor.run_id,
+        idempotency_key=key,
     )
     session.add(comment)
     await session.flush()
@@ -140,6 +186,34 @@ async def add_comment(
             payload={"comment_id": str(comment.id)},
         )
     return comment
+
+
+async def _keyed(
+    session: AsyncSession, company_id: uuid.UUID, issue_id: uuid.UUID, key: str
+) -> Comment | None:
+    return await session.scalar(
+        select(Comment).where(
+            Comment.company_id == company_id,
+            Comment.issue_id == issue_id,
+            Comment.idempotency_key == key,
+        )
+    )
+
+
+def _replayable(first: Comment, actor: Actor, body: str) -> Comment:
+    """The key's first comment when this post is its retry: the same author, and the same
+    body unless the comment was edited or deleted since (its first body is gone)."""
+    by_agent = actor.type == "agent"
+    author = str(first.author_agent_id) if by_agent else first.author_user_id
+    changed = first.edited_at is not None or first.deleted_at is not None
+    if author != actor.id or (first.body != body and not changed):
+        raise ConflictError(
+            "this idempotency_key was used for another comment on this issue; "
+            "use a new key for a new comment",
+            code=IDEMPOTENCY_KEY_REUSED,
+            field="idempotency_key",
+        )
+    return first
 
 
 async def issue_comments(session: AsyncSession, issue_id: uuid.UUID) -> list[Comment]:

@@ -33,14 +33,13 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.comments import add_comment
+from paperclip.services.comments import IDEMPOTENCY_KEY_REUSED, add_comment
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 CHAT_BY_AGENT = "conversation_by_agent_forbidden"
 CONVERSATION_CLOSED = "conversation_closed"
 AGENT_NOT_ASSIGNEE = "conversation_agent_not_assignee"
 CONVERSATION_BUSY = "conversation_busy"
-IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
 
 
 def user_ref(actor: Actor) -> str:

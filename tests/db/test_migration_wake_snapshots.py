@@ -6,6 +6,7 @@ import asyncio
 import uuid
 
 from paperclip_hookspecs.completion import CompletionReport, CompletionStage
+from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from paperclip.db import migrate
@@ -43,8 +44,10 @@ async def _old_run(url: str) -> uuid.UUID:
             for row in (company, agent, issue, run):  # no ORM relationships: in FK order
                 session.add(row)
                 await session.flush()
-            session.add(
-                Comment(
+            # Only the columns of 0004: the model has grown since (an INSERT of its
+            # every column would name ones the old schema does not have).
+            await session.execute(
+                insert(Comment).values(
                     company_id=company.id,
                     issue_id=issue.id,
                     author_user_id="someone",
