@@ -14,10 +14,13 @@ import os
 import subprocess
 import sys
 import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from tests.board.conftest import PHONE
+from tests.support.db import query
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
@@ -178,6 +181,16 @@ def test_hold_a_task_and_resolve_the_hold_from_the_keyboard(stack, page, screens
         "released",
         "operator",
     )
+
+    # A comment from the form is sent with a key of its own: a retry cannot post it twice.
+    page.get_by_label("Comment", exact=True).fill("The freeze ends on Friday.")
+    page.get_by_role("button", name="Post comment").click()
+    expect(page.locator("ol.comments li")).to_have_count(1)
+    expect(page.locator("ol.comments")).to_contain_text("The freeze ends on Friday.")
+    sql = "SELECT idempotency_key FROM comments WHERE issue_id = $1"
+    with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
+        [keyed] = pool.submit(query, stack.database_url, sql, uuid.UUID(issue["id"])).result()
+    assert keyed["idempotency_key"]
 
 
 def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothing(stack, page):

@@ -43,6 +43,13 @@ export const get = (path) => api("GET", path);
 export const post = (path, body = {}) => api("POST", path, body);
 export const patch = (path, body) => api("PATCH", path, body);
 
+/** Keys for a text a person sends: the same text sent again after a failure (its answer
+ * lost) keeps its key, so the server finds the first one instead of writing a second. */
+export function keyFor(previous, body) {
+  if (previous && previous.body === body) return previous;
+  return { body, key: globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}` };
+}
+
 /** Every item of a paged list (bounded: at most `max` items). */
 export async function all(path, max = 1000) {
   const items = [];

@@ -1,7 +1,7 @@
 // The agent chat and the interaction cards of an issue, over the public API (docs/chat.md).
 // Both panels poll while they are on the page; a request that fails says why and retries.
 
-import { all, get, post, q } from "./api.js";
+import { all, get, keyFor, post, q } from "./api.js";
 import { clear, field, h } from "./dom.js";
 
 const POLL_MS = 1500;
@@ -63,14 +63,12 @@ export function renderChat({ companyId, issue }) {
     }
     show();
   });
-  // The same text sent again after a failure (its answer lost) keeps its key: the
-  // server then finds the first message instead of writing a second one.
-  let unsent = null;
+  let unsent = null; // the message not known to be sent, and its idempotency key
   send.addEventListener("click", async () => {
     const body = box.value.trim();
     if (!body || !conversation) return;
     send.disabled = true;
-    if (!unsent || unsent.body !== body) unsent = { body, key: messageKey() };
+    unsent = keyFor(unsent, body);
     try {
       await post(`${base}/conversations/${conversation.id}/messages`, { body, idempotency_key: unsent.key });
       unsent = null;
@@ -89,10 +87,6 @@ export function renderChat({ companyId, issue }) {
   refresh().catch((error) => clear(note).append(refusal(error)));
   polling(node, refresh);
   return node;
-}
-
-function messageKey() {
-  return globalThis.crypto?.randomUUID?.() ?? `${Date.now()}-${Math.random().toString(16).slice(2)}`;
 }
 
 const ACTIONS = {

@@ -1,7 +1,7 @@
 // One issue: what it is, who has it, its comments, runs (the latest one live), holds,
 // and the slots for the chat and the agent's questions.
 
-import { all, get, patch, post } from "../api.js";
+import { all, get, keyFor, patch, post } from "../api.js";
 import { badge, clear, errorBox, field, h, when } from "../dom.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
@@ -75,10 +75,13 @@ export async function issueView(companyId, issueId, signal) {
   const commentList = h("ol", { class: "comments", "aria-label": "Comments" });
   const commentBody = h("textarea", { name: "body", rows: 3, required: true });
   const commentStatus = h("div", { "aria-live": "polite" });
+  let unsent = null; // the comment not known to be posted, and its idempotency key
   const commentForm = h("form", {
     "aria-label": "New comment",
     onsubmit: sending(commentStatus, async () => {
-      await post(`${path}/comments`, { body: commentBody.value });
+      unsent = keyFor(unsent, commentBody.value);
+      await post(`${path}/comments`, { body: commentBody.value, idempotency_key: unsent.key });
+      unsent = null;
       commentBody.value = "";
       await refresh();
     }),
