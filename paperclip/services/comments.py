@@ -146,7 +146,7 @@ async def add_comment(
 ) -> Comment:
     """Write a comment in the caller's transaction and wake the assignee when someone else wrote.
 
-    ``key`` is the author's idempotency key (``CommentService.create`` checks it first).
+    ``key`` is the author's idempotency key (``CommentService.post`` checks it first).
     """
     issue = await get_scoped(session, Issue, company_id, issue_id, "issue")
     by_agent = actor.type == "agent"
