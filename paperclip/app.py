@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -9,10 +11,9 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Router
 from litestar.di import Provide
 
-from paperclip.api.access import authorize
 from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
-from paperclip.api.auth import authenticate, current_actor
+from paperclip.api.auth import admit, current_actor
 from paperclip.api.board import BOARD_ROUTES
 from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
@@ -80,9 +81,14 @@ def create_app(
         app.state.cursor_codec = CursorCodec(secret)
         app.state.run_engine = container.run_engine()
         await app.state.run_engine.start()
+        # Checked keys are remembered while this replica hears of every change to a key.
+        keys = asyncio.create_task(app.state.api_keys.cache.listen(app.state.engine))
         try:
             yield
         finally:
+            keys.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keys
             await app.state.run_engine.stop()
             await container.engine().dispose()
             if owns_container:
@@ -111,7 +117,7 @@ def create_app(
     authenticated = settings.deployment_mode is DeploymentMode.AUTHENTICATED
     app = Litestar(
         route_handlers=[api, *BOARD_ROUTES],
-        guards=[authenticate, authorize],
+        guards=[admit],
         dependencies={
             "actor": Provide(current_actor, sync_to_thread=False),
             "pages": Provide(provide_pages, sync_to_thread=False),

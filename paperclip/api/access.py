@@ -60,7 +60,7 @@ def route_access(handler: BaseRouteHandler) -> Access | None:
 async def authorize(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """Guard after ``authenticate``: the caller's company and role against the route's access."""
+    """After ``authenticate`` (``paperclip.api.auth.admit``): the caller's company and role against the route's access."""
     level = route_access(handler)
     if level is Access.PUBLIC:
         return

@@ -7,7 +7,7 @@ from typing import Any
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from paperclip.api.access import ACTOR_KEY, Access, route_access
+from paperclip.api.access import ACTOR_KEY, Access, authorize, route_access
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
@@ -22,10 +22,19 @@ def bearer_token(connection: ASGIConnection[Any, Any, Any, Any]) -> str | None:
     return token.strip()
 
 
+async def admit(connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler) -> None:
+    """The guard of every route: who is calling (``authenticate``), then may they (``authorize``).
+
+    One guard, not two: Litestar copies the route handler for each guard it runs.
+    """
+    await authenticate(connection, handler)
+    await authorize(connection, handler)
+
+
 async def authenticate(
     connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
 ) -> None:
-    """Guard of every route but public ones: resolve the actor or answer 401."""
+    """Resolve the actor, or answer 401 (public routes need none)."""
     if route_access(handler) is Access.PUBLIC:
         return
     app_state = connection.app.state

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
-from litestar import Controller, Response, delete, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
+from paperclip.api.cursors import provide_pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
@@ -26,10 +27,13 @@ class CommentController(Controller):
         company_id: uuid.UUID,
         issue_id: uuid.UUID,
         issue_reads: IssueReads,
-        pages: Pages,
+        request: Request[Any, Any, Any],
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CommentOut]:
+        # The API's most frequent read takes one dependency: with two, Litestar resolves
+        # them in a task group, a tenth of this request's cost.
+        pages = provide_pages(request)
         rows, end = await issue_reads.comments(
             company_id, issue_id, after=pages.after(cursor), limit=limit
         )

@@ -53,11 +53,12 @@ class RequestGate:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        headers = _headers(scope)
         try:
-            self._check_origin(scope)
+            self._check_origin(headers)
             if scope["type"] == "http":
                 _check_query(scope)
-                receive = await self._checked_body(scope, receive)
+                receive = await self._checked_body(scope, headers, receive)
         except Refusal as refusal:
             await _refuse(scope, receive, send, refusal)
             return
@@ -71,8 +72,7 @@ class RequestGate:
             send = _options_answer(send)
         await self.app(scope, receive, send)
 
-    def _check_origin(self, scope: Scope) -> None:
-        headers = _headers(scope)
+    def _check_origin(self, headers: dict[str, str]) -> None:
         host = headers.get("host")
         # In the no-login mode only loopback names are this server's; with login,
         # any name is, unless the operator listed them.
@@ -94,8 +94,9 @@ class RequestGate:
                 "only its own user and its own pages",
             )
 
-    async def _checked_body(self, scope: Scope, receive: Receive) -> Receive:
-        headers = _headers(scope)
+    async def _checked_body(
+        self, scope: Scope, headers: dict[str, str], receive: Receive
+    ) -> Receive:
         declared = headers.get("content-length")
         has_body = (declared not in (None, "0")) or "transfer-encoding" in headers
         if not has_body and scope["method"] not in BODY_METHODS:

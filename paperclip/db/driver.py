@@ -1,19 +1,24 @@
-"""The asyncpg connection under a SQLAlchemy session, for the run engine's hottest statements.
+"""The asyncpg connection under SQLAlchemy, for the hottest statements.
 
 The tool journal and the runner outbox are written for every tool call. Their
 statements are plain SQL over arrays (one statement for a whole batch of
 calls) sent straight to asyncpg, which prepares and caches them: SQLAlchemy's
-compile and result layers would cost more than the database does. Everything
-else goes through SQLAlchemy.
+compile and result layers would cost more than the database does. The API's
+most frequent requests (a key's check, an issue and its comments) are one
+statement each, on a pooled connection without a session. Everything else
+goes through SQLAlchemy.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import asyncpg
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.util import greenlet_spawn
 
 
 async def driver_connection(session: AsyncSession) -> asyncpg.Connection:
@@ -26,6 +31,31 @@ async def driver_connection(session: AsyncSession) -> asyncpg.Connection:
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     return cast(asyncpg.Connection, raw.driver_connection)
+
+
+def engine_of(sessions: async_sessionmaker[AsyncSession]) -> AsyncEngine:
+    """The engine a session factory is bound to."""
+    return cast(AsyncEngine, sessions.kw["bind"])
+
+
+@asynccontextmanager
+async def plain_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
+    """A pooled connection's asyncpg connection, for statements that each commit on their own.
+
+    No session and no SQLAlchemy connection around it: for a one-statement
+    read those cost about twice what the statement does. Do not begin a
+    transaction on it. A connection that died under the statement is
+    discarded rather than handed back to the pool.
+    """
+    raw = await engine.raw_connection()
+    connection = cast(asyncpg.Connection, raw.driver_connection)
+    try:
+        yield connection
+    finally:
+        if connection.is_closed():
+            await greenlet_spawn(raw.invalidate)
+        else:
+            raw.close()  # back to the pool; with no transaction open, no I/O
 
 
 def jsonb(value: Any) -> str:

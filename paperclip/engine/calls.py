@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import is_unavailable, log_failure
-from paperclip.db.driver import driver_connection
+from paperclip.db.driver import driver_connection, engine_of, plain_connection
 from paperclip.engine import journal, outbox
 from paperclip.engine.callbacks import CallbackMemory
 from paperclip.engine.executor import ToolExecutor
@@ -52,6 +52,7 @@ class CallPipeline:
         memory: CallbackMemory | None = None,
     ) -> None:
         self.sessions = sessions
+        self.engine = engine_of(sessions)  # admission: one statement, no session around it
         self.ownership = ownership
         self.gate = gate
         self.plugins = plugins
@@ -102,11 +103,9 @@ class CallPipeline:
                 repeats.append(key)
             requests.setdefault(key, request)
         if requests:
-            async with self.sessions() as session:
+            async with plain_connection(self.engine) as connection:
                 admitted = await journal.admit_many(
-                    await driver_connection(session),
-                    list(requests.values()),
-                    instance=self.instance,
+                    connection, list(requests.values()), instance=self.instance
                 )
             failpoint("engine.tool.admitted.before_dispatch")
             for key, request in requests.items():

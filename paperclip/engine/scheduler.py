@@ -13,13 +13,13 @@ import logging
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
+from paperclip.db.listen import hold_listener
 from paperclip.engine import outbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
@@ -106,29 +106,21 @@ class WakeScheduler:
         """Hold a connection that LISTENs on the wake channel; re-establish it when it breaks."""
         if self.engine is None:
             return
-        while True:
-            try:
-                async with self.engine.connect() as connection:
-                    raw = (await connection.get_raw_connection()).driver_connection
-                    lost = asyncio.Event()
-                    raw.add_termination_listener(lambda _conn, lost=lost: lost.set())
-                    await raw.add_listener(CHANNEL, self._notified)
-                    self.listening.set()
-                    self.nudge()  # anything committed before LISTEN took effect
-                    try:
-                        await lost.wait()
-                    finally:
-                        self.listening.clear()
-                        with contextlib.suppress(Exception):
-                            await raw.remove_listener(CHANNEL, self._notified)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.info("wake notifications unavailable (%s); polling meanwhile", exc)
-            await asyncio.sleep(LISTEN_RETRY_SECONDS)
+        await hold_listener(
+            self.engine,
+            CHANNEL,
+            self.nudge,
+            self._listening,
+            log,
+            retry_seconds=LISTEN_RETRY_SECONDS,
+        )
 
-    def _notified(self, *_: Any) -> None:
-        self.nudge()
+    def _listening(self, listening: bool) -> None:
+        if listening:
+            self.listening.set()
+            self.nudge()  # anything committed before LISTEN took effect
+        else:
+            self.listening.clear()
 
     async def claim_wakes(self) -> int:
         """Start what waits for a runner connected here: queued turns of runs that go on after

@@ -10,14 +10,15 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from paperclip.db.driver import driver_connection
+from paperclip.db.driver import plain_connection
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import ApiKey, KeyRole
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import require_company
+from paperclip.services.key_cache import KeyCache
 from paperclip.services.queries import Cursor, keyset_page
 
 KEY_PREFIX = "pck_"
@@ -50,8 +51,11 @@ def clean_name(name: str) -> str:
 
 
 class ApiKeyService:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], engine: AsyncEngine) -> None:
         self.sessions = sessions
+        self.engine = engine  # the per-request check, without a session
+        self.cache = KeyCache()
+        """Filled only while ``self.cache.listen`` runs (the server's lifespan)."""
 
     async def create(
         self,
@@ -146,26 +150,33 @@ class ApiKeyService:
                 entity_id=key.id,
                 company_id=key.company_id,
             )
+        self.cache.forget()  # here at once; other replicas at their notification
         return key
 
     async def authenticate(self, secret: str) -> Actor | None:
         """The caller of the live key with this secret, or None. Marks it used.
 
-        One read per request; the mark is written only when it is older than
-        ``LAST_USED_EVERY``, so a busy key costs no commit per request
-        (``last_used_at`` is exact to that much). Revocation still counts at
-        the next request: every request reads the key.
+        A key this replica checked in the last seconds is not read again
+        (``paperclip.services.key_cache``: any change to a key makes every
+        replica forget at its commit). A read marks the key used only when
+        the mark is older than ``LAST_USED_EVERY``, so a busy key costs no
+        commit per request (``last_used_at`` is exact to about that much).
         """
-        async with self.sessions() as session:
-            connection = await driver_connection(session)  # each statement commits on its own
-            row = await connection.fetchrow(LIVE_KEY, hash_key(secret), LAST_USED_EVERY)
+        key_hash = hash_key(secret)
+        if (known := self.cache.get(key_hash)) is not None:
+            return known
+        generation = self.cache.generation
+        async with plain_connection(self.engine) as connection:  # each statement commits alone
+            row = await connection.fetchrow(LIVE_KEY, key_hash, LAST_USED_EVERY)
             if row is None:
                 return None
             if row["stale"]:
                 await connection.execute(MARK_USED, row["id"], LAST_USED_EVERY)
-        return Actor(
+        actor = Actor(
             type="api_key",
             id=str(row["id"]),
             company_id=row["company_id"],
             role=KeyRole(row["role"]),
         )
+        self.cache.remember(key_hash, actor, generation)
+        return actor

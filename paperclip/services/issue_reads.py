@@ -4,8 +4,9 @@ They are the API's most frequent requests (a board shows an issue with its
 comments, and clients poll it). Through the ORM each read costs a
 transaction (``BEGIN``, ``ROLLBACK``), a compiled statement and an object per
 row, several times what the database does for it. Here each is one prepared
-statement on the session's asyncpg connection, outside a transaction (a
-single read needs none), and the rows go out as asyncpg returns them.
+statement on a pooled asyncpg connection without a session, outside a
+transaction (a single read needs none), and the rows go out as asyncpg
+returns them.
 
 Both are scoped to the company in the statement itself: an issue of another
 company is ``issue_not_found``, exactly as a missing one.
@@ -14,18 +15,23 @@ company is ``issue_not_found``, exactly as a missing one.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from paperclip.db.driver import driver_connection
+from paperclip.db.driver import plain_connection
 from paperclip.errors import NotFoundError
 from paperclip.services.queries import Cursor
+
+Columns = Mapping[str, Any]
+"""A row as the driver returns it, read by column name."""
 
 ISSUE_COLUMNS = (
     "id, company_id, identifier, number, title, description, status, priority,"
     " assignee_agent_id, parent_id, created_at, updated_at"
 )
+# In the order of the API's CommentOut fields: it is built from a row by position.
 COMMENT_COLUMNS = (
     "id, company_id, issue_id, author_agent_id, author_user_id, body, revision,"
     " created_by_run_id, edited_at, deleted_at, created_at"
@@ -34,20 +40,21 @@ COMMENT_COLUMNS = (
 ISSUE = f"SELECT {ISSUE_COLUMNS} FROM issues WHERE id = $2 AND company_id = $1"
 
 
-def _comments_page(after: bool) -> str:
-    """The issue (its id, or no row when it is not the company's) and one page of its comments.
+ISSUE_EXISTS = "SELECT true FROM issues WHERE id = $2 AND company_id = $1"
 
-    One statement: the issue's row is the anchor, its comments are joined
-    laterally, so a missing issue is no row at all and an issue without
-    comments is one row of NULLs. ``(created_at, id)`` order, as every list.
+
+def _comments_page(after: bool) -> str:
+    """One page of an issue's comments, ``(created_at, id)`` order as every list.
+
+    Scoped by the comment's own ``company_id``: another company's issue has no
+    comments here. A comment goes with its issue (``ON DELETE CASCADE``), so
+    a row found means the issue exists; only an empty page asks whether it does.
     """
-    keyset = " AND (cm.created_at, cm.id) > ($4, $5)" if after else ""
+    keyset = " AND (created_at, id) > ($4, $5)" if after else ""
     return (
-        f"SELECT i.id AS found, c.* FROM issues i LEFT JOIN LATERAL ("
-        f" SELECT {COMMENT_COLUMNS} FROM comments cm"
-        f" WHERE cm.company_id = i.company_id AND cm.issue_id = i.id{keyset}"
-        f" ORDER BY cm.created_at, cm.id LIMIT $3) c ON true"
-        f" WHERE i.id = $2 AND i.company_id = $1"
+        f"SELECT {COMMENT_COLUMNS} FROM comments"
+        f" WHERE company_id = $1 AND issue_id = $2{keyset}"
+        f" ORDER BY created_at, id LIMIT $3"
     )
 
 
@@ -58,39 +65,32 @@ COMMENTS_NEXT_PAGE = _comments_page(after=True)
 class IssueReads:
     """Read an issue and its comments for the API (writes stay with the services)."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self.sessions = sessions
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
 
-    async def issue(self, company_id: uuid.UUID, issue_id: uuid.UUID) -> dict[str, Any]:
+    async def issue(self, company_id: uuid.UUID, issue_id: uuid.UUID) -> Columns:
         """The issue's columns, or ``issue_not_found``."""
-        async with self.sessions() as session:
-            row = await (await driver_connection(session)).fetchrow(ISSUE, company_id, issue_id)
+        async with plain_connection(self.engine) as connection:
+            row = await connection.fetchrow(ISSUE, company_id, issue_id)
         if row is None:
             raise NotFoundError.of("issue", issue_id)
-        return dict(row)
+        return row
 
     async def comments(
         self, company_id: uuid.UUID, issue_id: uuid.UUID, *, after: Cursor | None, limit: int
-    ) -> tuple[list[dict[str, Any]], Cursor | None]:
+    ) -> tuple[list[Columns], Cursor | None]:
         """One page of the issue's comments (deleted ones included, bodies emptied) and the next page's start."""
         if after is None:
             statement, args = COMMENTS_FIRST_PAGE, (company_id, issue_id, limit + 1)
         else:
             statement = COMMENTS_NEXT_PAGE
             args = (company_id, issue_id, limit + 1, after.created_at, after.id)
-        async with self.sessions() as session:
-            rows = await (await driver_connection(session)).fetch(statement, *args)
-        if not rows:
-            raise NotFoundError.of("issue", issue_id)
-        comments = [_without_anchor(r) for r in rows if r["id"] is not None]
+        async with plain_connection(self.engine) as connection:
+            comments = await connection.fetch(statement, *args)
+            if not comments and not await connection.fetchval(ISSUE_EXISTS, company_id, issue_id):
+                raise NotFoundError.of("issue", issue_id)
         if len(comments) > limit:
             comments = comments[:limit]
             last = comments[-1]
             return comments, Cursor(last["created_at"], last["id"])
         return comments, None
-
-
-def _without_anchor(row: Any) -> dict[str, Any]:
-    comment = dict(row)
-    del comment["found"]
-    return comment

@@ -1,13 +1,16 @@
 """The issue page's reads (plain SQL) and the per-request key check answer as the ORM path did.
 
 Both were rewritten for throughput (``paperclip.services.issue_reads``,
-``ApiKeyService.authenticate``); these pin what they must keep: company
-scoping, 404s, paging order and cursors, deleted comments, revocation at the
-next request, and a key's use recorded without a write per request.
+``ApiKeyService.authenticate`` and its ``KeyCache``); these pin what they must
+keep: company scoping, 404s, paging order and cursors, deleted comments,
+revocation at the next request (within a moment when revoked elsewhere), and a
+key's use recorded without a write per request.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -15,7 +18,13 @@ import httpx
 import pytest
 from sqlalchemy import text
 
+from paperclip.api.schemas import CommentOut
 from paperclip.app import create_app
+from paperclip.db.driver import plain_connection
+from paperclip.services.actor import Actor
+from paperclip.services.api_keys import hash_key
+from paperclip.services.issue_reads import COMMENT_COLUMNS
+from paperclip.services.key_cache import CHANNEL, KeyCache
 from paperclip.settings import DeploymentMode
 from paperclip.testing import running_lifespan
 
@@ -142,6 +151,7 @@ async def test_a_key_is_marked_used_at_most_once_a_minute(keyed, paperclip_conta
     assert first is not None
     assert (await client.get(f"/api/companies/{company['id']}", headers=as_viewer)).is_success
     assert await last_used(paperclip_container, key_id) == first  # no write per request
+    paperclip_container.api_keys().cache.forget()  # as when its entry lapses: read again
     stale = datetime.now(UTC) - timedelta(minutes=2)
     async with paperclip_container.sessions().begin() as session:
         await session.execute(
@@ -181,3 +191,95 @@ async def test_a_viewer_key_reads_the_issue_page_but_not_another_company(keyed):
         assert r.status_code == 404 and r.json()["code"] == "company_not_found"
     r = await client.get(base, headers={"authorization": "Bearer pck_not-a-key"})
     assert r.status_code == 401 and r.json()["code"] == "invalid_api_key"
+
+
+async def until(condition, seconds: float = 5.0) -> float:
+    """Wait until ``condition()`` holds; how long it took."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < seconds, "timed out"
+        await asyncio.sleep(0.01)
+    return time.monotonic() - started
+
+
+async def test_a_key_revoked_elsewhere_is_refused_within_a_moment(keyed, paperclip_container):
+    """Another process (the CLI, another replica) revokes: the trigger's NOTIFY makes this one forget."""
+    client, company, secret, key_id = keyed
+    cache = paperclip_container.api_keys().cache
+    await until(lambda: cache.listening)
+    as_viewer = {"authorization": f"Bearer {secret}"}
+    url = f"/api/companies/{company['id']}"
+    assert (await client.get(url, headers=as_viewer)).is_success
+    assert cache.get(hash_key(secret)) is not None  # remembered: the next request reads no key
+    async with plain_connection(paperclip_container.engine()) as elsewhere:
+        await elsewhere.execute(
+            "UPDATE api_keys SET revoked_at = now() WHERE id = $1", uuid.UUID(key_id)
+        )
+    await until(lambda: cache.get(hash_key(secret)) is None, seconds=2.0)
+    r = await client.get(url, headers=as_viewer)
+    assert r.status_code == 401 and r.json()["code"] == "invalid_api_key"
+
+
+async def test_nothing_is_remembered_while_the_replica_cannot_hear_of_changes(
+    keyed, paperclip_container
+):
+    client, company, secret, _ = keyed
+    cache = paperclip_container.api_keys().cache
+    await until(lambda: cache.listening)
+    async with plain_connection(paperclip_container.engine()) as admin:
+        killed = await admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE $1",
+            f"%LISTEN%{CHANNEL}%",
+        )
+    assert killed >= 1
+    await until(lambda: not cache.listening)
+    url = f"/api/companies/{company['id']}"
+    assert (await client.get(url, headers={"authorization": f"Bearer {secret}"})).is_success
+    assert cache.get(hash_key(secret)) is None  # read, not remembered
+    await until(lambda: cache.listening)  # the listener comes back by itself
+
+
+async def test_only_a_change_to_a_key_notifies(keyed, paperclip_container):
+    _, _, _, key_id = keyed
+    heard: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_notify(_connection, _pid, channel, _payload):
+        heard.put_nowait(channel)
+
+    async with plain_connection(paperclip_container.engine()) as listener:
+        await listener.add_listener(CHANNEL, on_notify)
+        try:
+            async with plain_connection(paperclip_container.engine()) as writer:
+                mark = "UPDATE api_keys SET last_used_at = now() WHERE id = $1"
+                await writer.execute(mark, uuid.UUID(key_id))
+                with pytest.raises(TimeoutError):  # a request's use mark: nothing to forget
+                    await asyncio.wait_for(heard.get(), 0.3)
+                revoke = "UPDATE api_keys SET revoked_at = now() WHERE id = $1"
+                await writer.execute(revoke, uuid.UUID(key_id))
+                assert await asyncio.wait_for(heard.get(), 5) == CHANNEL
+        finally:
+            await listener.remove_listener(CHANNEL, on_notify)
+
+
+def test_a_comment_row_is_in_the_order_of_the_answer_fields():
+    """``CommentOut.of_columns`` takes the row by position."""
+    assert COMMENT_COLUMNS.split(", ") == list(CommentOut.__struct_fields__)
+
+
+def test_a_read_begun_before_a_change_is_not_remembered():
+    cache = KeyCache(keep_seconds=60)
+    actor = Actor(type="api_key", id="k", company_id=uuid.uuid4())
+    cache.remember("h", actor, cache.generation)
+    assert cache.get("h") is None  # not listening: nothing is remembered
+    cache.listening = True
+    began = cache.generation
+    cache.forget()  # a key changed while the read was under way
+    cache.remember("h", actor, began)
+    assert cache.get("h") is None
+    cache.remember("h", actor, cache.generation)
+    assert cache.get("h") is actor
+    lapsing = KeyCache(keep_seconds=0)
+    lapsing.listening = True
+    lapsing.remember("h", actor, lapsing.generation)
+    assert lapsing.get("h") is None  # lapsed: read again
