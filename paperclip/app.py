@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -83,6 +84,9 @@ def create_app(
         await app.state.run_engine.start()
         # Checked keys are remembered while this replica hears of every change to a key.
         keys = asyncio.create_task(app.state.api_keys.cache.listen(app.state.engine))
+        # What startup made lives as long as the process: the collector need not scan it
+        # again at every full collection (about a tenth of a request's CPU at 8 clients).
+        gc.freeze()
         try:
             yield
         finally:
