@@ -11,6 +11,7 @@ goes through SQLAlchemy.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -44,13 +45,16 @@ async def plain_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connect
 
     No session and no SQLAlchemy connection around it: for a one-statement
     read those cost about twice what the statement does. Do not begin a
-    transaction on it. A connection that died under the statement is
-    discarded rather than handed back to the pool.
+    transaction on it. A connection that died under the statement, or whose
+    statement was cancelled, is discarded rather than handed back to the pool.
     """
     raw = await engine.raw_connection()
     connection = cast(asyncpg.Connection, raw.driver_connection)
     try:
         yield connection
+    except asyncio.CancelledError:
+        connection.terminate()  # cancelled mid-statement: what it left on the wire is unknown
+        raise
     finally:
         if connection.is_closed():
             await greenlet_spawn(raw.invalidate)

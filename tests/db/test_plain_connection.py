@@ -1,0 +1,56 @@
+"""``plain_connection``: a pooled asyncpg connection without a session, handed back only when sound."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from paperclip.db.driver import plain_connection
+
+
+async def test_a_connection_goes_back_to_the_pool_and_is_used_again(paperclip_container):
+    engine = paperclip_container.engine()
+    async with plain_connection(engine) as first:
+        assert await first.fetchval("SELECT 1") == 1
+    async with plain_connection(engine) as second:
+        assert second is first  # the pool's, not a new one
+        assert not second.is_in_transaction()  # each statement committed on its own
+
+
+async def test_a_cancelled_statement_does_not_hand_its_connection_back(paperclip_container):
+    engine = paperclip_container.engine()
+    started = asyncio.Event()
+    used = []
+
+    async def slow() -> None:
+        async with plain_connection(engine) as connection:
+            used.append(connection)
+            started.set()
+            await connection.execute("SELECT pg_sleep(30)")
+
+    task = asyncio.create_task(slow())
+    await started.wait()
+    await asyncio.sleep(0.2)  # the statement is on the server
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert used[0].is_closed()
+    async with plain_connection(engine) as next_one:
+        assert next_one is not used[0]
+        assert await next_one.fetchval("SELECT 1") == 1
+
+
+async def test_a_connection_that_died_under_its_statement_is_discarded(paperclip_container):
+    engine = paperclip_container.engine()
+    async with plain_connection(engine) as killer:
+        with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
+            async with plain_connection(engine) as victim:
+                await killer.execute("SELECT pg_terminate_backend($1)", victim.get_server_pid())
+                await victim.fetchval("SELECT 1")
+    assert victim.is_closed()
+    for _ in range(3):
+        async with plain_connection(engine) as after:
+            assert after is not victim
+            assert await after.fetchval("SELECT 1") == 1
