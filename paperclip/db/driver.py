@@ -11,7 +11,6 @@ goes through SQLAlchemy.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,21 +44,31 @@ async def plain_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connect
 
     No session and no SQLAlchemy connection around it: for a one-statement
     read those cost about twice what the statement does. Do not begin a
-    transaction on it. A connection that died under the statement, or whose
-    statement was cancelled, is discarded rather than handed back to the pool.
+    transaction on it, and raise nothing of your own under it: only an error
+    PostgreSQL answered a statement with leaves the connection to the pool.
+    Any other (a cancellation, a lost or broken connection) discards it.
     """
     raw = await engine.raw_connection()
     connection = cast(asyncpg.Connection, raw.driver_connection)
     try:
         yield connection
-    except asyncio.CancelledError:
-        connection.terminate()  # cancelled mid-statement: what it left on the wire is unknown
+    except BaseException as exc:
+        if not _answered(exc):
+            connection.terminate()  # its state on the wire is unknown: never hand it out again
         raise
     finally:
         if connection.is_closed():
             await greenlet_spawn(raw.invalidate)
         else:
             raw.close()  # back to the pool; with no transaction open, no I/O
+
+
+def _answered(exc: BaseException) -> bool:
+    """Whether ``exc`` is PostgreSQL's answer to a statement, after which the connection is idle."""
+    return isinstance(exc, asyncpg.PostgresError) and not isinstance(
+        exc,
+        (asyncpg.exceptions.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError),
+    )
 
 
 def jsonb(value: Any) -> str:

@@ -87,8 +87,9 @@ class IssueReads:
             args = (company_id, issue_id, limit + 1, after.created_at, after.id)
         async with plain_connection(self.engine) as connection:
             comments = await connection.fetch(statement, *args)
-            if not comments and not await connection.fetchval(ISSUE_EXISTS, company_id, issue_id):
-                raise NotFoundError.of("issue", issue_id)
+            found = bool(comments) or await connection.fetchval(ISSUE_EXISTS, company_id, issue_id)
+        if not found:
+            raise NotFoundError.of("issue", issue_id)
         if len(comments) > limit:
             comments = comments[:limit]
             last = comments[-1]

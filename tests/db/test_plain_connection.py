@@ -6,6 +6,7 @@ import asyncio
 
 import asyncpg
 import pytest
+from asyncpg.exceptions import InternalClientError
 
 from paperclip.db.driver import plain_connection
 
@@ -45,7 +46,9 @@ async def test_a_cancelled_statement_does_not_hand_its_connection_back(paperclip
 async def test_a_connection_that_died_under_its_statement_is_discarded(paperclip_container):
     engine = paperclip_container.engine()
     async with plain_connection(engine) as killer:
-        with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
+        # Which error the driver raises depends on when the server's goodbye arrives.
+        lost = (asyncpg.PostgresError, asyncpg.InterfaceError, InternalClientError, OSError)
+        with pytest.raises(lost):
             async with plain_connection(engine) as victim:
                 await killer.execute("SELECT pg_terminate_backend($1)", victim.get_server_pid())
                 await victim.fetchval("SELECT 1")
@@ -54,3 +57,12 @@ async def test_a_connection_that_died_under_its_statement_is_discarded(paperclip
         async with plain_connection(engine) as after:
             assert after is not victim
             assert await after.fetchval("SELECT 1") == 1
+
+
+async def test_an_error_the_server_answered_leaves_the_connection_to_the_pool(paperclip_container):
+    engine = paperclip_container.engine()
+    with pytest.raises(asyncpg.exceptions.DivisionByZeroError):
+        async with plain_connection(engine) as first:
+            await first.fetchval("SELECT 1 / 0")
+    async with plain_connection(engine) as second:
+        assert second is first and await second.fetchval("SELECT 1") == 1
