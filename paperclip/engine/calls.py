@@ -18,17 +18,18 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import is_unavailable, log_failure
-from paperclip.db.driver import driver_connection, engine_of, plain_connection
+from paperclip.db.driver import engine_of, plain_connection
 from paperclip.engine import journal, outbox
 from paperclip.engine.callbacks import CallbackMemory
 from paperclip.engine.executor import ToolExecutor
-from paperclip.engine.fence import StaleEpochError, lock_runs
+from paperclip.engine.fence import LockedRun, StaleEpochError
+from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import Admitted, RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.plugin_calls import PluginCalls
 from paperclip.failpoints import failpoint
-from paperclip.models import Run, RunToken, ToolCall, ToolCallStatus
+from paperclip.models import RunToken, ToolCall, ToolCallStatus
 from paperclip.plugins import PluginHost
 from paperclip.services.api_keys import hash_key
 from paperclip.wire.messages import ToolCall as ToolCallMessage
@@ -222,21 +223,22 @@ class CallPipeline:
         if not epochs:
             log.warning("tool calls of runs not controlled here were not dispatched")
             return []
-        async with self.sessions.begin() as session:
-            runs, refused = await lock_runs(session, epochs, instance=self.instance)
+        async with FencedTransaction.begin(self.sessions, epochs, instance=self.instance) as tx:
+            runs = tx.locked
             for run_id in {run_id for run_id, _, _ in batch} - runs.keys():
                 log.warning(
                     "tool calls of run %s not dispatched: %s",
                     run_id,
-                    refused.get(run_id, "this replica does not control it"),
+                    tx.refused.get(run_id, "this replica does not control it"),
                 )
             unread = [call_db_id for run_id, call_db_id, call in batch if call is None]
             stored: dict[int, ToolCall] = {}
             if unread:
-                rows = await session.execute(select(ToolCall).where(ToolCall.id.in_(unread)))
+                # A replay or a retry: rare, so through the ORM.
+                rows = await tx.session().execute(select(ToolCall).where(ToolCall.id.in_(unread)))
                 stored = {row.id: row for row in rows.scalars()}
             answers: dict[int, ToolResult] = {}
-            work: list[tuple[Run, journal.CallInput]] = []
+            work: list[tuple[LockedRun, journal.CallInput]] = []
             for run_id, call_db_id, call in batch:
                 if run_id not in runs or call_db_id in answers:
                     continue
@@ -256,7 +258,7 @@ class CallPipeline:
                     call = journal.CallInput.of(row)
                 answers[call_db_id] = reply_to(run_id, call.call_id, {}, False)  # filled in below
                 work.append((runs[run_id], call))
-            outcomes = await self.executor.execute_many(session, work)
+            outcomes = await self.executor.execute_many(tx, work)
             for (_, call), outcome in zip(work, outcomes, strict=True):
                 answers[call.id] = reply_to(
                     call.run_id, call.call_id, outcome.result, outcome.is_error
@@ -264,7 +266,7 @@ class CallPipeline:
             # One reply per call in the batch: a repeated call is answered again.
             replies = [answers[db_id] for _, db_id, _ in batch if db_id in answers]
             seqs = await journal.settle_many(
-                await driver_connection(session),  # in the transaction begun above
+                tx.driver,
                 [
                     journal.Settlement(
                         call.id,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
@@ -78,22 +79,49 @@ async def append_many(
 ) -> int:
     """Append events the logs do not hold yet, (run, source instance, events) each.
 
-    The runs' rows must be locked (``lock_run``): under that lock no other
-    writer runs for them, so filtering the known replay keys first keeps
-    ``seq`` gap-free; the unique constraint stays as the database's guarantee.
+    The runs' rows must be locked (``lock_run``); see ``append_rows``. The
+    session's runs hold their new counters afterwards.
+    """
+    if not any(events for _, _, events in entries):
+        return 0
+    # The runs are locked, so the session's transaction has begun: these join it.
+    added = await append_rows(
+        await driver_connection(session),
+        [(run.id, source, events) for run, source, events in entries],
+        may_repeat=may_repeat,
+    )
+    total = sum(added.values())
+    # The rows already hold the new counters: the session must neither write
+    # them again nor read stale ones.
+    for run, _, _ in entries:
+        if run.id in added:
+            set_committed_value(run, "last_event_seq", run.last_event_seq + added.pop(run.id))
+    return total
+
+
+async def append_rows(
+    connection: asyncpg.Connection,
+    entries: Sequence[tuple[uuid.UUID, str, Sequence[NewEvent]]],
+    *,
+    may_repeat: bool = True,
+) -> dict[uuid.UUID, int]:
+    """Append events the logs do not hold yet, (run id, source instance, events) each,
+    in the connection's transaction; returns how many each run got.
+
+    The runs' rows must be locked: under that lock no other writer runs for
+    them, so filtering the known replay keys first keeps ``seq`` gap-free;
+    the unique constraint stays as the database's guarantee.
     ``may_repeat=False`` skips that lookup when the caller knows the events
     are new (the effects of calls still pending in the journal: effects
     commit with the call's result).
     """
     keyed = [
-        ((run.id, source, event.source_seq), event)
-        for run, source, events in entries
+        ((run_id, source, event.source_seq), event)
+        for run_id, source, events in entries
         for event in events
     ]
     if not keyed:
-        return 0
-    # The runs are locked, so the session's transaction has begun: these join it.
-    connection = await driver_connection(session)
+        return {}
     known: set[tuple[uuid.UUID, str, int]] = set()
     if may_repeat:
         rows = await connection.fetch(
@@ -105,7 +133,7 @@ async def append_many(
         if key not in known:
             fresh.setdefault(key, event)  # the first copy of a repeated key stands
     if not fresh:
-        return 0
+        return {}
     rows_in_order = list(fresh.items())
     await connection.execute(
         APPEND,
@@ -115,12 +143,7 @@ async def append_many(
         [event.type for _, event in rows_in_order],
         [jsonb(event.payload) for _, event in rows_in_order],
     )
-    # The rows already hold the new counters: the session must neither write
-    # them again nor read stale ones.
     added: dict[uuid.UUID, int] = {}
     for key, _ in rows_in_order:
         added[key[0]] = added.get(key[0], 0) + 1
-    for run, _, _ in entries:
-        if run.id in added:
-            set_committed_value(run, "last_event_seq", run.last_event_seq + added.pop(run.id))
-    return len(rows_in_order)
+    return added

@@ -15,13 +15,12 @@ from functools import cache
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.db.driver import driver_connection
-from paperclip.engine.events import append_many
+from paperclip.engine.events import append_rows
+from paperclip.engine.fence import LockedRun
+from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.journal import CallInput, Receipt
 from paperclip.engine.tools import HANDLERS, ToolContext, ToolOutcome, error
-from paperclip.models import Run
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
 from paperclip.services.actor import Actor
@@ -51,9 +50,9 @@ class ToolExecutor:
         self.plugins = plugins
 
     async def execute_many(
-        self, session: AsyncSession, work: Sequence[tuple[Run, CallInput]]
+        self, tx: FencedTransaction, work: Sequence[tuple[LockedRun, CallInput]]
     ) -> list[ToolOutcome]:
-        """Run calls in order, in the caller's transaction (their runs' rows locked).
+        """Run calls in order, in the dispatch transaction (their runs' rows locked).
 
         The receipts of the whole batch are looked up in one statement and the
         log entries of all its effects appended in one; the new receipts are
@@ -69,20 +68,24 @@ class ToolExecutor:
             and call.arguments.get("command_id")
         ]
         receipts: dict[str, Receipt] = {}
-        connection = await driver_connection(session)  # the runs are locked: the transaction began
         if commands:
-            rows = await connection.fetch(RECEIPTS, commands)
+            rows = await tx.driver.fetch(RECEIPTS, commands)
             receipts = {row["command_id"]: Receipt(**row) for row in rows}
-        outcomes = [await self._execute(session, run, call, receipts) for run, call in work]
-        await append_many(
-            session,
-            [(run, "tool", o.events) for (run, _), o in zip(work, outcomes, strict=True)],
+        outcomes = [await self._execute(tx, run, call, receipts) for run, call in work]
+        added = await append_rows(
+            tx.driver,
+            [(run.id, "tool", o.events) for (run, _), o in zip(work, outcomes, strict=True)],
             may_repeat=False,  # the calls are pending, so none of their effects was committed
         )
+        tx.appended(added)
         return outcomes
 
     async def _execute(
-        self, session: AsyncSession, run: Run, call: CallInput, receipts: dict[str, Receipt]
+        self,
+        tx: FencedTransaction,
+        run: LockedRun,
+        call: CallInput,
+        receipts: dict[str, Receipt],
     ) -> ToolOutcome:
         spec = BY_NAME.get(call.tool)
         handler = HANDLERS.get(call.tool)
@@ -95,7 +98,7 @@ class ToolExecutor:
                 f"the arguments of {call.tool} are not valid: {problems[0].message}",
             )
         actor = Actor(type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id)
-        ctx = ToolContext(session, run, call, actor, self.plugins)
+        ctx = ToolContext(tx, run, call, actor, self.plugins)
         if not spec.writes:
             return await self._run(handler, ctx)
 

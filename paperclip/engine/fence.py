@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import defer
 
 from paperclip.errors import ConflictError, NotFoundError
@@ -61,7 +64,46 @@ async def lock_runs(
     Returns the runs that passed the fence, and a refusal for each that did not.
     """
     rows = (await session.execute(LOCK_RUNS, {"ids": list(epochs)})).scalars()
-    locked: dict[uuid.UUID, Run] = {}
+    return _fenced(rows, epochs, instance)
+
+
+@dataclass(frozen=True, slots=True)
+class LockedRun:
+    """A run's row as the plain lock reads it: the fence, and whom the run acts for."""
+
+    id: uuid.UUID
+    company_id: uuid.UUID
+    agent_id: uuid.UUID
+    issue_id: uuid.UUID | None
+    controller_instance: str | None
+    controller_epoch: int
+
+
+Locked = TypeVar("Locked", Run, LockedRun)
+
+LOCK_FENCED = """
+SELECT id, company_id, agent_id, issue_id, controller_instance, controller_epoch
+FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+"""
+
+
+async def lock_fenced(
+    connection: AsyncConnection, epochs: dict[uuid.UUID, int], *, instance: str
+) -> tuple[dict[uuid.UUID, LockedRun], dict[uuid.UUID, StaleEpochError]]:
+    """``lock_runs`` without the ORM: the runs' rows locked (in id order), their fence checked.
+
+    Sent through SQLAlchemy's connection, so it begins the transaction that
+    the statements sent straight to asyncpg afterwards join.
+    """
+    result = await connection.exec_driver_sql(LOCK_FENCED, (list(epochs),))
+    return _fenced((LockedRun(*row) for row in result), epochs, instance)
+
+
+def _fenced(
+    rows: Iterable[Locked], epochs: dict[uuid.UUID, int], instance: str
+) -> tuple[dict[uuid.UUID, Locked], dict[uuid.UUID, StaleEpochError]]:
+    """The locked rows that pass the fence, and a refusal for each run that does not."""
+    locked: dict[uuid.UUID, Locked] = {}
     refused: dict[uuid.UUID, StaleEpochError] = {}
     for run in rows:
         error = _fence_error(run, instance, epochs[run.id])
@@ -74,7 +116,7 @@ async def lock_runs(
     return locked, refused
 
 
-def _fence_error(run: Run, instance: str, epoch: int) -> StaleEpochError | None:
+def _fence_error(run: Run | LockedRun, instance: str, epoch: int) -> StaleEpochError | None:
     if run.controller_epoch == epoch and run.controller_instance == instance:
         return None
     return StaleEpochError(

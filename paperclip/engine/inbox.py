@@ -18,8 +18,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.endings import RunEndings
-from paperclip.engine.events import NewEvent, append_many
-from paperclip.engine.fence import lock_run, lock_runs
+from paperclip.engine.events import NewEvent, append_rows
+from paperclip.engine.fence import lock_run
+from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
@@ -166,17 +167,15 @@ class RunnerInbox:
             by_run.setdefault(message.run_id, []).append(
                 NewEvent(message.seq, message.event_type, message.payload)
             )
-        async with self.sessions.begin() as session:
-            runs, refused = await lock_runs(
-                session,
-                {run_id: self.ownership.epoch(run_id) for run_id in by_run},
-                instance=self.calls.instance,
-            )
-            if refused:
-                raise next(iter(refused.values()))  # this link is stale
-            await append_many(
-                session,
-                [(runs[run_id], link.instance, events) for run_id, events in by_run.items()],
+        epochs = {run_id: self.ownership.epoch(run_id) for run_id in by_run}
+        async with FencedTransaction.begin(
+            self.sessions, epochs, instance=self.calls.instance
+        ) as tx:
+            if tx.refused:
+                raise next(iter(tx.refused.values()))  # this link is stale
+            await append_rows(
+                tx.driver,
+                [(run_id, link.instance, events) for run_id, events in by_run.items()],
             )
         for message in messages:
             link.processed(message.seq)

@@ -19,8 +19,9 @@ from paperclip.engine.fence import lock_runs
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
-from paperclip.models import Run, RunEvent, RunStatus, ToolCall, ToolCallStatus
+from paperclip.models import RunEvent, ToolCall, ToolCallStatus
 from paperclip.wire.messages import ToolResult
+from tests.engine.controlled import controlled_runs
 from tests.support.memory import MemoryTransport
 
 INSTANCE = "replica-test"
@@ -31,32 +32,13 @@ pytestmark = pytest.mark.usefixtures("fixture_kind")
 @pytest.fixture
 async def runs(paperclip_client, paperclip_container):
     """Two running runs of one agent, controlled by INSTANCE at epoch 3."""
-    company = (await paperclip_client.post("/api/companies", json={"name": "Journal"})).json()
-    cid = company["id"]
-    agent = (
-        await paperclip_client.post(
-            f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"}
-        )
-    ).json()
-    ids = []
-    async with paperclip_container.sessions().begin() as session:
-        for _ in range(2):
-            issue = (
-                await paperclip_client.post(f"/api/companies/{cid}/issues", json={"title": "task"})
-            ).json()
-            run = Run(
-                id=uuid.uuid4(),
-                company_id=uuid.UUID(cid),
-                agent_id=uuid.UUID(agent["id"]),
-                issue_id=uuid.UUID(issue["id"]),
-                provider="codex",
-                status=RunStatus.RUNNING,
-                controller_instance=INSTANCE,
-                controller_epoch=3,
-            )
-            session.add(run)
-            ids.append(run.id)
-    return ids
+    return await controlled_runs(
+        paperclip_client,
+        paperclip_container,
+        [uuid.uuid4(), uuid.uuid4()],
+        instance=INSTANCE,
+        epoch=3,
+    )
 
 
 async def admit(container, requests):

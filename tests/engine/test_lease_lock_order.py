@@ -11,14 +11,17 @@ detected``, and the runner's link dropped with its calls in flight.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import Awaitable, Mapping
 
 import pytest
 from sqlalchemy import text
 
-from paperclip.engine.fence import lock_runs
+from paperclip.engine.fence import lock_fenced, lock_runs
+from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.leases import renew
-from paperclip.models import Run, RunStatus
+from tests.engine.controlled import controlled_runs
 
 INSTANCE = "replica-test"
 LOW = uuid.UUID("00000000-0000-4000-8000-000000000001")
@@ -30,40 +33,36 @@ pytestmark = pytest.mark.usefixtures("fixture_kind")
 @pytest.fixture
 async def runs(paperclip_client, paperclip_container):
     """Two running runs controlled here, written so the table holds the higher id first."""
-    company = (await paperclip_client.post("/api/companies", json={"name": "Leases"})).json()
-    cid = company["id"]
-    agent = (
-        await paperclip_client.post(
-            f"/api/companies/{cid}/agents", json={"name": "a", "provider": "fixture"}
-        )
-    ).json()
-    for run_id in (HIGH, LOW):
-        issue = (
-            await paperclip_client.post(f"/api/companies/{cid}/issues", json={"title": "task"})
-        ).json()
-        async with paperclip_container.sessions().begin() as session:
-            session.add(
-                Run(
-                    id=run_id,
-                    company_id=uuid.UUID(cid),
-                    agent_id=uuid.UUID(agent["id"]),
-                    issue_id=uuid.UUID(issue["id"]),
-                    provider="codex",
-                    status=RunStatus.RUNNING,
-                    controller_instance=INSTANCE,
-                    controller_epoch=1,
-                )
-            )
+    await controlled_runs(
+        paperclip_client, paperclip_container, [HIGH, LOW], instance=INSTANCE, epoch=1
+    )
     yield
     async with paperclip_container.sessions().begin() as session:
         await session.execute(text("DELETE FROM runs WHERE id IN (:a, :b)"), {"a": LOW, "b": HIGH})
 
 
-async def test_a_renewal_and_a_batch_lock_never_wait_on_each_other(runs, paperclip_container):
+@pytest.mark.parametrize("plain", [False, True], ids=["session", "fenced-transaction"])
+async def test_a_renewal_and_a_batch_lock_never_wait_on_each_other(
+    runs, paperclip_container, plain
+):
     sessions = paperclip_container.sessions()
-    async with sessions.begin() as batch:
+    async with contextlib.AsyncExitStack() as stack:
         # A batch of the inbox or the journal holds the lower id, and will take the higher.
-        locked, _ = await lock_runs(batch, {LOW: 1}, instance=INSTANCE)
+        if plain:
+            tx = await stack.enter_async_context(
+                FencedTransaction.begin(sessions, {LOW: 1}, instance=INSTANCE)
+            )
+            locked: Mapping[uuid.UUID, object] = tx.locked
+
+            def lock_higher() -> Awaitable[tuple[Mapping[uuid.UUID, object], object]]:
+                return lock_fenced(tx.connection, {HIGH: 1}, instance=INSTANCE)
+        else:
+            batch = await stack.enter_async_context(sessions.begin())
+            locked, _ = await lock_runs(batch, {LOW: 1}, instance=INSTANCE)
+
+            def lock_higher() -> Awaitable[tuple[Mapping[uuid.UUID, object], object]]:
+                return lock_runs(batch, {HIGH: 1}, instance=INSTANCE)
+
         assert list(locked) == [LOW]
 
         async def renewal() -> set[uuid.UUID]:
@@ -78,8 +77,6 @@ async def test_a_renewal_and_a_batch_lock_never_wait_on_each_other(runs, papercl
         assert not renewing.done()
         # Without the one lock order, the renewal holds the higher id here: PostgreSQL
         # finds the cycle after its deadlock_timeout and ends one of the two.
-        locked, _ = await asyncio.wait_for(
-            lock_runs(batch, {HIGH: 1}, instance=INSTANCE), timeout=10
-        )
+        locked, _ = await asyncio.wait_for(lock_higher(), timeout=10)
         assert list(locked) == [HIGH]
     assert await asyncio.wait_for(renewing, timeout=10) == {LOW, HIGH}

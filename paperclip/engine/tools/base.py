@@ -9,6 +9,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.events import NewEvent
+from paperclip.engine.fence import LockedRun
+from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.journal import CallInput, Receipt
 from paperclip.models import Run
 from paperclip.plugins import PluginHost
@@ -29,8 +31,9 @@ class ToolOutcome:
 class ToolContext:
     """One call's execution: in the dispatch transaction, with its run's row locked."""
 
-    session: AsyncSession
-    run: Run
+    tx: FencedTransaction
+    locked: LockedRun
+    """The call's run as the lock read it (ids and fence); ``run()`` gives the whole row."""
     call: CallInput
     actor: Actor
     plugins: PluginHost
@@ -39,6 +42,15 @@ class ToolContext:
     @property
     def arguments(self) -> dict[str, Any]:
         return self.call.arguments
+
+    @property
+    def session(self) -> AsyncSession:
+        """An ORM session in the dispatch transaction (opened for the first tool that asks)."""
+        return self.tx.session()
+
+    async def run(self) -> Run:
+        """The run's row as an ORM object, to read more of it or change it (written at commit)."""
+        return await self.tx.run(self.locked.id)
 
 
 ToolHandler = Callable[[ToolContext], Awaitable[ToolOutcome]]

@@ -7,7 +7,7 @@ from paperclip.services.interactions import raise_card
 
 
 async def request_human_input(ctx: ToolContext) -> ToolOutcome:
-    run, arguments = ctx.run, ctx.arguments
+    run, arguments = await ctx.run(), ctx.arguments
     if run.issue_id is None:
         return error("no_task", "this run has no task to ask about")
     card = await raise_card(

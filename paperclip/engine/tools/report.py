@@ -16,7 +16,7 @@ from paperclip.prompts import read_execution_input, validate_completion
 
 
 async def finish(ctx: ToolContext) -> ToolOutcome:
-    run, arguments = ctx.run, ctx.arguments
+    run, arguments = await ctx.run(), ctx.arguments
     if run.result is not None:
         return error("already_finished", "this run already reported its result", result=run.result)
     references = arguments.get("references") or []
@@ -52,7 +52,7 @@ async def finish(ctx: ToolContext) -> ToolOutcome:
 
 
 async def block(ctx: ToolContext) -> ToolOutcome:
-    run = ctx.run
+    run = await ctx.run()
     if run.result is not None:
         return error("already_finished", "this run already reported its result", result=run.result)
     run.result = {
@@ -70,7 +70,7 @@ async def refused_references(
     """The references that the run's persisted execution input (v5 or v4) did not render."""
     # The dispatch loads runs without their execution input: it is the whole prompt.
     stored = (
-        await ctx.session.execute(select(Run.execution_input).where(Run.id == ctx.run.id))
+        await ctx.session.execute(select(Run.execution_input).where(Run.id == ctx.locked.id))
     ).scalar_one()
     if stored is None:
         return [dict(r, reason="not_rendered") for r in references]

@@ -9,7 +9,7 @@ from paperclip.services.comments import add_comment, issue_comments
 
 
 async def get_task_context(ctx: ToolContext) -> ToolOutcome:
-    run = ctx.run
+    run = ctx.locked
     if run.issue_id is None:
         return ToolOutcome({"issue": None, "comments": []})
     # The run's row is locked and its issue's deletion cascades to it: the issue exists.
@@ -47,7 +47,7 @@ def _comment(comment: Comment) -> dict[str, object]:
 
 
 async def post_comment(ctx: ToolContext) -> ToolOutcome:
-    run = ctx.run
+    run = ctx.locked
     if run.issue_id is None:
         return error("no_task", "this run has no task to comment on")
     comment = await add_comment(

@@ -34,7 +34,7 @@ SNAPSHOT_CHANGED = "wake_comments_snapshot_changed"
 
 
 async def read_current_wake_comments(ctx: ToolContext) -> ToolOutcome:
-    run, session = ctx.run, ctx.session
+    run, session = await ctx.run(), ctx.session
     try:
         found = await run_snapshot(session, run)
     except SnapshotBindingError as exc:
@@ -98,7 +98,7 @@ async def _pages_read(ctx: ToolContext, snapshot: WakeCommentSnapshot, revision:
         select(func.max(WakeCommentRead.page)).where(
             WakeCommentRead.snapshot_id == snapshot.id,
             WakeCommentRead.snapshot_revision == revision,
-            WakeCommentRead.run_id == ctx.run.id,
+            WakeCommentRead.run_id == ctx.locked.id,
         )
     )
     return int(done or 0)
