@@ -82,17 +82,23 @@ def create_app(
         app.state.cursor_codec = CursorCodec(secret)
         app.state.run_engine = container.run_engine()
         await app.state.run_engine.start()
-        # Checked keys are remembered while this replica hears of every change to a key.
-        keys = asyncio.create_task(app.state.api_keys.cache.listen(app.state.engine))
+        # Checked keys are remembered while this replica hears of every change to a key;
+        # the local mode checks none, so it holds no listening connection for them.
+        keys = (
+            asyncio.create_task(app.state.api_keys.cache.listen(app.state.engine))
+            if settings.deployment_mode is DeploymentMode.AUTHENTICATED
+            else None
+        )
         # What startup made lives as long as the process: the collector need not scan it
         # again at every full collection (about a tenth of a request's CPU at 8 clients).
         gc.freeze()
         try:
             yield
         finally:
-            keys.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keys
+            if keys is not None:
+                keys.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await keys
             await app.state.run_engine.stop()
             await container.engine().dispose()
             if owns_container:

@@ -240,6 +240,13 @@ async def test_nothing_is_remembered_while_the_replica_cannot_hear_of_changes(
     await until(lambda: cache.listening)  # the listener comes back by itself
 
 
+async def test_the_local_mode_listens_for_no_key(paperclip_client, paperclip_container):
+    """It checks no API key, so it holds no connection listening for changes to them."""
+    assert (await paperclip_client.get("/api/health")).is_success  # started
+    await asyncio.sleep(0.5)  # an authenticated app listens within milliseconds
+    assert not paperclip_container.api_keys().cache.listening
+
+
 async def test_only_a_change_to_a_key_notifies(keyed, paperclip_container):
     _, _, _, key_id = keyed
     heard: asyncio.Queue[str] = asyncio.Queue()
