@@ -45,8 +45,9 @@ class Child:
         self.proc: subprocess.Popen[bytes] | None = None
         self.armed = ""
         """The failpoints armed in the current process (``PAPERCLIP_FAILPOINTS``)."""
-        self.armed_at = 0.0
-        """When the current process was started (armed or not)."""
+        self.ready_at: float | None = None
+        """When the current process was first seen serving (a replica healthy, a runner
+        connected); None until then."""
         self.resting = False
         """The current process is the unarmed life after a failpoint death."""
         self.expected_exit = False
@@ -58,6 +59,7 @@ class Child:
 
     def start(self, armed: str = "") -> None:
         self.armed, self.expected_exit, self.resting = armed, False, False
+        self.ready_at = None
         self._log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         env = {**os.environ, **self.env, "PAPERCLIP_FAILPOINTS": armed}
         with self.log_path.open("ab") as log:

@@ -21,16 +21,56 @@ async def connect(url: str) -> Any:
     )
 
 
-async def live_turns(url: str, company_id: str, issues: list[str]) -> list[tuple[str, str]]:
-    """(issue, run) of the given issues' runs in a live turn now: those a person may steer."""
+async def fetch(url: str, sql: str, *args: Any) -> list[Any]:
+    """One query's rows, on a connection of its own."""
     conn = await connect(url)
     try:
-        rows = await conn.fetch(
-            "SELECT issue_id, id FROM runs WHERE company_id = $1 AND status = 'running' "
-            "AND phase = 'turn' AND issue_id = ANY($2::uuid[])",
-            uuid.UUID(company_id),
-            [uuid.UUID(i) for i in issues],
-        )
+        return list(await conn.fetch(sql, *args))
     finally:
         await conn.close()
+
+
+async def live_turns(url: str, company_id: str, issues: list[str]) -> list[tuple[str, str]]:
+    """(issue, run) of the given issues' runs in a live turn now: those a person may steer."""
+    rows = await fetch(
+        url,
+        "SELECT issue_id, id FROM runs WHERE company_id = $1 AND status = 'running' "
+        "AND phase = 'turn' AND issue_id = ANY($2::uuid[])",
+        uuid.UUID(company_id),
+        [uuid.UUID(i) for i in issues],
+    )
     return [(str(r["issue_id"]), str(r["id"])) for r in rows]
+
+
+async def settled_issues(url: str, company_id: str) -> dict[str, str]:
+    """Issue id -> ``succeeded`` (a run of it did) or ``held`` (it has an active hold)."""
+    rows = await fetch(
+        url,
+        "SELECT issue_id, 'succeeded' AS outcome FROM runs WHERE company_id = $1 "
+        "AND status = 'succeeded' UNION SELECT issue_id, 'held' FROM task_holds "
+        "WHERE company_id = $1 AND status = 'active'",
+        uuid.UUID(company_id),
+    )
+    return {str(r["issue_id"]): r["outcome"] for r in rows}
+
+
+async def unfinished_runs(url: str, company_id: str) -> int:
+    """Runs still queued or running, or succeeded with their answer not presented yet."""
+    rows = await fetch(
+        url,
+        "SELECT count(*) AS n FROM runs WHERE company_id = $1 AND ((status = 'succeeded' "
+        "AND answer IS NOT NULL AND presentation IS NULL) OR status IN ('queued', 'running'))",
+        uuid.UUID(company_id),
+    )
+    return int(rows[0]["n"])
+
+
+async def next_events(url: str, moments: list[Any]) -> list[Any]:
+    """For each moment, when the next run event of any run was stored (None: none since)."""
+    rows = await fetch(
+        url,
+        "SELECT t, (SELECT min(created_at) FROM run_events e WHERE e.created_at > t) AS next "
+        "FROM unnest($1::timestamptz[]) WITH ORDINALITY AS m(t, n) ORDER BY n",
+        moments,
+    )
+    return [r["next"] for r in rows]

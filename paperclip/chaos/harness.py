@@ -9,7 +9,6 @@ import shutil
 import signal
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import httpx
 
 from paperclip.chaos import cluster as procs
 from paperclip.chaos import report
-from paperclip.chaos.db import connect, live_turns
+from paperclip.chaos.db import live_turns, next_events, settled_issues, unfinished_runs
 from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
 from paperclip.chaos.invariants import Violation, active_twice, check_all
 from paperclip.chaos.points import (
@@ -252,7 +251,6 @@ class ChaosRun:
                     f"{n}=kill@{self.rng.randint(1, self.options.arm_spread)}" for n in names
                 )
         child.start(armed)
-        child.armed_at = time.monotonic()
 
     def _supervise(self, *, arm: bool = True) -> None:
         c = self.cluster
@@ -295,7 +293,11 @@ class ChaosRun:
         for child in self._children():
             if child.expected_exit or not child.alive():
                 continue
-            life = time.monotonic() - child.armed_at
+            # Its life counts from when it serves: on a loaded machine a start alone
+            # can take longer than the timeout, and every start would be stopped.
+            if child.ready_at is None:
+                continue
+            life = time.monotonic() - child.ready_at
             if child.armed and 0 < timeout <= life:
                 name = child.armed.partition("=")[0]
                 self.stale[name] = self.stale.get(name, 0) + 1
@@ -374,6 +376,21 @@ class ChaosRun:
             if r.status_code >= 500 and r.status_code != 503:
                 self.http_5xx.append(f"GET /api/health on cp{index}: {r.status_code}")
             self.health[index] = r.json() if r.status_code == 200 else None
+        self._mark_ready()
+
+    def _mark_ready(self) -> None:
+        """Note when each process first serves: a replica answers its health check, a
+        runner is connected (counted together: the replicas report how many are)."""
+        now = time.monotonic()
+        c = self.cluster
+        for index, child in enumerate(c.control_planes):
+            if child.ready_at is None and child.alive() and self.health.get(index) is not None:
+                child.ready_at = now
+        alive = [r for r in c.runners if r.alive()]
+        if alive and self._connected() >= len(alive):
+            for child in alive:
+                if child.ready_at is None:
+                    child.ready_at = now
 
     def _healthy(self, index: int) -> bool:
         if index not in self.health:
@@ -400,69 +417,31 @@ class ChaosRun:
         """Mark settled items; sample the one-active-run rule; True when every item is settled."""
         if self.cluster.postgres.down:
             return False
+        company = self.workload.company_id
         try:
-            rows, twice = asyncio.run(self._read_progress())
+            outcome = asyncio.run(settled_issues(self.cluster.postgres.url, company))
+            self.violations += asyncio.run(active_twice(self.cluster.postgres.url, company))
         except Exception:
             return False  # the database is restarting: next tick
-        self.violations += twice
-        outcome = {str(r["issue_id"]): r["outcome"] for r in rows}
         for item in self.workload.items:
             if item.assigned and not item.outcome:
                 item.outcome = outcome.get(item.issue_id, "")
         # Settled: every assigned item (in the settle phase nothing new is assigned).
         return all(item.outcome for item in self.workload.items if item.assigned)
 
-    async def _read_progress(self) -> tuple[list[Any], list[Violation]]:
-        company = self.workload.company_id
-        conn = await connect(self.cluster.postgres.url)
-        try:
-            rows = await conn.fetch(
-                "SELECT issue_id, 'succeeded' AS outcome FROM runs WHERE company_id = $1 "
-                "AND status = 'succeeded' UNION SELECT issue_id, 'held' FROM task_holds "
-                "WHERE company_id = $1 AND status = 'active'",
-                uuid.UUID(company),
-            )
-        finally:
-            await conn.close()
-        return list(rows), await active_twice(self.cluster.postgres.url, company)
-
     def _presented(self) -> bool:
-        async def pending() -> int:
-            conn = await connect(self.cluster.postgres.url)
-            try:
-                return int(
-                    await conn.fetchval(
-                        "SELECT count(*) FROM runs WHERE company_id = $1 AND ((status = "
-                        "'succeeded' AND answer IS NOT NULL AND presentation IS NULL) "
-                        "OR status IN ('queued', 'running'))",
-                        uuid.UUID(self.workload.company_id),
-                    )
-                )
-            finally:
-                await conn.close()
-
+        url, company = self.cluster.postgres.url, self.workload.company_id
         try:
-            return asyncio.run(pending()) == 0
+            return asyncio.run(unfinished_runs(url, company)) == 0
         except Exception:
             return False
 
     def _next_event_times(self) -> None:
-        async def read() -> list[Any]:
-            conn = await connect(self.cluster.postgres.url)
-            try:
-                return list(
-                    await conn.fetch(
-                        "SELECT t, (SELECT min(created_at) FROM run_events e WHERE "
-                        "e.created_at > t) AS next FROM unnest($1::timestamptz[]) AS t",
-                        [_utc(f.at) for f in self.faults],
-                    )
-                )
-            finally:
-                await conn.close()
-
-        for fault, row in zip(self.faults, asyncio.run(read()), strict=True):
-            if row["next"] is not None:
-                fault.to_next_event = (row["next"] - row["t"]).total_seconds()
+        moments = [_utc(f.at) for f in self.faults]
+        nexts = asyncio.run(next_events(self.cluster.postgres.url, moments))
+        for fault, moment, after in zip(self.faults, moments, nexts, strict=True):
+            if after is not None:
+                fault.to_next_event = (after - moment).total_seconds()
 
     def _wait(self, predicate, timeout: float, what: str) -> None:
         deadline = time.monotonic() + timeout

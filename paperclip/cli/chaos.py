@@ -39,13 +39,16 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
     "--arm-spread", default=3, show_default=True, help="An armed point fires on pass 1..N."
 )
 @click.option(
-    "--arm-timeout", default=0.0, show_default=True, help="Re-arm after N s unfired (0: never)."
+    "--arm-timeout",
+    default=0.0,
+    show_default=True,
+    help="Re-arm after N s serving unfired (0: never).",
 )
 @click.option(
     "--rest",
     default=0.0,
     show_default=True,
-    help="End an unarmed life after a failpoint after N s (0: never).",
+    help="End an unarmed life after a failpoint N s after it serves (0: never).",
 )
 @click.option("--comments", default=2, show_default=True, help="Comments each run posts.")
 @click.option("--steers", default=1, show_default=True, help="Comments steered into each run.")

@@ -26,6 +26,8 @@ class NewEvent:
     source_seq: int
     type: str
     payload: dict[str, Any]
+    turn: int = 0
+    """The turn it belongs to, when its source says (0: the run's current turn)."""
 
 
 KNOWN = """
@@ -41,8 +43,9 @@ WHERE e.run_id = ANY($1::uuid[]) AND e.source_seq = ANY($3::bigint[])
 # ``= ANY`` beside each join keeps the plans index lookups at any table size.
 APPEND = """
 WITH input AS (
-    SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[])
-        WITH ORDINALITY AS e(run_id, source_instance, source_seq, type, payload, ord)
+    SELECT * FROM unnest(
+        $1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[], $6::integer[]
+    ) WITH ORDINALITY AS e(run_id, source_instance, source_seq, type, payload, turn, ord)
 ), counts AS (
     SELECT run_id, count(*) AS n FROM input GROUP BY run_id
 ), counter AS (
@@ -54,7 +57,8 @@ INSERT INTO run_events
     (company_id, run_id, seq, type, payload, turn, source_instance, source_seq)
 SELECT counter.company_id, e.run_id,
     counter.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord),
-    e.type, e.payload, greatest(counter.turn, 1), e.source_instance, e.source_seq
+    e.type, e.payload, CASE WHEN e.turn > 0 THEN e.turn ELSE greatest(counter.turn, 1) END,
+    e.source_instance, e.source_seq
 FROM input e JOIN counter ON counter.id = e.run_id
 """
 
@@ -142,6 +146,7 @@ async def append_rows(
         [key[2] for key, _ in rows_in_order],
         [event.type for _, event in rows_in_order],
         [jsonb(event.payload) for _, event in rows_in_order],
+        [event.turn for _, event in rows_in_order],
     )
     added: dict[uuid.UUID, int] = {}
     for key, _ in rows_in_order:

@@ -165,7 +165,7 @@ class RunnerInbox:
         by_run: dict[uuid.UUID, list[NewEvent]] = {}
         for message in messages:
             by_run.setdefault(message.run_id, []).append(
-                NewEvent(message.seq, message.event_type, message.payload)
+                NewEvent(message.seq, message.event_type, message.payload, message.turn)
             )
         epochs = {run_id: self.ownership.epoch(run_id) for run_id in by_run}
         async with FencedTransaction.begin(
@@ -199,6 +199,7 @@ class RunnerInbox:
             run_id=message.run_id,
             event_type="steering_acknowledgement" if message.acknowledged else "steer_refused",
             payload={"message_id": message.message_id},
+            turn=message.turn,
         )
         if await self.gate.controls(link, message.run_id):
             await self._append_events(link, [event])

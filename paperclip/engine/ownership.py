@@ -37,6 +37,10 @@ class RunOwnership:
         return dict(self._epochs)
 
     def own(self, run_id: uuid.UUID, epoch: int) -> None:
+        if self._epochs.get(run_id) != epoch:
+            # A new epoch may come with a new turn, whose start revoked the run's
+            # earlier token: that one is checked against the database again.
+            self._tokens.pop(run_id, None)
         self._epochs[run_id] = epoch
 
     def release(self, run_id: uuid.UUID, *, epoch: int | None = None) -> None:

@@ -74,7 +74,10 @@ async def turn_started(
     values: dict[str, Any] = {"status": TurnStatus.RUNNING}
     if session_ref:
         values["session_ref"] = session_ref
-        run.session_ref = session_ref  # durable as soon as reported: a lost turn resumes it
+        if number == run.turn:
+            # Durable as soon as reported: a lost turn resumes it. A turn given up
+            # already (its report came late) does not name the session to go on in.
+            run.session_ref = session_ref
     await session.execute(
         update(RunTurn)
         .where(

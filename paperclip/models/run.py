@@ -137,7 +137,8 @@ class RunEvent(Base):
     type: Mapped[str] = mapped_column(String(100))
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     turn: Mapped[int] = mapped_column(default=1)
-    """The run's turn when the event was stored."""
+    """The turn the event belongs to: the one its runner names, else the run's turn when
+    the event was stored."""
     source_instance: Mapped[str] = mapped_column(String(200))
     """Who produced the event (a runner instance, a controller); with ``source_seq``, the replay key."""
     source_seq: Mapped[int] = mapped_column(BigInteger)

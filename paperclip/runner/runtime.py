@@ -354,6 +354,7 @@ class RunnerProcess:
                     run_id=hosted.run_id,
                     event_type=event.type,
                     payload=dict(event.payload),
+                    turn=hosted.turn,
                 ),
                 self._send_data,
             )
@@ -404,6 +405,7 @@ class RunnerProcess:
                 run_id=message.run_id,
                 message_id=message.message_id,
                 acknowledged=acknowledged,
+                turn=message.turn or (hosted.turn if hosted is not None else 0),
             )
 
         if hosted is None:

@@ -68,6 +68,9 @@ class Event(DataMessage, tag="event"):
     run_id: uuid.UUID
     event_type: str
     payload: dict[str, Any] = {}
+    turn: int = 0
+    """The run's turn whose provider emitted it (0: a runner that does not say; logged
+    under the run's current turn). An event can arrive after its turn was given up."""
 
 
 class ToolCall(DataMessage, tag="tool_call"):
@@ -111,6 +114,8 @@ class SteerResult(DataMessage, tag="steer_result"):
     run_id: uuid.UUID
     message_id: str
     acknowledged: bool = False
+    turn: int = 0
+    """The turn the steer was sent into, as ``Event.turn``."""
 
 
 # control plane -> runner

@@ -78,20 +78,30 @@ def assigned_issue(stack) -> dict:
     return ctx
 
 
-async def started(peer: Peer) -> dict:
-    start = await peer.expect("start_turn")
-    await peer.ws.send(json.dumps({"type": "ack", "upto": start["seq"]}))
-    return start
+async def started(peer: Peer, issue_id: str | None = None, turn: int = 1) -> dict:
+    """The next ``start_turn`` (of that issue's run, and that turn, when given), acknowledged.
+
+    The tests of a module share a database: an earlier test's run may go on here."""
+    while True:
+        start = await peer.expect("start_turn", within=120)
+        await peer.ws.send(json.dumps({"type": "ack", "upto": start["seq"]}))
+        if issue_id is None or (start["issue_id"] == issue_id and start["turn"] == turn):
+            return start
+
+
+async def a_run_started(stack) -> tuple[Peer, dict, dict]:
+    """A scripted runner connected, an issue assigned, and its run's first turn started there."""
+    peer = Peer(stack.url(), stack.runner_credential())
+    await peer.open()
+    ctx = await asyncio.to_thread(assigned_issue, stack)
+    return peer, ctx, await started(peer, ctx["issue"]["id"])
 
 
 def test_replayed_messages_are_deduplicated(control_plane):
     stack = control_plane
 
     async def scenario():
-        peer = Peer(stack.url(), stack.runner_credential())
-        await peer.open()
-        ctx = await asyncio.to_thread(assigned_issue, stack)
-        start = await started(peer)
+        peer, ctx, start = await a_run_started(stack)
         run_id = start["run_id"]
         for n in (1, 2):
             await peer.send("event", run_id=run_id, event_type="item/completed", payload={"n": n})
@@ -367,5 +377,65 @@ def test_revoking_a_runner_closes_its_open_connection(control_plane):
         with pytest.raises(websockets.ConnectionClosed) as closed:
             await asyncio.wait_for(peer.reader, 15)  # the read loop ends with the link
         assert closed.value.rcvd.code == wire.CLOSE_UNAUTHORIZED
+
+    asyncio.run(scenario())
+
+
+def test_what_a_turn_given_up_sends_late_stays_with_that_turn(control_plane):
+    """A runner that was away replays what its provider sent once a replica adopts the run for
+    its next turn. Those events (a steer's acknowledgement, what read it) belong to the turn
+    that emitted them: logged under the next turn, the steer ledger would take the read for
+    that turn's input and carry the steer again. Its calls act for no one (its token died
+    with the next turn's start), and its session does not replace the next turn's."""
+    stack = control_plane
+
+    async def scenario():
+        peer, ctx, first = await a_run_started(stack)
+        run_id = first["run_id"]
+        await peer.send("turn_started", run_id=run_id, turn=1, session_ref=None)
+        await peer.send(
+            "tool_call", run_id=run_id, call_id="early", tool="get_task_context",
+            token=first["token"],
+        )  # fmt: skip
+        assert not (await peer.expect("tool_result")).get("is_error")
+        await peer.send(
+            "turn_finished", run_id=run_id, turn=1, status="interrupted", error_code="turn_lost"
+        )
+        # The reconciler settles the lost turn at its next pass; the run goes on in turn 2.
+        second = await started(peer, ctx["issue"]["id"], turn=2)
+        # A call turn 1's provider made, arriving now: its token died with turn 2's start,
+        # even though this replica had seen it as the run's live token.
+        await peer.send(
+            "tool_call", run_id=run_id, call_id="late", tool="get_task_context",
+            token=first["token"],
+        )  # fmt: skip
+        refused = await peer.expect("tool_result")
+        assert refused["content"]["error"]["code"] == "run_token_refused", refused
+        assert second["token"] != first["token"]
+        await peer.send("turn_started", run_id=run_id, turn=2, session_ref="thread-2")
+        await peer.send("turn_started", run_id=run_id, turn=1, session_ref="thread-1")
+        # What turn 1's provider emitted, arriving now; then turn 2's, and one whose turn
+        # is not said (an older runner).
+        await peer.send("steer_result", run_id=run_id, message_id="m-1", acknowledged=True, turn=1)
+        read = {"item": {"type": "userMessage", "id": "msg_2", "content": []}}
+        await peer.send("event", run_id=run_id, event_type="item/completed", payload=read, turn=1)
+        await peer.send("event", run_id=run_id, event_type="turn/started", payload={}, turn=2)
+        last = await peer.send("event", run_id=run_id, event_type="legacy", payload={})
+        while (await peer.expect("ack"))["upto"] < last:
+            pass
+        events = await asyncio.to_thread(stack.events, ctx, run_id)
+        logged = [(e["type"], e["turn"]) for e in events if e["type"] != "run.finished"]
+        assert logged[-4:] == [
+            ("steering_acknowledgement", 1),
+            ("item/completed", 1),
+            ("turn/started", 2),
+            ("legacy", 2),  # an older runner's event: the run's current turn
+        ]
+        [run] = await asyncio.to_thread(
+            query, stack.database_url, "SELECT session_ref FROM runs WHERE id = $1",
+            uuid.UUID(run_id),
+        )  # fmt: skip
+        assert run["session_ref"] == "thread-2"
+        await peer.close()
 
     asyncio.run(scenario())
