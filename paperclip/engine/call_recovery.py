@@ -187,7 +187,7 @@ class CallRecovery:
             runs, refused = await lock_runs(session, {run_id: epoch}, instance=self.instance)
             if run_id not in runs:
                 raise refused[run_id]
-            seqs = await journal.settle_many(
+            seqs, _ = await journal.settle_many(
                 await driver_connection(session),
                 [
                     journal.Settlement(row.id, dict(result), is_error, epoch)

@@ -265,7 +265,7 @@ class CallPipeline:
                 )
             # One reply per call in the batch: a repeated call is answered again.
             replies = [answers[db_id] for _, db_id, _ in batch if db_id in answers]
-            seqs = await journal.settle_many(
+            seqs, added = await journal.settle_many(
                 tx.driver,
                 [
                     journal.Settlement(
@@ -280,7 +280,12 @@ class CallPipeline:
                 replies,
                 instance=self.instance,
                 runner_id=runner_id,
+                effects=[
+                    (call.run_id, "tool", outcome.events)
+                    for (_, call), outcome in zip(work, outcomes, strict=True)
+                ],
             )
+            tx.appended(added)
         return [(seq, numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
 

@@ -41,26 +41,86 @@ WHERE e.run_id = ANY($1::uuid[]) AND e.source_seq = ANY($3::bigint[])
 
 # Rows are numbered per run in input order, after the run's counter. The
 # ``= ANY`` beside each join keeps the plans index lookups at any table size.
-APPEND = """
-WITH input AS (
+_APPEND = """
+events_input AS (
     SELECT * FROM unnest(
-        $1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[], $6::integer[]
+        {run_ids}::uuid[], {sources}::text[], {source_seqs}::bigint[], {types}::text[],
+        {payloads}::jsonb[], {turns}::integer[]
     ) WITH ORDINALITY AS e(run_id, source_instance, source_seq, type, payload, turn, ord)
-), counts AS (
-    SELECT run_id, count(*) AS n FROM input GROUP BY run_id
-), counter AS (
-    UPDATE runs r SET last_event_seq = r.last_event_seq + counts.n
-    FROM counts WHERE r.id = counts.run_id AND r.id = ANY($1::uuid[])
-    RETURNING r.id, r.company_id, r.turn, r.last_event_seq - counts.n AS base
+), events_counts AS (
+    SELECT run_id, count(*) AS n FROM events_input GROUP BY run_id
+), events_counter AS (
+    UPDATE runs r SET last_event_seq = r.last_event_seq + events_counts.n
+    FROM events_counts WHERE r.id = events_counts.run_id AND r.id = ANY({run_ids}::uuid[])
+    RETURNING r.id, r.company_id, r.turn, r.last_event_seq - events_counts.n AS base
+), events_appended AS (
+    INSERT INTO run_events
+        (company_id, run_id, seq, type, payload, turn, source_instance, source_seq)
+    SELECT events_counter.company_id, e.run_id,
+        events_counter.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord),
+        e.type, e.payload,
+        CASE WHEN e.turn > 0 THEN e.turn ELSE greatest(events_counter.turn, 1) END,
+        e.source_instance, e.source_seq
+    FROM events_input e JOIN events_counter ON events_counter.id = e.run_id
+    RETURNING run_id
+)"""
+
+
+def append_cte(
+    *, run_ids: str, sources: str, source_seqs: str, types: str, payloads: str, turns: str
+) -> str:
+    """The append as common table expressions, with the statement's own parameter names
+    (the six columns of ``columns``), so another statement can append in the same round trip."""
+    return _APPEND.format(
+        run_ids=run_ids,
+        sources=sources,
+        source_seqs=source_seqs,
+        types=types,
+        payloads=payloads,
+        turns=turns,
+    )
+
+
+APPEND = (
+    "WITH "
+    + append_cte(
+        run_ids="$1", sources="$2", source_seqs="$3", types="$4", payloads="$5", turns="$6"
+    )
+    + "\nSELECT count(*) FROM events_appended"
 )
-INSERT INTO run_events
-    (company_id, run_id, seq, type, payload, turn, source_instance, source_seq)
-SELECT counter.company_id, e.run_id,
-    counter.base + row_number() OVER (PARTITION BY e.run_id ORDER BY e.ord),
-    e.type, e.payload, CASE WHEN e.turn > 0 THEN e.turn ELSE greatest(counter.turn, 1) END,
-    e.source_instance, e.source_seq
-FROM input e JOIN counter ON counter.id = e.run_id
-"""
+
+Entry = tuple[uuid.UUID, str, Sequence[NewEvent]]
+"""Events for one run's log: (run id, source instance, events)."""
+
+
+def first_copies(entries: Sequence[Entry]) -> dict[tuple[uuid.UUID, str, int], NewEvent]:
+    """The events by replay key, in order; the first copy of a key repeated within stands."""
+    fresh: dict[tuple[uuid.UUID, str, int], NewEvent] = {}
+    for run_id, source, events in entries:
+        for event in events:
+            fresh.setdefault((run_id, source, event.source_seq), event)
+    return fresh
+
+
+def columns(fresh: dict[tuple[uuid.UUID, str, int], NewEvent]) -> list[list[Any]]:
+    """The append's six parameters (``append_cte``), for events keyed as ``first_copies`` keys them."""
+    rows = list(fresh.items())
+    return [
+        [key[0] for key, _ in rows],
+        [key[1] for key, _ in rows],
+        [key[2] for key, _ in rows],
+        [event.type for _, event in rows],
+        [jsonb(event.payload) for _, event in rows],
+        [event.turn for _, event in rows],
+    ]
+
+
+def counts(fresh: dict[tuple[uuid.UUID, str, int], NewEvent]) -> dict[uuid.UUID, int]:
+    """How many events each run gets."""
+    added: dict[uuid.UUID, int] = {}
+    for run_id, _, _ in fresh:
+        added[run_id] = added.get(run_id, 0) + 1
+    return added
 
 
 async def append_events(
@@ -105,7 +165,7 @@ async def append_many(
 
 async def append_rows(
     connection: asyncpg.Connection,
-    entries: Sequence[tuple[uuid.UUID, str, Sequence[NewEvent]]],
+    entries: Sequence[Entry],
     *,
     may_repeat: bool = True,
 ) -> dict[uuid.UUID, int]:
@@ -119,36 +179,12 @@ async def append_rows(
     are new (the effects of calls still pending in the journal: effects
     commit with the call's result).
     """
-    keyed = [
-        ((run_id, source, event.source_seq), event)
-        for run_id, source, events in entries
-        for event in events
-    ]
-    if not keyed:
-        return {}
-    known: set[tuple[uuid.UUID, str, int]] = set()
-    if may_repeat:
-        rows = await connection.fetch(
-            KNOWN, *(list(column) for column in zip(*(key for key, _ in keyed), strict=True))
-        )
-        known = {(row["run_id"], row["source_instance"], row["source_seq"]) for row in rows}
-    fresh: dict[tuple[uuid.UUID, str, int], NewEvent] = {}
-    for key, event in keyed:
-        if key not in known:
-            fresh.setdefault(key, event)  # the first copy of a repeated key stands
+    fresh = first_copies(entries)
+    if fresh and may_repeat:
+        rows = await connection.fetch(KNOWN, *(list(column) for column in zip(*fresh, strict=True)))
+        for row in rows:
+            fresh.pop((row["run_id"], row["source_instance"], row["source_seq"]), None)
     if not fresh:
         return {}
-    rows_in_order = list(fresh.items())
-    await connection.execute(
-        APPEND,
-        [key[0] for key, _ in rows_in_order],
-        [key[1] for key, _ in rows_in_order],
-        [key[2] for key, _ in rows_in_order],
-        [event.type for _, event in rows_in_order],
-        [jsonb(event.payload) for _, event in rows_in_order],
-        [event.turn for _, event in rows_in_order],
-    )
-    added: dict[uuid.UUID, int] = {}
-    for key, _ in rows_in_order:
-        added[key[0]] = added.get(key[0], 0) + 1
-    return added
+    await connection.execute(APPEND, *columns(fresh))
+    return counts(fresh)

@@ -16,7 +16,6 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from paperclip.engine.events import append_rows
 from paperclip.engine.fence import LockedRun
 from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.journal import CallInput, Receipt
@@ -54,9 +53,9 @@ class ToolExecutor:
     ) -> list[ToolOutcome]:
         """Run calls in order, in the dispatch transaction (their runs' rows locked).
 
-        The receipts of the whole batch are looked up in one statement and the
-        log entries of all its effects appended in one; the new receipts are
-        returned in the outcomes, for the settlement to record with the results.
+        The receipts of the whole batch are looked up in one statement. The
+        new receipts and the log entries of the effects are returned in the
+        outcomes, for the settlement to record with the results.
         """
         # Only a model-chosen command id can have a receipt already: a call's own id
         # is the command of a call that is still pending, so it has no effect yet.
@@ -71,14 +70,7 @@ class ToolExecutor:
         if commands:
             rows = await tx.driver.fetch(RECEIPTS, commands)
             receipts = {row["command_id"]: Receipt(**row) for row in rows}
-        outcomes = [await self._execute(tx, run, call, receipts) for run, call in work]
-        added = await append_rows(
-            tx.driver,
-            [(run.id, "tool", o.events) for (run, _), o in zip(work, outcomes, strict=True)],
-            may_repeat=False,  # the calls are pending, so none of their effects was committed
-        )
-        tx.appended(added)
-        return outcomes
+        return [await self._execute(tx, run, call, receipts) for run, call in work]
 
     async def _execute(
         self,

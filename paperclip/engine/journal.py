@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 
 from paperclip.db.driver import jsonb
-from paperclip.engine import outbox
+from paperclip.engine import events, outbox
 from paperclip.models import ToolCall
 from paperclip.wire.messages import ToolResult
 
@@ -121,12 +121,17 @@ WHERE t.run_id = ANY($1::uuid[]) AND t.call_id = ANY($5::text[])
     AND t.run_id IN (SELECT id FROM fenced)
 """
 
-# The end of a dispatch transaction, in one statement: the new receipts, the
-# results, and the replies to the runner in its outbox (``outbox.append_cte``).
+# The end of a dispatch transaction, in one statement: the log entries of the
+# calls' effects (``events.append_cte``), the new receipts, the results, and
+# the replies to the runner in its outbox (``outbox.append_cte``).
 # Data-modifying CTEs all run, referenced or not.
 SETTLE_MANY = (
-    """
-WITH receipts AS (
+    "WITH "
+    + events.append_cte(
+        run_ids="$16", sources="$17", source_seqs="$18", types="$19", payloads="$20", turns="$21"
+    )
+    + """,
+receipts AS (
     INSERT INTO tool_receipts (command_id, company_id, run_id, tool, state_revision, result)
     SELECT * FROM unnest($6::text[], $7::uuid[], $8::uuid[], $9::text[], $10::text[], $11::jsonb[])
 ), settled AS (
@@ -182,15 +187,21 @@ async def settle_many(
     *,
     instance: str,
     runner_id: uuid.UUID,
-) -> list[int]:
-    """Save results with their receipts, and queue ``replies`` in the runner's outbox.
+    effects: Sequence[events.Entry] = (),
+) -> tuple[list[int], dict[uuid.UUID, int]]:
+    """Save results with their receipts and the log entries of their effects
+    (``effects``), and queue ``replies`` in the runner's outbox.
 
-    In the caller's transaction, in one statement; returns the replies' outbox
-    seqs, in order. Raises ``AlreadySettledError`` when a call was settled
-    meanwhile, so the caller rolls back instead of committing an effect twice.
+    In the caller's transaction, in one statement, the effects' runs locked;
+    returns the replies' outbox seqs, in order, and how many log entries each
+    run got. The entries are appended as new: the calls are pending, so none
+    of their effects was committed. Raises ``AlreadySettledError`` when a call
+    was settled meanwhile, so the caller rolls back instead of committing an
+    effect twice.
     """
     receipts = [s.receipt for s in settlements if s.receipt is not None]
     outgoing = [outbox.Outgoing.of(reply) for reply in replies]
+    entries = events.first_copies(effects)
     row = await connection.fetchrow(
         SETTLE_MANY,
         instance,
@@ -208,8 +219,9 @@ async def settle_many(
         [m.type for m in outgoing],
         [m.run_id for m in outgoing],
         [jsonb(m.payload) for m in outgoing],
+        *events.columns(entries),
     )
     assert row is not None
     if row["settled"] != len({s.call_id for s in settlements}):
         raise AlreadySettledError("a tool call was settled by another transaction")
-    return list(row["seqs"])
+    return list(row["seqs"]), events.counts(entries)

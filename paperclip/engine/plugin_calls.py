@@ -163,7 +163,7 @@ class PluginCalls:
             runs, refused = await lock_runs(session, {call.run_id: epoch}, instance=self.instance)
             if call.run_id not in runs:
                 raise refused.get(call.run_id) or StaleEpochError(f"run {call.run_id} moved on")
-            [seq] = await journal.settle_many(
+            [seq], _ = await journal.settle_many(
                 await driver_connection(session),
                 [journal.Settlement(call.id, result, is_error, epoch)],
                 [reply],

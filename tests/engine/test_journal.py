@@ -19,7 +19,7 @@ from paperclip.engine.fence import lock_runs
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
-from paperclip.models import RunEvent, ToolCall, ToolCallStatus
+from paperclip.models import Run, RunEvent, ToolCall, ToolCallStatus
 from paperclip.wire.messages import ToolResult
 from tests.engine.controlled import controlled_runs
 from tests.support.memory import MemoryTransport
@@ -186,3 +186,27 @@ async def test_a_second_settlement_of_a_call_rolls_back(paperclip_container, run
         await dispatch(pipeline, runs, [call_id], stale=True)
     [after] = await stored_calls(paperclip_container, runs)
     assert (after.result, after.settled_at) == (settled.result, settled.settled_at)
+
+
+async def test_the_effects_of_a_batch_are_logged_in_its_settlement_gap_free_per_run(
+    paperclip_container, runs, pipeline
+):
+    # A run's progress event used to be one more statement before the settlement;
+    # it is now part of it, numbered after the run's counter like any append.
+    admitted = await admit(
+        paperclip_container,
+        [progress(runs[0], "a"), progress(runs[1], "b"), progress(runs[0], "c")],
+    )
+    await dispatch(pipeline, runs, [call_id for call_id, _ in admitted.values()])
+
+    assert await events_of(paperclip_container, runs[0]) == [("progress", 1), ("progress", 2)]
+    assert await events_of(paperclip_container, runs[1]) == [("progress", 1)]
+    async with paperclip_container.sessions()() as session:
+        rows = await session.execute(select(Run.id, Run.last_event_seq).where(Run.id.in_(runs)))
+        counters = {run_id: last for run_id, last in rows}
+    assert counters == {runs[0]: 2, runs[1]: 1}
+    summaries = {
+        row.call_id: row.result["receipt"]["outcome"]
+        for row in await stored_calls(paperclip_container, runs)
+    }
+    assert summaries == {"a": "applied", "b": "applied", "c": "applied"}
