@@ -128,18 +128,14 @@ async def append_events(
     run: Run,
     source_instance: str,
     events: Sequence[NewEvent],
-    *,
-    may_repeat: bool = True,
 ) -> int:
     """Append events to one run's log; see ``append_many``."""
-    return await append_many(session, [(run, source_instance, events)], may_repeat=may_repeat)
+    return await append_many(session, [(run, source_instance, events)])
 
 
 async def append_many(
     session: AsyncSession,
     entries: Sequence[tuple[Run, str, Sequence[NewEvent]]],
-    *,
-    may_repeat: bool = True,
 ) -> int:
     """Append events the logs do not hold yet, (run, source instance, events) each.
 
@@ -152,7 +148,6 @@ async def append_many(
     added = await append_rows(
         await driver_connection(session),
         [(run.id, source, events) for run, source, events in entries],
-        may_repeat=may_repeat,
     )
     total = sum(added.values())
     # The rows already hold the new counters: the session must neither write
@@ -166,21 +161,18 @@ async def append_many(
 async def append_rows(
     connection: asyncpg.Connection,
     entries: Sequence[Entry],
-    *,
-    may_repeat: bool = True,
 ) -> dict[uuid.UUID, int]:
     """Append events the logs do not hold yet, (run id, source instance, events) each,
     in the connection's transaction; returns how many each run got.
 
     The runs' rows must be locked: under that lock no other writer runs for
     them, so filtering the known replay keys first keeps ``seq`` gap-free;
-    the unique constraint stays as the database's guarantee.
-    ``may_repeat=False`` skips that lookup when the caller knows the events
-    are new (the effects of calls still pending in the journal: effects
-    commit with the call's result).
+    the unique constraint stays as the database's guarantee. (A tool
+    call's effects skip that lookup: they are appended by its settlement,
+    ``journal.settle_many``, while the call is pending, so none is logged yet.)
     """
     fresh = first_copies(entries)
-    if fresh and may_repeat:
+    if fresh:
         rows = await connection.fetch(KNOWN, *(list(column) for column in zip(*fresh, strict=True)))
         for row in rows:
             fresh.pop((row["run_id"], row["source_instance"], row["source_seq"]), None)
