@@ -60,7 +60,9 @@ async def plain_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connect
         if connection.is_closed():
             await greenlet_spawn(raw.invalidate)
         else:
-            raw.close()  # back to the pool; with no transaction open, no I/O
+            # Back to the pool: no I/O, unless the pool is full and closes it, which
+            # the asyncpg adapter can only do inside greenlet_spawn.
+            await greenlet_spawn(raw.close)
 
 
 def _answered(exc: BaseException) -> bool:

@@ -66,3 +66,20 @@ async def test_an_error_the_server_answered_leaves_the_connection_to_the_pool(pa
             await first.fetchval("SELECT 1 / 0")
     async with plain_connection(engine) as second:
         assert second is first and await second.fetchval("SELECT 1") == 1
+
+
+async def test_a_connection_the_full_pool_does_not_keep_is_closed_cleanly(
+    paperclip_container, caplog
+):
+    # An overflow connection handed back to a full pool is closed, which the
+    # asyncpg adapter can only do inside SQLAlchemy's greenlet.
+    from paperclip.db.engine import create_engine
+
+    engine = create_engine(paperclip_container.engine().url.render_as_string(False), pool_size=1)
+    try:
+        async with plain_connection(engine) as first, plain_connection(engine) as second:
+            assert first is not second  # the second is the pool's overflow
+        assert first.is_closed() != second.is_closed()  # one kept, one closed
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]
+    finally:
+        await engine.dispose()
