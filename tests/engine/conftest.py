@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -93,7 +94,9 @@ class Stack:
         profiles = launch if launch is not None else fake_launch(self.script_dir, self.fake_log)
         if another or self.credential is None:
             self.credential = self.runner_credential()
-            self.runner_folder = self.tmp / ("runner" if not another else f"runner-{free_port()}")
+            self.runner_folder = self.tmp / (
+                "runner" if not another else f"runner-{uuid.uuid4().hex[:8]}"
+            )
         self.runner = RunnerProcess(
             [self.url(i) for i in range(len(self.ports))],
             self.credential,
@@ -113,7 +116,8 @@ class Stack:
                 "paperclip",
                 "runners",
                 "create",
-                f"runner-{free_port()}",
+                # Unique in the module's database: a free port may be handed out twice.
+                f"runner-{uuid.uuid4().hex[:8]}",
                 "--json",
             ],
             env={**os.environ, **self.server_env(0)},
