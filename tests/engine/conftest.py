@@ -147,7 +147,7 @@ class Stack:
         provider: str = "codex",
     ) -> dict:
         """A company, an agent on the fake (its model names its script) and an issue."""
-        model = f"scripted-{free_port()}"
+        model = f"scripted-{uuid.uuid4().hex[:8]}"  # its script file: unique in the folder
         self.script_dir.mkdir(parents=True, exist_ok=True)
         script_path = self.script_dir / f"{model}.json"
         if provider_config is None:
