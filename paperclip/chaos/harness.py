@@ -135,6 +135,7 @@ class ChaosRun:
                     [item.issue_id for item in self.workload.items if item.assigned],
                     self.cluster.fake_log,
                     [folder / f"runner{i}" for i in range(self.options.runners)],
+                    [c.log_path for c in [*self.cluster.control_planes, *self.cluster.runners]],
                 )
             )
             self._next_event_times()

@@ -40,9 +40,15 @@ async def active_twice(url: str, company_id: str) -> list[Violation]:
 
 
 async def check_all(
-    url: str, company_id: str, assigned: list[str], fake_log: Path, runner_dirs: list[Path]
+    url: str,
+    company_id: str,
+    assigned: list[str],
+    fake_log: Path,
+    runner_dirs: list[Path],
+    process_logs: list[Path],
 ) -> list[Violation]:
-    """Every check, over the workload's company; ``assigned``: the issues the workload assigned."""
+    """Every check, over the workload's company; ``assigned``: the issues the workload assigned,
+    ``process_logs``: the control planes' and runners' logs."""
     company = uuid.UUID(company_id)
     found: list[Violation] = []
     conn = await connect(url)
@@ -127,6 +133,7 @@ async def check_all(
     ]
     found += turns_started_twice(runner_dirs)
     found += steers_not_read_once(steers, read)
+    found += tracebacks_logged(process_logs)
     return found
 
 
@@ -237,6 +244,28 @@ def turns_started_twice(runner_dirs: list[Path]) -> list[Violation]:
         for (run, turn), n in started.items()
         if n > 1
     ]
+
+
+TRACEBACK = "Traceback (most recent call last)"
+
+
+def tracebacks_logged(logs: list[Path]) -> list[Violation]:
+    """A traceback in a control plane's or a runner's log: a failure nothing handled.
+    A fault the code expects is one line (the database is away, a link dropped)."""
+    found = []
+    for path in logs:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except FileNotFoundError:
+            continue
+        for number, line in enumerate(lines, 1):
+            if TRACEBACK in line:
+                try:
+                    said = str(json.loads(line).get("message", "")).strip()
+                except (ValueError, AttributeError):
+                    said = line.strip()[:200]  # a text log: the traceback's own line
+                found.append(Violation("traceback_logged", f"{path.name} line {number}: {said}"))
+    return found
 
 
 def _arguments(call: dict) -> dict:

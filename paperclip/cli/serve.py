@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import socket
 import time
+from collections.abc import Callable
 
 import uvicorn
+from litestar import Litestar
 
 from paperclip.app import create_app
 from paperclip.cli.output import console, emit_json, fail
@@ -36,6 +39,30 @@ def bind(host: str, port: int) -> socket.socket:
     sock.bind((host, port))
     sock.set_inheritable(True)
     return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that tells the run engine as soon as a stop begins.
+
+    uvicorn waits (up to its grace) for open connections before the app's own
+    shutdown runs; a runner connection waiting to adopt runs would hold the
+    stop all that time, then be cancelled with a traceback. Told first, it
+    gives up and closes, and the runner dials another replica.
+    """
+
+    def __init__(self, config: uvicorn.Config, on_stopping: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_stopping = on_stopping
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self.on_stopping()
+        await super().shutdown(sockets=sockets)
+
+
+def _begin_stop(app: Litestar) -> None:
+    engine = app.state.get("run_engine")  # absent when the app's startup did not get that far
+    if engine is not None:
+        engine.begin_stop()
 
 
 class _Stop(Exception):
@@ -88,7 +115,7 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
             # Runner messages are small JSON: compressing each costs more CPU than it saves.
             ws_per_message_deflate=False,
         )
-        server = uvicorn.Server(config)
+        server = _Server(config, functools.partial(_begin_stop, app))
         database = "external" if settings.database_url else f"embedded ({settings.pgdata})"
         local_runner: LocalRunner | None = None
         if settings.local_runner:

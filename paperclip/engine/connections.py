@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 HELLO_TIMEOUT = 10.0
 CLOSE_TRY_AGAIN = 1013
 """WebSocket close code "try again later" (the database is away, say)."""
+STOPPING = 1012
+"""WebSocket close code "service restart": the runner reconnects to another replica."""
 
 
 class RunnerConnections:
@@ -74,6 +76,8 @@ class RunnerConnections:
         self._serving: set[asyncio.Task[object]] = set()
         """The tasks serving a connection: a stop waits for their cleanup (its transactions)."""
         self._turn = 0
+        self.stopping = asyncio.Event()
+        """Set when this replica begins to stop: a connection still adopting runs gives up."""
 
     def pick_link(self, provider: str | None) -> RunnerLink | None:
         """A connected runner that offers ``provider`` (None: any), or None.
@@ -121,6 +125,10 @@ class RunnerConnections:
         try:
             await link.send(Welcome(replica=self.instance, acked_seq=link.last_in))
             await self._adopt_runs_of(link, hello)
+            if self.stopping.is_set():
+                # Its runs are adopted (and recovered) by the replica the runner dials next.
+                await link.close(STOPPING, "control plane stopping")
+                return
             link.start()
             link.run_alongside(self.calls.dispatch_loop(link), f"dispatch-{runner.name}")
             link.kick()
@@ -214,15 +222,17 @@ class RunnerConnections:
         drops); None when a newer connection of the runner registered here meanwhile.
 
         Its runs must be let go even then: kept, this replica would renew their leases
-        when the database is back, and no other replica could adopt them.
+        when the database is back, and no other replica could adopt them. A stopping
+        replica stops asking (None): it renews nothing more, its leases lapse.
         """
         while True:
             try:
                 return await self._runs_of(runner_id)
             except Exception as exc:
                 log_failure(log, "listing the runs of a gone runner %s failed", exc, runner_id)
-            await asyncio.sleep(min(1.0, self.ttl / 2))
-            if runner_id in self.links:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), min(1.0, self.ttl / 2))
+            if runner_id in self.links or self.stopping.is_set():
                 return None
 
     async def _runs_of(self, runner_id: uuid.UUID) -> list[uuid.UUID]:
@@ -249,6 +259,8 @@ class RunnerConnections:
         """
         hosted = {run.run_id: run for run in hello.runs}
         for run_id in await self._runs_of(link.runner_id):
+            if self.stopping.is_set():
+                return
             if not await self._adopt(link, run_id):
                 continue
             if run_id not in hosted and not await self._start_pending(link, run_id):
@@ -259,6 +271,12 @@ class RunnerConnections:
             await self.recovery.answer_again(link, run_id, waiting)
 
     async def _adopt(self, link: RunnerLink, run_id: uuid.UUID) -> bool:
+        """Take the run's lease, waiting (a few leases at most) for another replica's to lapse.
+
+        The wait ends early when the link closes or this replica begins to stop: a
+        stopping server waits for its open connections, and this one would hold it
+        for as long as the other replica's lease lasts.
+        """
         deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
         while run_id not in self.ownership:
             async with self.sessions.begin() as session:
@@ -267,10 +285,14 @@ class RunnerConnections:
                 self.ownership.own(run_id, epoch)
                 log.info("adopted run %s at epoch %s", run_id, epoch)
                 return True
+            if self.stopping.is_set():
+                log.info("stopping: run %s is left to the next replica", run_id)
+                return False
             if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
                 log.warning("could not adopt run %s in time", run_id)
                 return False
-            await asyncio.sleep(min(0.5, self.ttl / 4))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), min(0.5, self.ttl / 4))
         return True
 
     async def _start_pending(self, link: RunnerLink, run_id: uuid.UUID) -> bool:

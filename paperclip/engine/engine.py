@@ -29,7 +29,7 @@ from paperclip.db.availability import log_failure
 from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
-from paperclip.engine.connections import RunnerConnections
+from paperclip.engine.connections import STOPPING, RunnerConnections
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.fence import StaleEpochError
 from paperclip.engine.gate import ControlGate
@@ -47,9 +47,6 @@ from paperclip.models import Runner
 from paperclip.plugins import PluginHost
 
 log = logging.getLogger(__name__)
-
-STOPPING = 1012
-"""WebSocket close code "service restart": the runner reconnects to another replica."""
 
 PLUGIN_CALL_GRACE_SECONDS = 5.0
 """How long a stop waits for running plugin tools to finish and save their results."""
@@ -166,8 +163,14 @@ class RunEngine:
             asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
         ]
 
+    def begin_stop(self) -> None:
+        """The server began to stop: what waits for another replica (a runner connection
+        adopting runs) gives up now, instead of holding the server's graceful stop."""
+        self.connections.stopping.set()
+
     async def stop(self) -> None:
         """Close runner connections and hand this replica's leases over; a second call does nothing."""
+        self.begin_stop()
         loops, self._loops = self._loops, []
         for task in loops:
             task.cancel()

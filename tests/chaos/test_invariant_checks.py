@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 
 from paperclip.chaos.invariants import (
@@ -11,9 +12,11 @@ from paperclip.chaos.invariants import (
     lost_acknowledged_writes,
     steers_not_read_once,
     tools_executed_twice,
+    tracebacks_logged,
     turns_started_twice,
     unsettled_tasks,
 )
+from paperclip.logging import JsonFormatter
 
 ISSUE, RUN = uuid.uuid4(), uuid.uuid4()
 
@@ -111,3 +114,31 @@ def test_an_acknowledged_steer_must_reach_the_model_exactly_once():
     ]
     found = steers_not_read_once(steers, read)
     assert sorted(v.kind for v in found) == ["steer_delivered_twice", "steer_lost"]
+
+
+def test_a_traceback_in_a_process_log_is_found_and_a_one_line_failure_is_not(tmp_path):
+    log = logging.getLogger("tests.chaos.traceback")
+    handler = logging.FileHandler(tmp_path / "cp0.log")
+    handler.setFormatter(JsonFormatter())
+    log.addHandler(handler)
+    try:
+        log.warning("a runner link dropped")  # an expected fault: one line
+        try:
+            raise RuntimeError("unhandled")
+        except RuntimeError:
+            log.exception("Exception in ASGI application")
+    finally:
+        log.removeHandler(handler)
+        handler.close()
+    (tmp_path / "runner0.log").write_text(
+        "INFO  connected\n╭──── Traceback (most recent call last) ────╮\n│ ...\n"
+    )
+    (tmp_path / "runner1.log").write_text("INFO  connected\n")
+    found = tracebacks_logged(
+        [tmp_path / name for name in ("cp0.log", "runner0.log", "runner1.log", "gone.log")]
+    )
+    assert [(v.kind, v.detail.split(":")[0]) for v in found] == [
+        ("traceback_logged", "cp0.log line 2"),
+        ("traceback_logged", "runner0.log line 2"),
+    ]
+    assert found[0].detail.endswith("Exception in ASGI application")
