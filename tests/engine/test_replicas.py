@@ -139,7 +139,8 @@ def test_a_replica_stopped_while_it_waits_to_adopt_stops_at_once_and_loses_nothi
     assert stack.servers[survivor].terminate(timeout=60) == 0
     stopped_in = time.monotonic() - started
     log_text = stack.servers[survivor].log_path.read_text()
-    assert stopped_in < 8, f"the stop waited {stopped_in:.1f} s for the adoption"
+    # Unfixed, it stopped when the lease lapsed: 28.6 s here (at least 15 s: renewed every 10 s).
+    assert stopped_in < 12, f"the stop waited {stopped_in:.1f} s for the adoption"
     assert "Traceback" not in log_text and "Exception in ASGI" not in log_text, log_text[-3000:]
     assert "is left to the next replica" in log_text
 
