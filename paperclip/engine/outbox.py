@@ -120,6 +120,22 @@ async def has_start_pending(session: AsyncSession, runner_id: uuid.UUID, run_id:
     return found.scalar_one_or_none() is not None
 
 
+async def withdraw_start(session: AsyncSession, run_id: uuid.UUID, turn: int) -> None:
+    """Take back turn ``turn``'s ``start_turn`` if no runner acknowledged it yet.
+
+    The turn was given up (lost) and the run goes on in a next turn, which carries
+    what this one carried: a runner process that received it from the outbox later
+    would start both in one session. A runner takes any later seq: the gap is harmless.
+    """
+    await session.execute(
+        delete(RunnerMessage).where(
+            RunnerMessage.run_id == run_id,
+            RunnerMessage.type == "start_turn",
+            RunnerMessage.payload["turn"].as_integer() == turn,
+        )
+    )
+
+
 async def acknowledge(session: AsyncSession, runner_id: uuid.UUID, upto: int) -> None:
     """The runner processed every message up to ``upto``: forget them."""
     await session.execute(

@@ -16,6 +16,7 @@ from paperclip_hookspecs.providers import PROVIDER_EXITED, PROVIDER_SPAWN_FAILED
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.engine import outbox
 from paperclip.models import Run, RunTurn, TurnKind, TurnStatus
 
 TURN_LOST = "turn_lost"
@@ -100,7 +101,8 @@ async def end_turn(
     session_ref: str | None = None,
     provider_turn_id: str | None = None,
 ) -> None:
-    """Close the turn (if it is still in flight); a lost one leaves the run ``resuming``-bound."""
+    """Close the turn (if it is still in flight); a lost one leaves the run ``resuming``-bound,
+    and its ``start_turn``, if no runner took it yet, leaves the outbox: it never starts later."""
     values: dict[str, Any] = {
         "status": status,
         "error_code": error_code,
@@ -121,6 +123,8 @@ async def end_turn(
         )
         .values(**values)
     )
+    if status == TurnStatus.LOST:
+        await outbox.withdraw_start(session, run.id, number)
 
 
 def is_lost(error_code: str | None) -> bool:
