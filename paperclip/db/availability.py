@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from asyncpg.exceptions import InterfaceError as AsyncpgInterfaceError
-from asyncpg.exceptions import PostgresConnectionError
+from asyncpg.exceptions import InternalClientError, PostgresConnectionError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
@@ -32,6 +32,13 @@ def is_unavailable(exc: BaseException) -> bool:
     if sqlstate.startswith(("08", "57P")) or isinstance(
         exc, (PostgresConnectionError, AsyncpgInterfaceError, PoolTimeoutError)
     ):
+        return True
+    # A server shutting down says goodbye (FATAL 57P01) to each idle connection, then
+    # closes it. When asyncpg reads the goodbye between two statements, before the close,
+    # its next statement fails with an InternalClientError (its protocol is out of step
+    # with the server's) rather than a connection error. SQLAlchemy's adapter keeps it
+    # as the cause of its own error.
+    if isinstance(exc, InternalClientError) or isinstance(exc.__cause__, InternalClientError):
         return True
     # Connecting raises plain OSErrors (a refused port, a missing socket file): they are the
     # database's when asyncpg raised them.

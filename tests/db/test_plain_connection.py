@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import asyncpg
 import pytest
 from asyncpg.exceptions import InternalClientError
 
+from paperclip.db.availability import describe, is_unavailable
 from paperclip.db.driver import plain_connection
 
 
@@ -83,3 +85,36 @@ async def test_a_connection_the_full_pool_does_not_keep_is_closed_cleanly(
         assert not [r for r in caplog.records if r.levelname == "ERROR"]
     finally:
         await engine.dispose()
+
+
+async def test_a_goodbye_read_between_two_statements_counts_as_the_database_being_away(
+    paperclip_container,
+):
+    # A server shutting down tells each idle connection so (FATAL 57P01), then
+    # closes it. When asyncpg reads that message before the close, its next
+    # statement fails with an InternalClientError (its protocol is out of step),
+    # not a connection error: the database is away all the same, and the error
+    # must say so rather than be logged with a traceback. Which error comes
+    # depends on when the loop reads what: tried until the out-of-step one is seen.
+    engine = paperclip_container.engine()
+    raised: list[BaseException] = []
+    for _ in range(100):
+        async with plain_connection(engine) as killer:
+            try:
+                async with plain_connection(engine) as victim:
+                    assert await victim.fetchval("SELECT 1") == 1
+                    await killer.execute("SELECT pg_terminate_backend($1)", victim.get_server_pid())
+                    # The loop stops, on purpose, while the goodbye and the close arrive.
+                    time.sleep(0.2)  # noqa: ASYNC251
+                    await asyncio.sleep(0)
+                    await asyncio.sleep(0)
+                    await victim.fetchval("SELECT 1")
+            except Exception as exc:
+                raised.append(exc)
+        assert victim.is_closed()
+        if isinstance(raised[-1], InternalClientError):
+            break
+    assert isinstance(raised[-1], InternalClientError), [type(e).__name__ for e in raised]
+    assert "another operation" in str(raised[-1])
+    unclassified = [describe(exc) for exc in raised if not is_unavailable(exc)]
+    assert not unclassified
