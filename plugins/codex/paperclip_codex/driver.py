@@ -5,16 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from paperclip_hookspecs.providers import (
-    PROVIDER_EXITED,
-    PROVIDER_SPAWN_FAILED,
-    RESUME_FAILED,
     DriverContext,
     EventSink,
     ProviderEvent,
@@ -22,55 +17,15 @@ from paperclip_hookspecs.providers import (
     TurnResult,
 )
 
-from paperclip_codex import __version__
 from paperclip_codex.approvals import answer_server_request
-from paperclip_codex.channel import Ended, EventChannel, Stop
-from paperclip_codex.config import (
-    DEFAULT_COMMAND,
-    MCP_TOKEN_ENV_VAR,
-    CodexSettings,
-    ConfigError,
-    flatten,
-    mcp_overrides,
-    override_args,
-    write_config,
-)
-from paperclip_codex.errors import ErrorCode, TurnAborted, error_text
+from paperclip_codex.channel import Ended, Stop
+from paperclip_codex.config import DEFAULT_COMMAND, CodexSettings, ConfigError
+from paperclip_codex.errors import ErrorCode, TurnAborted
 from paperclip_codex.jsonrpc import ConnectionClosed, JsonRpcError
-from paperclip_codex.probe import install_hint
-from paperclip_codex.process import AppServerProcess, SpawnError, reap_leftover, remember
+from paperclip_codex.results import describe, dig, failed, turn_result
+from paperclip_codex.session import Launch, Session, spawn
 
 logger = logging.getLogger(__name__)
-
-EVENT_BUFFER = 1024
-"""Provider messages buffered ahead of the event sink; beyond it the provider is made to wait."""
-CLIENT_INFO = {"name": "paperclip", "title": "Paperclip", "version": __version__}
-HIDDEN_ENV_PREFIX = "PAPERCLIP_"
-"""The runner's own settings and secrets (its credential among them) never reach the
-provider process, whose model can read its environment through the shell."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Launch:
-    """What a provider process was started with; a turn that needs another one restarts it."""
-
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    codex_home: str
-
-
-class _Session:
-    """A running provider process with its event channel and what it has loaded."""
-
-    def __init__(self, launch: _Launch) -> None:
-        self.launch = launch
-        self.channel = EventChannel(EVENT_BUFFER)
-        self.process: AppServerProcess | None = None
-        self.thread_id: str | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.process is not None and self.process.connection.closed_reason is None
 
 
 class CodexDriver:
@@ -84,7 +39,7 @@ class CodexDriver:
 
     def __init__(self, context: DriverContext) -> None:
         self._context = context
-        self._session: _Session | None = None
+        self._session: Session | None = None
         self._settings = CodexSettings()
         self._mcp_name: str | None = None
         self._running = False
@@ -105,9 +60,9 @@ class CodexDriver:
     async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
         """Start or resume the Codex thread and run one turn; events go to ``emit`` in order."""
         if self._closed:
-            return _failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
+            return failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
         if self._running:
-            return _failed(
+            return failed(
                 turn.session_ref,
                 ErrorCode.TURN_IN_PROGRESS,
                 "a turn is already running on this driver",
@@ -119,7 +74,7 @@ class CodexDriver:
         try:
             return await self._run_turn(turn, emit)
         except TurnAborted as exc:
-            return _failed(self._thread_id, exc.code, exc.message)
+            return failed(self._thread_id, exc.code, exc.message)
         finally:
             self._running = False
             self._turn_request = None
@@ -183,7 +138,9 @@ class CodexDriver:
     async def _run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
         try:
             settings = CodexSettings.from_config(turn.config)
-            launch = self._launch_for(turn, settings)
+            launch = Launch.for_turn(
+                self.command, self._context.state_dir, self._context.env, turn, settings
+            )
         except ConfigError as exc:
             raise TurnAborted(ErrorCode.INVALID_CONFIG, str(exc)) from None
         self._settings = settings
@@ -211,85 +168,41 @@ class CodexDriver:
         """The program this driver starts: the runner's launch profile, never the agent's config."""
         return tuple(self._context.command) or DEFAULT_COMMAND
 
-    def _launch_for(self, turn: TurnInput, settings: CodexSettings) -> _Launch:
-        home = os.path.join(self._context.state_dir, "codex-home")
-        pairs = list(settings.config_overrides)
-        env = {**self._context.env, "CODEX_HOME": home}
-        if turn.mcp is not None:
-            mcp = mcp_overrides(turn.mcp, settings.mcp_tool_timeout_seconds, settings.tool_approval)
-            pairs = mcp + pairs
-            env[MCP_TOKEN_ENV_VAR] = turn.mcp.bearer_token
-        argv = (*self.command, *override_args(pairs))
-        return _Launch(argv=argv, env=tuple(sorted(env.items())), codex_home=home)
-
     async def _ensure_session(
-        self, launch: _Launch, settings: CodexSettings, turn: TurnInput
-    ) -> _Session:
+        self, launch: Launch, settings: CodexSettings, turn: TurnInput
+    ) -> Session:
         current = self._session
         if current is not None and current.alive and current.launch == launch:
             return current
         await self._stop_session()
         if self._closed:
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
-        home = Path(launch.codex_home)
-        argv = launch.argv
-        try:
-            if not write_config(home, settings.config_document()):
-                # Someone else's config.toml: ours rides on the command line, which wins.
-                argv = (
-                    *self.command,
-                    *override_args(flatten(settings.config_document())),
-                    *argv[len(self.command) :],
-                )
-        except OSError as exc:
-            raise TurnAborted(
-                ErrorCode.SPAWN_FAILED, f"cannot prepare CODEX_HOME {home}: {exc}"
-            ) from None
-        session = _Session(launch)
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
-        env = {**inherited, **dict(launch.env)}
-        if (left := reap_leftover(self._context.state_dir)) is not None:
-            logger.warning("stopped the app-server an earlier runner left running (group %s)", left)
-        try:
-            session.process = await AppServerProcess.spawn(
-                argv,
-                env=env,
-                cwd=turn.cwd,
-                on_message=session.channel.put,
-                on_request=self._answer_server_request,
-                on_close=session.channel.end,
-            )
-        except SpawnError as exc:
-            message = str(exc)
-            if exc.missing:
-                message += f". {install_hint(argv[0])}"
-            raise TurnAborted(ErrorCode.SPAWN_FAILED, message) from None
+        session = await spawn(
+            launch,
+            settings,
+            command=self.command,
+            state_dir=self._context.state_dir,
+            cwd=turn.cwd,
+            on_request=self._answer_server_request,
+        )
         self._session = session
-        remember(self._context.state_dir, session.process.pid)
         if self._closed:  # close() ran while we were spawning
             await self._stop_session()
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
-        connection = session.process.connection
         try:
-            await connection.request(
-                "initialize",
-                {"clientInfo": CLIENT_INFO, "capabilities": {"experimentalApi": False}},
-                wait_seconds=settings.request_timeout_seconds,
-            )
-            await connection.notify("initialized")
+            await session.initialize(settings.request_timeout_seconds)
         except (TimeoutError, JsonRpcError, ConnectionClosed) as exc:
+            assert session.process is not None
             detail = await session.process.exit_description(wait=0.5)
             await self._stop_session()
             if self._closed:
                 raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed") from None
             raise TurnAborted(
-                ErrorCode.STARTUP_FAILED, f"initialize failed ({_describe(exc)}); {detail}"
+                ErrorCode.STARTUP_FAILED, f"initialize failed ({describe(exc)}); {detail}"
             ) from None
         return session
 
-    async def _open_thread(
-        self, session: _Session, turn: TurnInput, settings: CodexSettings
-    ) -> str:
+    async def _open_thread(self, session: Session, turn: TurnInput, settings: CodexSettings) -> str:
         overrides: dict[str, Any] = {
             "cwd": turn.cwd,
             "approvalPolicy": settings.approval_policy,
@@ -324,8 +237,8 @@ class CodexDriver:
             raise TurnAborted(ErrorCode.THREAD_START_FAILED, exc.message) from None
         return await self._adopt_thread(session, result, "thread/start")
 
-    async def _adopt_thread(self, session: _Session, result: Any, method: str) -> str:
-        thread_id = _dig(result, "thread", "id")
+    async def _adopt_thread(self, session: Session, result: Any, method: str) -> str:
+        thread_id = dig(result, "thread", "id")
         if not isinstance(thread_id, str):
             raise TurnAborted(ErrorCode.THREAD_START_FAILED, f"{method} returned no thread id")
         session.thread_id = thread_id
@@ -336,7 +249,7 @@ class CodexDriver:
         return thread_id
 
     async def _start_turn(
-        self, session: _Session, thread_id: str, turn: TurnInput, settings: CodexSettings
+        self, session: Session, thread_id: str, turn: TurnInput, settings: CodexSettings
     ) -> str:
         assert session.process is not None
         params: dict[str, Any] = {
@@ -353,7 +266,7 @@ class CodexDriver:
         # The pump reads this future to recognise this turn's turn/completed.
         self._turn_request = future
         result = await self._await_response(session, future, "turn/start")
-        turn_id = _dig(result, "turn", "id")
+        turn_id = dig(result, "turn", "id")
         if not isinstance(turn_id, str):
             raise TurnAborted(ErrorCode.TURN_START_FAILED, "turn/start returned no turn id")
         self._turn_id = turn_id
@@ -364,7 +277,7 @@ class CodexDriver:
 
     async def _await_completion(
         self,
-        session: _Session,
+        session: Session,
         pump: asyncio.Task[tuple[str, Any]],
         stop: Stop,
         thread_id: str,
@@ -384,23 +297,23 @@ class CodexDriver:
             except TimeoutError:
                 await self._finish_pump(session, pump, stop)
                 await self._stop_session()  # wedged: a fresh process resumes the thread next time
-                return _failed(
+                return failed(
                     thread_id,
                     ErrorCode.TURN_TIMEOUT,
                     f"turn {turn_id} did not end within {settings.turn_timeout_seconds:g}s, "
                     "nor after an interrupt",
                 )
             if how == "completed":
-                return _failed(
+                return failed(
                     thread_id,
                     ErrorCode.TURN_TIMEOUT,
                     f"turn {turn_id} exceeded {settings.turn_timeout_seconds:g}s and was interrupted",
                 )
         if how == "completed":
-            return _turn_result(thread_id, detail, self._answer)
+            return turn_result(thread_id, detail, self._answer)
         raise await self._exited(session, ConnectionClosed(str(detail)))
 
-    async def _pump(self, session: _Session, emit: EventSink, stop: Stop) -> tuple[str, Any]:
+    async def _pump(self, session: Session, emit: EventSink, stop: Stop) -> tuple[str, Any]:
         """Emit provider messages in order until this turn's ``turn/completed`` (or the end)."""
         while True:
             item = await session.channel.get()
@@ -419,8 +332,8 @@ class CodexDriver:
                 else ({} if params is None else {"value": params})
             )
             await emit(ProviderEvent(type=str(method), payload=payload))
-            if method == "item/completed" and _dig(payload, "item", "type") == "agentMessage":
-                text = _dig(payload, "item", "text")
+            if method == "item/completed" and dig(payload, "item", "type") == "agentMessage":
+                text = dig(payload, "item", "text")
                 if isinstance(text, str) and text.strip():
                     self._answer = text  # the last one is the turn's final prose
             if method == "turn/completed" and "id" not in item and self._is_this_turn(payload):
@@ -438,11 +351,11 @@ class CodexDriver:
             or future.exception() is not None
         ):
             return False
-        turn_id = _dig(payload, "turn", "id")
-        return isinstance(turn_id, str) and turn_id == _dig(future.result(), "turn", "id")
+        turn_id = dig(payload, "turn", "id")
+        return isinstance(turn_id, str) and turn_id == dig(future.result(), "turn", "id")
 
     async def _finish_pump(
-        self, session: _Session, pump: asyncio.Task[tuple[str, Any]], stop: Stop
+        self, session: Session, pump: asyncio.Task[tuple[str, Any]], stop: Stop
     ) -> None:
         """Let the pump emit what has arrived so far, then stop it (bounded)."""
         if pump.done():
@@ -460,7 +373,7 @@ class CodexDriver:
 
     # Requests
 
-    async def _request(self, session: _Session, method: str, params: Any) -> Any:
+    async def _request(self, session: Session, method: str, params: Any) -> Any:
         assert session.process is not None
         try:
             future = await session.process.connection.send_request(method, params)
@@ -469,7 +382,7 @@ class CodexDriver:
         return await self._await_response(session, future, method)
 
     async def _await_response(
-        self, session: _Session, future: asyncio.Future[Any], method: str
+        self, session: Session, future: asyncio.Future[Any], method: str
     ) -> Any:
         try:
             return await asyncio.wait_for(future, self._settings.request_timeout_seconds)
@@ -500,7 +413,7 @@ class CodexDriver:
                 wait_seconds=self._settings.request_timeout_seconds,
             )
         except (TimeoutError, JsonRpcError, ConnectionClosed) as exc:
-            logger.info("turn/interrupt for %s failed: %s", turn_id, _describe(exc))
+            logger.info("turn/interrupt for %s failed: %s", turn_id, describe(exc))
 
     async def _answer_server_request(self, method: str, params: Any) -> Any:
         """Answer Codex's requests to the client without a person: by policy, and at once."""
@@ -510,7 +423,7 @@ class CodexDriver:
 
     # Process lifecycle
 
-    async def _exited(self, session: _Session, exc: Exception) -> TurnAborted:
+    async def _exited(self, session: Session, exc: Exception) -> TurnAborted:
         """The failure for a provider that went away; the process is reaped."""
         if self._closed:
             return TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed during the turn")
@@ -525,51 +438,3 @@ class CodexDriver:
         session, self._session = self._session, None
         if session is not None and session.process is not None:
             await session.process.terminate(self._settings.close_timeout_seconds)
-
-
-# The failures of the process rather than of the model: the control plane resumes them.
-_RESUMABLE = {
-    ErrorCode.PROVIDER_EXITED: PROVIDER_EXITED,
-    ErrorCode.SPAWN_FAILED: PROVIDER_SPAWN_FAILED,
-    ErrorCode.STARTUP_FAILED: PROVIDER_SPAWN_FAILED,
-    ErrorCode.RESUME_FAILED: RESUME_FAILED,
-}
-
-
-def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
-    return TurnResult(
-        status="failed",
-        session_ref=session_ref,
-        error=error_text(code, message),
-        error_code=_RESUMABLE.get(code),
-    )
-
-
-def _turn_result(thread_id: str, payload: Mapping[str, Any], answer: str | None) -> TurnResult:
-    turn = payload.get("turn")
-    status = turn.get("status") if isinstance(turn, Mapping) else None
-    if status == "completed":
-        return TurnResult(status="completed", session_ref=thread_id, answer=answer)
-    if status == "interrupted":
-        return TurnResult(status="interrupted", session_ref=thread_id)
-    error = turn.get("error") if isinstance(turn, Mapping) else None
-    message = error.get("message") if isinstance(error, Mapping) else None
-    info = error.get("codexErrorInfo") if isinstance(error, Mapping) else None
-    text = str(message or f"turn ended with status {status!r}")
-    if info:
-        text += f" ({info})"
-    return _failed(thread_id, ErrorCode.TURN_FAILED, text)
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
-        return "no answer in time"
-    return str(exc) or type(exc).__name__
