@@ -21,6 +21,7 @@ from paperclip.models.interaction import (
     InteractionStatus,
 )
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
+from paperclip.models.project import DEFAULT_BRANCH_PREFIX, Project
 from paperclip.models.recovery import (
     ControllerBoot,
     RecoveryItem,
@@ -35,10 +36,12 @@ from paperclip.models.tool_call import ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot, WakeSnapshotComment
+from paperclip.models.workspace import IssueWorkspace, WorkspaceStatus
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
     "CARD_KINDS",
+    "DEFAULT_BRANCH_PREFIX",
     "HOLDING_STATUSES",
     "ROLE_RANK",
     "ActivityEntry",
@@ -61,7 +64,9 @@ __all__ = [
     "Issue",
     "IssuePriority",
     "IssueStatus",
+    "IssueWorkspace",
     "KeyRole",
+    "Project",
     "RecoveryItem",
     "RecoveryItemStatus",
     "RecoverySettlement",
@@ -86,4 +91,5 @@ __all__ = [
     "WakeRequest",
     "WakeSnapshotComment",
     "WakeStatus",
+    "WorkspaceStatus",
 ]

@@ -30,3 +30,7 @@ class Agent(UUIDPrimaryKey, Timestamps, Base):
     provider: Mapped[str] = mapped_column(String(100))
     provider_config: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[str] = mapped_column(String(20), default=AgentStatus.ACTIVE)
+    default_project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL")
+    )
+    """The project of an issue created for (or assigned to) this agent without one."""

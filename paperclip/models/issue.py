@@ -48,3 +48,7 @@ class Issue(UUIDPrimaryKey, Timestamps, Base):
     parent_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("issues.id", ondelete="SET NULL"), index=True
     )
+    project_id: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("projects.id", ondelete="SET NULL"), index=True
+    )
+    """Its project: its runs work in a worktree of the project's repository (None: a scratch folder)."""

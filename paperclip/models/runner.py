@@ -29,6 +29,14 @@ class Runner(UUIDPrimaryKey, Timestamps, Base):
     """The control-plane replica it is connected to."""
     last_seen_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    workspace_roots: Mapped[list[Any] | None] = mapped_column()
+    """The folders its host lets repositories come from, as it last said (None: never said)."""
+    workspace_remotes: Mapped[list[Any] | None] = mapped_column()
+    """The clone URL patterns its host allows, as it last said."""
+    workspace_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    """Disk its worktrees and mirrors use, as it last reported."""
+    workspace_count: Mapped[int | None] = mapped_column()
+    status_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class RunnerMessage(Base):

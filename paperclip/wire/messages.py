@@ -26,6 +26,10 @@ CLOSE_UNAUTHORIZED = 4401
 CLOSE_REPLACED = 4409
 """Another connection of the same runner took over."""
 
+FEATURE_WORKSPACES = "workspaces"
+"""A peer that says so in ``hello`` / ``welcome`` speaks the workspace messages below and
+runs a turn in the worktree its ``start_turn`` names."""
+
 
 class ProtocolError(Exception):
     """A frame that is not a message of this protocol."""
@@ -42,6 +46,60 @@ class DataMessage(Message):
 
 
 # runner -> control plane
+
+
+class WorkspaceSpec(msgspec.Struct, kw_only=True):
+    """The git worktree an issue's runs work in, as the control plane asks a runner for it.
+
+    The runner makes it on first use (idempotently), under its own workspaces folder,
+    from a repository its host allows; every later turn of the issue works in it.
+    """
+
+    key: str
+    """Its folder under the runner's workspaces folder: ``<company id>/<ISSUE-IDENTIFIER>``."""
+    branch: str
+    """The issue's branch (``paperclip/ACM-1``), made from the base on first use, then kept."""
+    repo_path: str | None = None
+    """A repository on the runner host (one of the two sources)."""
+    repo_url: str | None = None
+    """A clone URL: fetched into a bare mirror the runner keeps (the other source)."""
+    base_ref: str | None = None
+    """The branch the issue's branch starts from; None: the repository's own HEAD branch."""
+    base_commit: str | None = None
+    """The commit the issue's branch started from, once recorded: the base of its work product."""
+    hooks: bool = False
+    """Whether the repository's git hooks run (the project enables them); off by default."""
+
+
+class FileChange(msgspec.Struct, kw_only=True):
+    """One changed file of a work product, against the base commit."""
+
+    path: str
+    status: str
+    """``A``dded, ``M``odified, ``D``eleted, ``R``enamed, ... (git's letters); ``?`` untracked."""
+    added: int | None = None
+    """Lines added (None: a binary file)."""
+    deleted: int | None = None
+
+
+class WorkspaceState(msgspec.Struct, kw_only=True):
+    """What the worktree holds now: a turn's work product."""
+
+    path: str
+    branch: str
+    head: str
+    """The commit HEAD points at."""
+    base_ref: str
+    base_commit: str
+    ahead: int = 0
+    """Commits on the branch since the base commit."""
+    files: list[FileChange] = []
+    """Changed files against the base commit, committed or not (untracked ones included)."""
+    files_truncated: bool = False
+    untracked: int = 0
+    dirty: bool = False
+    """Uncommitted changes (tracked or untracked) in the worktree."""
+    disk_bytes: int | None = None
 
 
 class HostedRun(msgspec.Struct, kw_only=True):
@@ -62,6 +120,12 @@ class Hello(Message, tag="hello"):
     received_seq: int = 0
     """The last control-plane ``seq`` this process processed (0 for a new process)."""
     runs: list[HostedRun] = []
+    features: list[str] = []
+    """What this runner speaks beyond the base protocol (``workspaces``)."""
+    workspace_roots: list[str] = []
+    """The folders this host lets repositories come from (its own decision)."""
+    workspace_remotes: list[str] = []
+    """The clone URL patterns this host lets repositories be fetched from."""
 
 
 class Event(DataMessage, tag="event"):
@@ -110,6 +174,36 @@ class TurnFinished(DataMessage, tag="turn_finished"):
     """The provider's own id of the turn, when it has one."""
 
 
+class WorkspaceReport(DataMessage, tag="workspace_report"):
+    """The state of a run's worktree: once it is ready for a turn, and after each turn."""
+
+    run_id: uuid.UUID
+    turn: int
+    moment: Literal["ready", "turn_end"]
+    state: WorkspaceState
+    diff: str = ""
+    """``git diff`` of the worktree against the base commit, cut at the runner's limit."""
+    diff_truncated: bool = False
+
+
+class WorkspaceReleased(DataMessage, tag="workspace_released"):
+    """A ``release_workspace`` done: the worktree is gone, its branch kept."""
+
+    issue_id: uuid.UUID
+    saved_ref: str | None = None
+    """Where uncommitted changes were saved first (a ref in the repository), if any."""
+    error_code: str | None = None
+    error: str | None = None
+
+
+class RunnerStatus(Message, tag="runner_status"):
+    """How much disk the runner's workspaces use (sent now and then; not kept)."""
+
+    workspace_bytes: int
+    workspace_count: int
+    mirror_bytes: int = 0
+
+
 class SteerResult(DataMessage, tag="steer_result"):
     run_id: uuid.UUID
     message_id: str
@@ -125,6 +219,8 @@ class Welcome(Message, tag="welcome"):
     replica: str
     acked_seq: int = 0
     """The runner's messages the control plane processed durably (a cumulative ack)."""
+    features: list[str] = []
+    """What this control plane speaks beyond the base protocol (``workspaces``)."""
 
 
 class StartTurn(DataMessage, tag="start_turn"):
@@ -140,6 +236,11 @@ class StartTurn(DataMessage, tag="start_turn"):
     """The provider session to resume (a restart continuation), or None for a new one."""
     issue_id: uuid.UUID | None = None
     """The run's issue (added later: an older runner ignores it, an older control plane omits it)."""
+    workspace: WorkspaceSpec | None = None
+    """The worktree the turn works in (the issue's project); None: a scratch folder of the run.
+    Sent only to a runner that says ``workspaces`` in its ``hello``."""
+    agent_name: str | None = None
+    """The agent's name: the author of the commits it makes in its worktree."""
 
 
 class ToolResult(DataMessage, tag="tool_result"):
@@ -166,6 +267,14 @@ class Close(DataMessage, tag="close"):
     run_id: uuid.UUID
 
 
+class ReleaseWorkspace(DataMessage, tag="release_workspace"):
+    """The issue is over: remove its worktree (uncommitted changes saved to a ref first),
+    keep its branch; answered with ``workspace_released``."""
+
+    issue_id: uuid.UUID
+    workspace: WorkspaceSpec
+
+
 # both ways
 
 
@@ -179,9 +288,23 @@ class Error(Message, tag="error"):
     """The message it is about, when there is one."""
 
 
-FromRunner = Hello | Event | ToolCall | TurnStarted | TurnFinished | SteerResult | Ack | Error
-ToRunner = Welcome | StartTurn | ToolResult | Steer | Interrupt | Close | Ack | Error
-ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close
+FromRunner = (
+    Hello
+    | Event
+    | ToolCall
+    | TurnStarted
+    | TurnFinished
+    | SteerResult
+    | WorkspaceReport
+    | WorkspaceReleased
+    | RunnerStatus
+    | Ack
+    | Error
+)
+ToRunner = (
+    Welcome | StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorkspace | Ack | Error
+)
+ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorkspace
 
 _from_runner = msgspec.json.Decoder(FromRunner)
 _to_runner = msgspec.json.Decoder(ToRunner)
