@@ -33,6 +33,7 @@ from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
+from paperclip.api.workspaces import WorkspaceController
 from paperclip.container import Container
 from paperclip.db.availability import when_reachable
 from paperclip.plugins import PluginHost
@@ -118,6 +119,7 @@ def create_app(
             ConversationController,
             InteractionController,
             HoldController,
+            WorkspaceController,
             recovery_status,
             ApiKeyController,
             PluginController,
@@ -135,6 +137,7 @@ def create_app(
             "agents": _service(container.agents),
             "issues": _service(container.issues),
             "holds": _service(container.holds),
+            "workspaces": _service(container.workspaces),
             "comments": _service(container.comments),
             "issue_reads": _service(container.issue_reads),
             "wakes": _service(container.wakes),

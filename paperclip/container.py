@@ -25,6 +25,7 @@ from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
 from paperclip.services.wakes import WakeService
+from paperclip.services.workspaces import WorkspaceService
 from paperclip.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Container(containers.DeclarativeContainer):
     agents = providers.Singleton(AgentService, sessions)
     issues = providers.Singleton(IssueService, sessions)
     holds = providers.Singleton(HoldService, sessions)
+    workspaces = providers.Singleton(WorkspaceService, sessions)
     comments = providers.Singleton(CommentService, sessions)
     issue_reads = providers.Singleton(IssueReads, engine)
     wakes = providers.Singleton(WakeService, sessions)
@@ -78,6 +80,8 @@ class Container(containers.DeclarativeContainer):
         runner_gone_after=settings.provided.runner_gone_seconds,
         max_resumes=settings.provided.run_max_resumes,
         reconcile_seconds=settings.provided.reconcile_seconds,
+        workspace_retention_hours=settings.provided.workspace_retention_hours,
+        workspace_sweep_seconds=settings.provided.workspace_sweep_seconds,
         database=engine,
     )
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.

@@ -111,6 +111,20 @@ class Settings(BaseSettings):
         description="How long `paperclip serve` waits at start for a database it cannot reach "
         "(a replica started during an outage) before it gives up.",
     )
+    workspace_retention_hours: float = Field(
+        default=24.0,
+        ge=0,
+        le=24 * 365,
+        description="How long an issue's worktree stays after the issue is done or cancelled "
+        "(from its last change); then its runner removes it, keeping its branch and saving "
+        "uncommitted changes to a ref first.",
+    )
+    workspace_sweep_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="How often each replica looks for ended issues' worktrees to remove.",
+    )
     local_runner: bool = Field(
         default=True,
         description="`paperclip serve` starts a runner on this machine (`--no-runner` leaves it out).",

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Literal
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 # -- vocabulary ------------------------------------------------------------------------
 
@@ -117,6 +118,8 @@ class TaskSource:
     priority: str = ""
     parent: ParentTask | None = None
     acceptance_criteria: tuple[str, ...] = ()
+    workspace: ExecutionWorkspace | None = None
+    """The git worktree the task's runs work in (hook API 1.8); None: a scratch folder."""
 
 
 @dataclass(frozen=True, slots=True)

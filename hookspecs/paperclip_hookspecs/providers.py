@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 LAUNCH_KEY = "launch"
 """The provider-config key that names a launch profile of the runner (hook API 1.2).
@@ -93,7 +94,9 @@ class TurnInput:
     """What the model is asked this turn: the task brief and wake prompt, assembled by
     the prompt hooks. Send it as the user message."""
     cwd: str
-    """The run's working directory on the runner (``<work dir>/runs/<run id>``), writable."""
+    """The turn's working directory on the runner, writable: the issue's worktree when the
+    issue belongs to a project (:attr:`workspace`), else the run's folder
+    (``<work dir>/runs/<run id>``)."""
     session_ref: str | None = None
     """The provider session to resume (a Codex thread id, ...), or None for a fresh one.
     Only given to kinds whose capabilities say ``resume``."""
@@ -109,6 +112,10 @@ class TurnInput:
     issue_id: str | None = None
     """The issue the run works on (hook API 1.4), None for a run without one: lets a
     provider keep one conversation per issue (a gateway's session key)."""
+    workspace: ExecutionWorkspace | None = None
+    """The issue's git worktree (hook API 1.8), which is then :attr:`cwd`; None: ``cwd`` is
+    the run's scratch folder. Keep provider state (homes, session files) in
+    :attr:`DriverContext.state_dir`, never in the worktree."""
 
 
 @dataclass(frozen=True, slots=True)

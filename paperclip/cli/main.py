@@ -14,6 +14,7 @@ from paperclip.cli.context import load_settings, start_database, with_database
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.runner import runner, runners
+from paperclip.cli.workspace import workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -230,6 +231,7 @@ cli.add_command(chaos)
 cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)
+cli.add_command(workspace)
 
 
 def main() -> None:

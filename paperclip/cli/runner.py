@@ -8,6 +8,7 @@ import signal
 import socket
 import uuid
 from collections.abc import Coroutine
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,8 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     from paperclip.plugins import PluginHost
     from paperclip.runner.launch import LaunchPolicy
     from paperclip.runner.runtime import RunnerProcess
+    from paperclip.runner.workspace_host import WorkspaceHost
+    from paperclip.runner.workspaces import WorkspacePolicy
     from paperclip.settings import Settings
 
     settings = Settings()
@@ -65,13 +68,22 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     urls = [u for s in servers for u in s.split()]
     plugins = PluginHost.from_settings(settings)
     kinds = {kind.name: kind for kind in plugins.providers()}
+    folder = work_dir or settings.data_dir / "runner"
     runtime = RunnerProcess(
         urls,
         credential,
-        work_dir=work_dir or settings.data_dir / "runner",
+        work_dir=folder,
         providers=kinds,
         launch=LaunchPolicy.build(kinds, settings.runner_launch),
         tools=plugins.tool_specs(),
+        workspaces=WorkspaceHost(
+            folder,
+            WorkspacePolicy.from_settings(
+                settings.runner_workspace_roots, settings.runner_workspace_remotes
+            ),
+            diff_limit=settings.runner_diff_limit_bytes,
+            run_retention=timedelta(hours=settings.runner_run_retention_hours),
+        ),
     )
 
     async def main() -> None:

@@ -33,6 +33,7 @@ from paperclip.models import Runner as RunnerRow
 from paperclip.wire.messages import (
     CLOSE_PROTOCOL_ERROR,
     CLOSE_REPLACED,
+    FEATURE_WORKSPACES,
     PROTOCOL,
     Hello,
     ProtocolError,
@@ -79,8 +80,16 @@ class RunnerConnections:
         self.stopping = asyncio.Event()
         """Set when this replica begins to stop: a connection still adopting runs gives up."""
 
-    def pick_link(self, provider: str | None) -> RunnerLink | None:
-        """A connected runner that offers ``provider`` (None: any), or None.
+    def pick_link(
+        self,
+        provider: str | None,
+        *,
+        runner_id: uuid.UUID | None = None,
+        workspaces: bool = False,
+    ) -> RunnerLink | None:
+        """A connected runner that offers ``provider`` (None: any), or None; only
+        ``runner_id`` when given (the host holding a worktree), only a runner that speaks
+        workspaces when the run works in one.
 
         Each in turn: runs started together spread over the runners instead
         of all going to the first one connected.
@@ -88,7 +97,10 @@ class RunnerConnections:
         offering = [
             link
             for link in self.links.values()
-            if (provider is None or provider in link.providers) and not link.closed.is_set()
+            if (provider is None or provider in link.providers)
+            and (runner_id is None or link.runner_id == runner_id)
+            and (not workspaces or FEATURE_WORKSPACES in link.features)
+            and not link.closed.is_set()
         ]
         if not offering:
             return None
@@ -123,7 +135,13 @@ class RunnerConnections:
             await transport.close(CLOSE_TRY_AGAIN, "the control plane cannot serve it now")
             return
         try:
-            await link.send(Welcome(replica=self.instance, acked_seq=link.last_in))
+            await link.send(
+                Welcome(
+                    replica=self.instance,
+                    acked_seq=link.last_in,
+                    features=[FEATURE_WORKSPACES],
+                )
+            )
             await self._adopt_runs_of(link, hello)
             if self.stopping.is_set():
                 # Its runs are adopted (and recovered) by the replica the runner dials next.
@@ -169,6 +187,10 @@ class RunnerConnections:
                 row.in_seq = 0  # a new runner process starts its numbering again
             row.instance, row.replica = hello.runner_instance, self.instance
             row.last_seen_at = datetime.now(UTC)
+            if FEATURE_WORKSPACES in hello.features:
+                # What its host allows: the door refuses a project no runner could use.
+                row.workspace_roots = list(hello.workspace_roots)
+                row.workspace_remotes = list(hello.workspace_remotes)
             await outbox.acknowledge(session, runner_id, hello.received_seq)
             last_in = row.in_seq
         link = RunnerLink(
@@ -179,6 +201,8 @@ class RunnerConnections:
             self.sessions,
             last_in=last_in,
             last_sent=hello.received_seq,
+            features=frozenset(hello.features),
+            workspace_dir=hello.workspace_dir,
         )
         self.links[runner_id] = link
         log.info(

@@ -40,11 +40,16 @@ from paperclip.services import chat_turns
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.comments import add_comment
+from paperclip.services.holds import hold_task
 from paperclip.services.issues import settle_after_run
 from paperclip.services.run_tokens import revoke_run_tokens
 from paperclip.wire.messages import Close, TurnFinished
+from paperclip.wire.workspace_rules import WORKSPACE_NOT_ALLOWED, WORKSPACE_UNAVAILABLE
 
 log = logging.getLogger(__name__)
+
+HELD_BY_WORKSPACE = frozenset({WORKSPACE_NOT_ALLOWED, WORKSPACE_UNAVAILABLE, "workspace_busy"})
+"""A turn the runner could not start in its worktree: the run fails and its task is held."""
 
 STATUS_REASONS = {
     "done": "task_completed",
@@ -306,6 +311,18 @@ class RunEndings:
                     )
                 ],
             )
+            if code in HELD_BY_WORKSPACE and run.issue_id is not None:
+                # The runner host refused or could not make the worktree: nothing ran, and a
+                # person must act (its settings, the project) before the task runs again.
+                await hold_task(
+                    session,
+                    SYSTEM,
+                    company_id=run.company_id,
+                    issue_id=run.issue_id,
+                    run_id=run.id,
+                    kind=code,
+                    reason=f"{text} Fix it, then resolve this hold to run the task again.",
+                )
         return ended, status
 
     async def _terminal_guard(

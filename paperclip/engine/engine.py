@@ -8,7 +8,8 @@
 - ``scheduler``: wakes to runs, nudged by PostgreSQL notifications;
 - ``leases``: renewing this replica's leases, ending abandoned runs;
 - ``reconciler``: the recovery policies, in the background, through the ``port``;
-- ``presentation_recovery``: answers whose status decision committed, presented after a crash.
+- ``presentation_recovery``: answers whose status decision committed, presented after a crash;
+- ``workspaces``: the worktrees of ended issues, released once their retention passed.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -43,6 +44,7 @@ from paperclip.engine.recovery_port import ControlPlanePort
 from paperclip.engine.resumption import Limits
 from paperclip.engine.scheduler import WakeScheduler
 from paperclip.engine.transport import Transport, TransportClosed
+from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.models import Runner
 from paperclip.plugins import PluginHost
 
@@ -64,6 +66,8 @@ class RunEngine:
         runner_gone_after: float = 60.0,
         max_resumes: int = 3,
         reconcile_seconds: float = 2.0,
+        workspace_retention_hours: float = 24.0,
+        workspace_sweep_seconds: float = 60.0,
         database: AsyncEngine | None = None,
     ) -> None:
         self.instance = instance
@@ -102,7 +106,15 @@ class RunEngine:
             pass_seconds=reconcile_seconds,
             grace=timedelta(seconds=2 * lease_seconds),
         )
-        inbox = RunnerInbox(sessions, self.ownership, gate, self.calls, self.endings)
+        retention = timedelta(hours=workspace_retention_hours)
+        inbox = RunnerInbox(
+            sessions,
+            self.ownership,
+            gate,
+            self.calls,
+            self.endings,
+            release_retry=max(retention, timedelta(seconds=workspace_sweep_seconds)),
+        )
         self.connections = RunnerConnections(
             sessions,
             self.ownership,
@@ -123,6 +135,7 @@ class RunEngine:
             instance=instance,
             lease_seconds=lease_seconds,
             on_adopted=self._adopted,
+            runners_here=lambda: list(self.connections.links),
         )
         self.leases = LeaseKeeper(
             sessions,
@@ -131,6 +144,12 @@ class RunEngine:
             lease_seconds=lease_seconds,
             abandon_after=abandon_after,
             nudge=self.nudge,
+        )
+        self.workspaces = WorkspaceKeeper(
+            sessions,
+            lambda: self.connections.links,
+            retention=retention,
+            pass_seconds=workspace_sweep_seconds,
         )
         self._loops: list[asyncio.Task[Any]] = []
         self._adoptions: set[asyncio.Task[None]] = set()
@@ -161,6 +180,7 @@ class RunEngine:
             asyncio.create_task(self.leases.run(), name="lease-keeper"),
             asyncio.create_task(self.reconciler.run(), name="reconciler"),
             asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
+            asyncio.create_task(self.workspaces.run(), name="workspace-keeper"),
         ]
 
     def begin_stop(self) -> None:

@@ -13,9 +13,11 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.db.availability import log_failure
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.events import NewEvent, append_rows
@@ -26,6 +28,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.transport import TransportClosed
 from paperclip.engine.turns import turn_started
+from paperclip.engine.workspaces.reports import record_released, record_report, record_status
 from paperclip.wire.messages import (
     Ack,
     DataMessage,
@@ -33,10 +36,13 @@ from paperclip.wire.messages import (
     Event,
     Hello,
     ProtocolError,
+    RunnerStatus,
     SteerResult,
     ToolCall,
     TurnFinished,
     TurnStarted,
+    WorkspaceReleased,
+    WorkspaceReport,
     decode_from_runner,
 )
 
@@ -55,12 +61,16 @@ class RunnerInbox:
         gate: ControlGate,
         calls: CallPipeline,
         endings: RunEndings,
+        *,
+        release_retry: timedelta = timedelta(hours=1),
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
         self.gate = gate
         self.calls = calls
         self.endings = endings
+        self.release_retry = release_retry
+        """When a worktree the runner could not remove is tried again."""
 
     async def receive_loop(self, link: RunnerLink) -> None:
         """Process the runner's messages until the connection ends (TransportClosed)."""
@@ -85,6 +95,8 @@ class RunnerInbox:
                     link.runner_acked(message.upto)
                 elif isinstance(message, DataMessage):
                     messages.append(message)
+                elif isinstance(message, RunnerStatus):
+                    await self._runner_status(link, message)
                 elif isinstance(message, Hello):
                     await link.send(Error(message="hello is only the first message"))
             if messages:
@@ -153,6 +165,13 @@ class RunnerInbox:
             await self._turn_started(link, message)
         elif isinstance(message, SteerResult):
             await self._steer_result(link, message)
+        elif isinstance(message, WorkspaceReport):
+            await self._workspace_report(link, message)
+        elif isinstance(message, WorkspaceReleased):
+            async with self.sessions.begin() as session:
+                await record_released(
+                    session, link.runner_id, message, retry_after=self.release_retry
+                )
         elif isinstance(message, Event):
             if await self.gate.controls(link, message.run_id):
                 await self._append_events(link, [message])
@@ -192,6 +211,25 @@ class RunnerInbox:
                 epoch=self.ownership.epoch(message.run_id),
             )
             await turn_started(session, run, message.turn, message.session_ref)
+
+    async def _workspace_report(self, link: RunnerLink, message: WorkspaceReport) -> None:
+        if not await self.gate.controls(link, message.run_id):
+            return  # the run ended: its worktree's later state comes with its next run
+        async with self.sessions.begin() as session:
+            run = await lock_run(
+                session,
+                message.run_id,
+                instance=self.calls.instance,
+                epoch=self.ownership.epoch(message.run_id),
+            )
+            await record_report(session, run, link.instance, message)
+
+    async def _runner_status(self, link: RunnerLink, message: RunnerStatus) -> None:
+        try:
+            async with self.sessions.begin() as session:
+                await record_status(session, link.runner_id, message)
+        except Exception as exc:  # a figure for people: never worth the connection
+            log_failure(log, "recording runner %s's disk use failed", exc, link.runner_id)
 
     async def _steer_result(self, link: RunnerLink, message: SteerResult) -> None:
         event = Event(

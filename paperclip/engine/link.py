@@ -51,8 +51,14 @@ class RunnerLink:
         *,
         last_in: int,
         last_sent: int,
+        features: frozenset[str] = frozenset(),
+        workspace_dir: str = "",
     ) -> None:
         self.runner_id = runner_id
+        self.features = features
+        """What the runner speaks beyond the base protocol (``hello.features``)."""
+        self.workspace_dir = workspace_dir
+        """Where it keeps worktrees (``hello.workspace_dir``)."""
         self.instance = instance
         self.transport = transport
         self.providers = providers

@@ -62,12 +62,14 @@ class Outgoing:
 
     @classmethod
     def of(cls, message: ToRunnerData, *, attach: bool = True) -> Outgoing:
-        """A message to queue; ``attach=False`` keeps its run id in the payload only."""
+        """A message to queue; ``attach=False`` keeps its run id in the payload only (a
+        message about no run, ``release_workspace``, has none)."""
         payload = payload_of(message)
-        if not attach:
-            payload["run_id"] = str(message.run_id)
+        run_id: uuid.UUID | None = getattr(message, "run_id", None)
+        if not attach and run_id is not None:
+            payload["run_id"] = str(run_id)
         type_: str = message.__struct_config__.tag  # type: ignore[assignment]
-        return cls(type_, message.run_id if attach else None, payload)
+        return cls(type_, run_id if attach else None, payload)
 
 
 async def enqueue(

@@ -18,6 +18,7 @@ from paperclip_hookspecs.prompts import (
     TaskSource,
     WakeSource,
 )
+from paperclip_hookspecs.workspaces import ExecutionWorkspace
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -73,6 +74,7 @@ def build_execution_input(
     agent_names: dict[Any, str],
     run_id: str,
     hooks: Any = None,
+    workspace: ExecutionWorkspace | None = None,
 ) -> AssembledInput:
     """Assemble a fresh session's input.
 
@@ -90,6 +92,7 @@ def build_execution_input(
         status=issue.status if issue else "",
         priority=issue.priority if issue else "",
         parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
+        workspace=workspace,
     )
     request = AssemblyRequest(
         task=task,
@@ -132,6 +135,7 @@ async def assemble_for_run(
     wake: WakeRequest,
     run_id: str,
     hooks: Any = None,
+    workspace: ExecutionWorkspace | None = None,
 ) -> RunInput:
     """Read what the prompt stands on (comments, parent, the agent's previous run) and assemble it."""
     comments: list[Comment] = []
@@ -169,5 +173,6 @@ async def assemble_for_run(
         agent_names=names,
         run_id=run_id,
         hooks=hooks,
+        workspace=workspace,
     )
     return RunInput(assembled, current_wake_comments(agent, comments, since))

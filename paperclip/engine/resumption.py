@@ -14,6 +14,7 @@ sends ``start_turn``.
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +26,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.engine.endings import finish_run
 from paperclip.engine.turns import current_turn, end_turn, open_turn
 from paperclip.engine.unread_steers import unread_steered_messages
-from paperclip.models import Agent, Run, RunStatus, RunTurn, TurnKind, TurnStatus
+from paperclip.models import (
+    Agent,
+    IssueWorkspace,
+    Run,
+    Runner,
+    RunStatus,
+    RunTurn,
+    TurnKind,
+    TurnStatus,
+    WorkspaceStatus,
+)
 from paperclip.plugins import PluginHost, ProviderNotInstalledError
 from paperclip.prompts import AgentBrief, read_execution_input
 from paperclip.prompts.restart import fresh_retry, restart_continuation
@@ -57,13 +68,20 @@ async def settle_lost_run(
         await end_turn(session, run, turn.number, TurnStatus.LOST, error_code=reason)
     if run.phase == "resuming":
         # A queued turn no runner came for: spent, like a failed resumption.
+        waited = f"{limits.wait_for_runner.total_seconds():g} s"
+        host = await worktree_host(session, run.issue_id)
         await _give_up(
             session,
             run,
             NO_RUNNER,
-            f"no runner offering the {run.provider!r} provider connected within "
-            f"{limits.wait_for_runner.total_seconds():g} s to continue this run. Connect one "
-            "(see docs/remote-runner.md), then resolve this hold to run the task again.",
+            f"the runner {host} holding this issue's worktree did not connect within {waited} "
+            "to continue this run. Connect it; or, if it is gone for good, forget the worktree "
+            "(DELETE …/issues/<issue>/workspace: the next run makes a new one elsewhere). "
+            "Then resolve this hold to run the task again."
+            if host is not None
+            else f"no runner offering the {run.provider!r} provider connected within {waited} "
+            "to continue this run. Connect one (see docs/remote-runner.md), then resolve this "
+            "hold to run the task again.",
         )
         return "held"
     if run.resume_attempts >= limits.max_resumes:
@@ -115,6 +133,23 @@ async def settle_lost_run(
     run.resume_attempts += 1
     run.lease_expires_at = datetime.now(UTC)  # any replica with a runner may take it now
     return "resuming"
+
+
+async def worktree_host(session: AsyncSession, issue_id: uuid.UUID | None) -> str | None:
+    """The name of the runner holding the issue's live worktree, if it has one."""
+    if issue_id is None:
+        return None
+    row = (
+        await session.execute(
+            select(Runner.name)
+            .join(IssueWorkspace, IssueWorkspace.runner_id == Runner.id)
+            .where(
+                IssueWorkspace.issue_id == issue_id,
+                IssueWorkspace.status.in_((WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)),
+            )
+        )
+    ).scalar_one_or_none()
+    return None if row is None else repr(row)
 
 
 async def _next_input(

@@ -11,8 +11,9 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 import msgspec
 from sqlalchemy.exc import IntegrityError
@@ -27,6 +28,12 @@ from paperclip.engine.prompt import assemble_for_run
 from paperclip.engine.resumption import new_token_for, queued_turn, resumable
 from paperclip.engine.snapshot import record_wake_snapshot
 from paperclip.engine.turns import open_turn
+from paperclip.engine.workspaces.placement import (
+    WorkspaceElsewhere,
+    open_workspace,
+    placement_of,
+    workspace_of,
+)
 from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
 from paperclip.plugins import PluginHost
 from paperclip.services.activity import record_activity
@@ -44,8 +51,18 @@ FALLBACK_POLL_SECONDS = 5.0
 """How often to look for wakes when no notification came (a lost listener, a missed one)."""
 LISTEN_RETRY_SECONDS = 2.0
 
-LinkPicker = Callable[[str | None], RunnerLink | None]
-"""The connected runner link that offers a provider (None: any connected runner), or None."""
+
+class LinkPicker(Protocol):
+    """The connected runner link that offers a provider (None: any connected runner), only
+    ``runner_id`` when given, only one that speaks workspaces when asked; or None."""
+
+    def __call__(
+        self,
+        provider: str | None,
+        *,
+        runner_id: uuid.UUID | None = None,
+        workspaces: bool = False,
+    ) -> RunnerLink | None: ...
 
 
 class WakeScheduler:
@@ -60,12 +77,16 @@ class WakeScheduler:
         instance: str,
         lease_seconds: float,
         on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
+        runners_here: Callable[[], Collection[uuid.UUID]] | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
         self.ownership = ownership
         self.plugins = plugins
         self.pick_link = pick_link
+        self.runners_here = runners_here
+        """The runners connected to this replica: a wake pinned to another one's worktree
+        is left to it (None: no such filter)."""
         self.on_adopted = on_adopted
         """Called for a run this replica adopted to start its next turn (settle its journal)."""
         self.instance = instance
@@ -133,8 +154,11 @@ class WakeScheduler:
         started: list[tuple[RunnerLink, int, StartTurn, int]] = []
         async with self.sessions.begin() as session:
             for run in (await session.execute(resumable(CLAIM_BATCH))).scalars():
-                link = self.pick_link(run.provider)
-                if link is None:
+                place = await placement_of(session, run.issue_id)
+                link = self.pick_link(
+                    run.provider, runner_id=place.runner_id, workspaces=place.workspace
+                )
+                if link is None or place.wait:
                     continue
                 seq, start, epoch = await self._resume(session, run, link)
                 started.append((link, seq, start, epoch))
@@ -158,6 +182,7 @@ class WakeScheduler:
         run.phase = "turn"
         run.resumable_since = None
         turn.runner_id = link.runner_id
+        workspace = await workspace_of(session, run.issue_id, link.workspace_dir)
         start = StartTurn(
             seq=0,
             run_id=run.id,
@@ -169,6 +194,8 @@ class WakeScheduler:
             session_ref=turn.session_ref,
             token=await new_token_for(session, run),
             issue_id=run.issue_id,
+            workspace=workspace.spec if workspace is not None else None,
+            agent_name=agent.name,
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
@@ -177,17 +204,21 @@ class WakeScheduler:
     async def _claim_new_runs(self) -> int:
         started: list[tuple[RunnerLink, int, StartTurn]] = []
         async with self.sessions.begin() as session:
-            for wake, agent in await claimable_wakes(session, CLAIM_BATCH):
+            here = self.runners_here() if self.runners_here is not None else None
+            for wake, agent in await claimable_wakes(session, CLAIM_BATCH, runners=here):
                 if not any(kind.name == agent.provider for kind in self.plugins.providers()):
                     await self._refuse(session, wake, agent)
                     continue
-                link = self.pick_link(agent.provider)
-                if link is None:
+                place = await placement_of(session, wake.issue_id)
+                link = self.pick_link(
+                    agent.provider, runner_id=place.runner_id, workspaces=place.workspace
+                )
+                if link is None or place.wait:
                     continue  # another replica's runner, or a runner still to come, may take it
                 try:
                     async with session.begin_nested():
                         seq, start = await self._create_run(session, wake, agent, link)
-                except IntegrityError:
+                except (IntegrityError, WorkspaceElsewhere):
                     continue  # another replica started a run for this issue first
                 started.append((link, seq, start))
         for link, seq, start in started:
@@ -235,12 +266,22 @@ class WakeScheduler:
             if wake.issue_id
             else None
         )
+        workspace = None
         if issue is not None:
             # First, so the prompt shows the status the agent works in.
             start_work(issue)
+            workspace = await open_workspace(
+                session, issue, runner_id=link.runner_id, workspace_dir=link.workspace_dir
+            )
         run_id = uuid.uuid4()
         prepared = await assemble_for_run(
-            session, agent=agent, issue=issue, wake=wake, run_id=str(run_id), hooks=self.plugins
+            session,
+            agent=agent,
+            issue=issue,
+            wake=wake,
+            run_id=str(run_id),
+            hooks=self.plugins,
+            workspace=workspace.view if workspace is not None else None,
         )
         assembled = prepared.assembled
         now = datetime.now(UTC)
@@ -283,6 +324,8 @@ class WakeScheduler:
             session_ref=None,
             token=token,
             issue_id=run.issue_id,
+            workspace=workspace.spec if workspace is not None else None,
+            agent_name=agent.name,
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         record_activity(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from paperclip_hookspecs.prompts import (
     CommentSource,
+    ExecutionWorkspace,
     RenderedSection,
     SourceBlock,
     SourceKind,
@@ -90,7 +91,24 @@ def task_header(task: TaskSource) -> str:
         lines.append(
             f"- Parent: {parent.identifier or parent.id} {quote(source_text(parent.title))}"
         )
+    if task.workspace is not None:
+        lines.extend(workspace_lines(task.workspace))
     return "\n".join(lines)
+
+
+def workspace_lines(workspace: ExecutionWorkspace) -> list[str]:
+    """Where the work happens: the worktree, its branch and what it started from."""
+    base = workspace.base_ref or "the repository's default branch"
+    if workspace.base_commit:
+        base = f"{base} at {workspace.base_commit[:12]}"
+    lines = [
+        f"- Workspace: {workspace.path} (a git worktree; your working directory)",
+        f"- Branch: {workspace.branch} (commit your work here; it is kept after the task)",
+        f"- Base: {base}",
+    ]
+    if workspace.project:
+        lines.append(f"- Project: {quote(source_text(workspace.project))}")
+    return lines
 
 
 def _description(

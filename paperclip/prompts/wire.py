@@ -23,6 +23,7 @@ from paperclip_hookspecs.prompts import (
     Continuation,
     ContinuationMessage,
     EventsOwnership,
+    ExecutionWorkspace,
     ObjectiveSource,
     ParentTask,
     Placement,
@@ -60,7 +61,7 @@ def _opt_str(data: Mapping[str, Any], key: str) -> str:
 
 def task_to_wire(task: TaskSource) -> Wire:
     parent = task.parent
-    return {
+    wire: Wire = {
         "id": task.id,
         "identifier": task.identifier,
         "title": task.title,
@@ -72,6 +73,34 @@ def task_to_wire(task: TaskSource) -> Wire:
         else {"id": parent.id, "identifier": parent.identifier, "title": parent.title},
         "acceptanceCriteria": list(task.acceptance_criteria),
     }
+    if task.workspace is not None:
+        # Only when there is one: envelopes of tasks without a project stay as they were.
+        wire["workspace"] = workspace_to_wire(task.workspace)
+    return wire
+
+
+def workspace_to_wire(workspace: ExecutionWorkspace) -> Wire:
+    return {
+        "path": workspace.path,
+        "branch": workspace.branch,
+        "baseRef": workspace.base_ref,
+        "baseCommit": workspace.base_commit,
+        "project": workspace.project,
+        "repository": workspace.repository,
+    }
+
+
+def workspace_from_wire(data: Any) -> ExecutionWorkspace | None:
+    if not isinstance(data, Mapping):
+        return None
+    return ExecutionWorkspace(
+        path=_opt_str(data, "path"),
+        branch=_opt_str(data, "branch"),
+        base_ref=_opt_str(data, "baseRef"),
+        base_commit=_opt_str(data, "baseCommit"),
+        project=_opt_str(data, "project"),
+        repository=_opt_str(data, "repository"),
+    )
 
 
 def task_from_wire(data: Mapping[str, Any]) -> TaskSource:
@@ -93,6 +122,7 @@ def task_from_wire(data: Mapping[str, Any]) -> TaskSource:
         acceptance_criteria=tuple(
             c for c in data.get("acceptanceCriteria") or () if isinstance(c, str)
         ),
+        workspace=workspace_from_wire(data.get("workspace")),
     )
 
 

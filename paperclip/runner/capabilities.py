@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from paperclip_hookspecs.providers import McpEndpoint, ProviderKind, TurnInput
+from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 from paperclip.wire import messages as wire
 
@@ -19,9 +20,14 @@ MCP_SERVER_NAME = "paperclip"
 
 
 def turn_input(
-    kind: ProviderKind, message: wire.StartTurn, state_dir: Path, endpoint_url: str
+    kind: ProviderKind,
+    message: wire.StartTurn,
+    state_dir: Path,
+    endpoint_url: str,
+    workspace: ExecutionWorkspace | None = None,
 ) -> TurnInput:
-    """The turn a driver of ``kind`` runs for ``message``."""
+    """The turn a driver of ``kind`` runs for ``message``: in ``workspace`` (the issue's
+    worktree) when there is one, else in the run's folder."""
     capabilities = kind.capabilities
     mcp = (
         McpEndpoint(name=MCP_SERVER_NAME, url=endpoint_url, bearer_token=message.token)
@@ -31,12 +37,13 @@ def turn_input(
     return TurnInput(
         run_id=str(message.run_id),
         prompt=message.prompt,
-        cwd=str(state_dir),
+        cwd=workspace.path if workspace is not None else str(state_dir),
         session_ref=message.session_ref if capabilities.resume else None,
         mcp=mcp,
         config=message.config,
         system=message.system,
         issue_id=str(message.issue_id) if message.issue_id is not None else None,
+        workspace=workspace,
     )
 
 

@@ -39,6 +39,8 @@ from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
 from paperclip.runner.steer_order import SteerOrder
+from paperclip.runner.workspace_host import HeldWorkspace, WorkspaceHost, hold_workspace
+from paperclip.runner.workspaces import WorkspaceError
 from paperclip.wire import messages as wire
 from paperclip.wire.tools import TOOLS, ToolSpec
 
@@ -64,6 +66,8 @@ class HostedRun:
     pending_calls: dict[str, asyncio.Future[ToolCallResult]] = field(default_factory=dict)
     order: SteerOrder[wire.DataMessage] = field(default_factory=SteerOrder)
     """Its events wait for the result of a steer in flight (the acknowledgement first)."""
+    workspace: HeldWorkspace | None = None
+    """The issue's worktree the run works in (None: its own folder)."""
 
 
 class RunnerProcess:
@@ -78,6 +82,7 @@ class RunnerProcess:
         providers: dict[str, Any],
         launch: LaunchPolicy | None = None,
         tools: Sequence[ToolSpec] = (),
+        workspaces: WorkspaceHost | None = None,
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -88,6 +93,8 @@ class RunnerProcess:
         """Provider kinds by name (from the runner's plugin host)."""
         self.launch = launch if launch is not None else LaunchPolicy.build(providers)
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
+        self.workspaces = workspaces
+        """This host's worktrees (None: turns run in their run's folder only)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.runs: dict[uuid.UUID, HostedRun] = {}
         # The core's tools, then the installed plugins' (their plugins load here too).
@@ -108,7 +115,13 @@ class RunnerProcess:
     async def run(self) -> None:
         """Serve until ``stop()``: connect, reconnect, forever."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.work_dir / "runs").mkdir(mode=0o700, exist_ok=True)
         await self.bridge.start()
+        housekeeping = asyncio.create_task(
+            self.workspaces.housekeeping(lambda: {str(r) for r in self.runs})
+            if self.workspaces is not None
+            else asyncio.Event().wait()
+        )
         attempt = 0
         try:
             while not self._stopping.is_set():
@@ -126,6 +139,7 @@ class RunnerProcess:
                 if not self._stopping.is_set():
                     await asyncio.sleep(min(BACKOFF_MAX, 0.1 * 2 ** min(attempt, 5)))
         finally:
+            housekeeping.cancel()
             await self._shutdown()
 
     async def stop(self) -> None:
@@ -169,6 +183,7 @@ class RunnerProcess:
                             )
                             for r in self.runs.values()
                         ],
+                        **(self.workspaces.hello() if self.workspaces is not None else {}),
                     )
                 )
             )
@@ -186,6 +201,8 @@ class RunnerProcess:
                     replayed = message.seq
             self._ws = ws  # no await since the last check: nothing can slip in between
             self.connected.set()
+            if self.workspaces is not None:
+                self.workspaces.connected(welcome.features, self._send)
             async for raw in ws:
                 await self._receive(wire.decode_to_runner(raw))
 
@@ -241,7 +258,11 @@ class RunnerProcess:
         elif isinstance(message, wire.Interrupt):
             await self._on_interrupt(message)
         elif isinstance(message, wire.Close):
-            await self._on_close(message)
+            if (hosted := self.runs.get(message.run_id)) is not None:
+                await self._close_run(hosted)
+        elif isinstance(message, wire.ReleaseWorkspace):
+            if self.workspaces is not None:
+                self.workspaces.release_soon(message, self._send_data)
 
     def _acknowledge_soon(self) -> None:
         """One cumulative ack for a burst: sent once the frames already received are handled."""
@@ -260,6 +281,7 @@ class RunnerProcess:
         if hosted is not None and hosted.turn >= number:
             return  # a replay of a turn this process runs (or ran)
         run_dir = self.work_dir / "runs" / str(run_id)
+        run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         records = TurnRecords(run_dir)
         earlier = records.find(number)
         if earlier is not None:
@@ -296,6 +318,11 @@ class RunnerProcess:
         except LaunchRefused as exc:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
+        try:
+            hosted.workspace = hold_workspace(self.workspaces, message)
+        except WorkspaceError as exc:
+            await self._refuse_turn(hosted, exc.code, str(exc))
+            return
         records.start(number, self.instance, message.session_ref)
 
         async def report_session(session_ref: str) -> None:
@@ -307,7 +334,10 @@ class RunnerProcess:
         try:
             hosted.driver = kind.create_driver(
                 DriverContext(
-                    state_dir=str(run_dir), command=command, report_session=report_session
+                    state_dir=str(run_dir),
+                    env=hosted.workspace.env if hosted.workspace is not None else {},
+                    command=command,
+                    report_session=report_session,
                 )
             )
         except Exception as exc:
@@ -321,7 +351,8 @@ class RunnerProcess:
             )
             return
         hosted.kind = kind
-        turn = turn_input(kind, message, run_dir, self.bridge.url)
+        view = hosted.workspace.view if hosted.workspace is not None else None
+        turn = turn_input(kind, message, run_dir, self.bridge.url, view)
         if turn.mcp is not None:
             self.bridge.open_run(str(run_id), hosted.token)
         await self._send_data(
@@ -359,6 +390,12 @@ class RunnerProcess:
                 self._send_data,
             )
 
+        if hosted.workspace is not None:
+            try:  # made (or found) before the provider runs in it
+                await hosted.workspace.prepare(hosted.turn, self._send_data)
+            except WorkspaceError as exc:
+                await self._refuse_turn(hosted, exc.code, str(exc))
+                return
         try:
             result = await hosted.driver.run_turn(turn, emit)
         except asyncio.CancelledError:
@@ -366,6 +403,8 @@ class RunnerProcess:
         except Exception as exc:
             log.exception("turn of run %s failed", hosted.run_id)
             result = TurnResult(status="failed", error=f"{type(exc).__name__}: {exc}")
+        if hosted.workspace is not None:
+            await hosted.workspace.report(hosted.turn, "turn_end", self._send_data)
         await self._send_data(
             wire.TurnFinished(
                 seq=0,
@@ -418,11 +457,6 @@ class RunnerProcess:
         if hosted is not None and hosted.driver is not None:
             await hosted.driver.interrupt()
 
-    async def _on_close(self, message: wire.Close) -> None:
-        hosted = self.runs.get(message.run_id)
-        if hosted is not None:
-            await self._close_run(hosted)
-
     async def _close_run(self, hosted: HostedRun) -> None:
         self.runs.pop(hosted.run_id, None)
         self.bridge.close_run(str(hosted.run_id))
@@ -433,6 +467,8 @@ class RunnerProcess:
         if hosted.driver is not None:
             with contextlib.suppress(Exception):
                 await hosted.driver.close()
+        if hosted.workspace is not None:
+            hosted.workspace.close()
 
     # Tool calls from the model (through the MCP bridge)
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, select, text, update
+from sqlalchemy import and_, exists, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -20,11 +21,13 @@ from paperclip.models import (
     AgentStatus,
     HoldStatus,
     Issue,
+    IssueWorkspace,
     Run,
     TaskHold,
     WakeKey,
     WakeRequest,
     WakeStatus,
+    WorkspaceStatus,
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
@@ -149,14 +152,38 @@ async def request_wake(
     return WakeOutcome(wake=wake, created=created)
 
 
-async def claimable_wakes(session: AsyncSession, limit: int) -> list[tuple[WakeRequest, Agent]]:
+async def claimable_wakes(
+    session: AsyncSession, limit: int, *, runners: Collection[uuid.UUID] | None = None
+) -> list[tuple[WakeRequest, Agent]]:
     """Queued wakes that may start a run now, oldest first, each locked for this transaction.
 
     Skipped: wakes other transactions hold (``SKIP LOCKED``: replicas claim
     side by side), wakes of paused agents, wakes of an issue that already
-    has an active run (they wait for it to end), and wakes of a held issue
-    (they wait for the hold to be resolved).
+    has an active run (they wait for it to end), wakes of a held issue
+    (they wait for the hold to be resolved), and, when ``runners`` is given,
+    wakes of an issue whose worktree lives on a runner not among them or is
+    being removed (they wait for that runner, and never hold up the others).
     """
+    pinned = (
+        []
+        if runners is None
+        else [
+            ~exists().where(
+                and_(
+                    IssueWorkspace.issue_id == WakeRequest.issue_id,
+                    or_(
+                        IssueWorkspace.status == WorkspaceStatus.RELEASING,
+                        and_(
+                            IssueWorkspace.status.in_(
+                                (WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)
+                            ),
+                            IssueWorkspace.runner_id.not_in(list(runners)),
+                        ),
+                    ),
+                )
+            )
+        ]
+    )
     rows = await session.execute(
         select(WakeRequest, Agent)
         .join(Agent, Agent.id == WakeRequest.agent_id)
@@ -173,6 +200,7 @@ async def claimable_wakes(session: AsyncSession, limit: int) -> list[tuple[WakeR
                 )
             )
         )
+        .where(*pinned)
         .order_by(WakeRequest.created_at)
         .limit(limit)
         .with_for_update(of=WakeRequest, skip_locked=True)

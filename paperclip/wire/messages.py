@@ -122,6 +122,8 @@ class Hello(Message, tag="hello"):
     runs: list[HostedRun] = []
     features: list[str] = []
     """What this runner speaks beyond the base protocol (``workspaces``)."""
+    workspace_dir: str = ""
+    """Where this runner keeps worktrees: a worktree is ``<workspace_dir>/<key>``."""
     workspace_roots: list[str] = []
     """The folders this host lets repositories come from (its own decision)."""
     workspace_remotes: list[str] = []

@@ -1,0 +1,170 @@
+"""Which runner an issue's run goes to, and the worktree its turn works in.
+
+An issue of a project gets one worktree, made on the runner host its first
+run went to; every later run and turn of the issue goes to that host while the
+worktree lives there (a run waits for it, like a run waits for a runner
+offering its provider). A worktree being released is waited for; once
+released, the next run makes it again (from the kept branch) on any runner
+that speaks workspaces.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import uuid
+from dataclasses import dataclass
+
+from paperclip_hookspecs.workspaces import ExecutionWorkspace
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.models import Issue, IssueWorkspace, Project, WorkspaceStatus
+from paperclip.wire.messages import WorkspaceSpec
+
+LIVE = (WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)
+"""A worktree that exists (or is being made) on its runner host."""
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a run of an issue may start."""
+
+    workspace: bool = False
+    """It works in a worktree: only a runner that speaks workspaces may take it."""
+    runner_id: uuid.UUID | None = None
+    """The runner host holding the worktree (None: any runner that speaks workspaces)."""
+    wait: bool = False
+    """The worktree is being removed: nothing starts until it is."""
+
+
+SCRATCH = Placement()
+
+
+class WorkspaceElsewhere(Exception):
+    """The issue's worktree lives on another runner host than the one picked (a race with
+    another replica): the run starts there, not here."""
+
+
+async def placement_of(session: AsyncSession, issue_id: uuid.UUID | None) -> Placement:
+    """Where a run of ``issue_id`` may start (a run without an issue: anywhere)."""
+    if issue_id is None:
+        return SCRATCH
+    row = (
+        await session.execute(
+            select(Issue.project_id, IssueWorkspace.status, IssueWorkspace.runner_id)
+            .outerjoin(IssueWorkspace, IssueWorkspace.issue_id == Issue.id)
+            .where(Issue.id == issue_id)
+        )
+    ).one_or_none()
+    if row is None:
+        return SCRATCH
+    project_id, status, runner_id = row
+    if status in LIVE and runner_id is not None:
+        return Placement(workspace=True, runner_id=runner_id)
+    if status == WorkspaceStatus.RELEASING:
+        return Placement(workspace=True, runner_id=runner_id, wait=True)
+    return Placement(workspace=True) if project_id is not None else SCRATCH
+
+
+@dataclass(frozen=True, slots=True)
+class TurnWorkspace:
+    """The worktree of a turn: what the runner is asked for, and what the prompt names."""
+
+    spec: WorkspaceSpec
+    view: ExecutionWorkspace
+
+
+def workspace_key(issue: Issue) -> str:
+    """The worktree's folder under a runner's workspaces folder: unique per issue."""
+    return f"{issue.company_id}/{issue.identifier}"
+
+
+async def open_workspace(
+    session: AsyncSession, issue: Issue, *, runner_id: uuid.UUID, workspace_dir: str
+) -> TurnWorkspace | None:
+    """The worktree a new run of ``issue`` (locked by the caller) works in, made on
+    ``runner_id`` unless it already lives there; None for an issue without a project."""
+    row = await session.get(IssueWorkspace, issue.id, with_for_update=True)
+    project = await session.get(Project, issue.project_id) if issue.project_id else None
+    if row is not None and row.status in LIVE:
+        if row.runner_id != runner_id:
+            raise WorkspaceElsewhere(issue.id)
+        project = await session.get(Project, row.project_id) if row.project_id else None
+        return _turn_workspace(row, project, workspace_dir)
+    if row is not None and row.status == WorkspaceStatus.RELEASING:
+        raise WorkspaceElsewhere(issue.id)
+    if project is None:
+        return None
+    if row is None:
+        await session.execute(
+            insert(IssueWorkspace)
+            .values(
+                issue_id=issue.id,
+                company_id=issue.company_id,
+                status=WorkspaceStatus.REQUESTED,
+                key=workspace_key(issue),
+                branch=project.branch_prefix + issue.identifier,
+                diff_truncated=False,
+                hooks_enabled=project.hooks_enabled,
+            )
+            .on_conflict_do_nothing()
+        )
+        row = await session.get(
+            IssueWorkspace, issue.id, with_for_update=True, populate_existing=True
+        )
+        assert row is not None
+    # Made (again) from the project as it is now: a released worktree's branch is kept,
+    # and so is its base commit when the source did not change.
+    if (row.repo_path, row.repo_url) != (project.repo_path, project.repo_url):
+        row.base_commit = None
+    row.project_id = project.id
+    row.repo_path, row.repo_url = project.repo_path, project.repo_url
+    row.base_ref = project.default_branch
+    row.hooks_enabled = project.hooks_enabled
+    row.runner_id = runner_id
+    row.status = WorkspaceStatus.REQUESTED
+    row.path = posixpath.join(workspace_dir, row.key) if workspace_dir else None
+    row.release_after = row.released_at = row.saved_ref = None
+    row.error_code = row.error_message = None
+    return _turn_workspace(row, project, workspace_dir)
+
+
+async def workspace_of(
+    session: AsyncSession, issue_id: uuid.UUID | None, workspace_dir: str
+) -> TurnWorkspace | None:
+    """The live worktree a later turn of an issue's run goes on in, if it has one."""
+    if issue_id is None:
+        return None
+    row = await session.get(IssueWorkspace, issue_id)
+    if row is None or row.status not in LIVE:
+        return None
+    project = await session.get(Project, row.project_id) if row.project_id else None
+    return _turn_workspace(row, project, workspace_dir)
+
+
+def spec_of(row: IssueWorkspace) -> WorkspaceSpec:
+    return WorkspaceSpec(
+        key=row.key,
+        branch=row.branch,
+        repo_path=row.repo_path,
+        repo_url=row.repo_url,
+        base_ref=row.base_ref,
+        base_commit=row.base_commit,
+        hooks=row.hooks_enabled,
+    )
+
+
+def _turn_workspace(
+    row: IssueWorkspace, project: Project | None, workspace_dir: str
+) -> TurnWorkspace:
+    path = row.path or (posixpath.join(workspace_dir, row.key) if workspace_dir else row.key)
+    view = ExecutionWorkspace(
+        path=path,
+        branch=row.branch,
+        base_ref=row.base_ref or "",
+        base_commit=row.base_commit or "",
+        project=project.name if project is not None else "",
+        repository=row.repo_path or row.repo_url or "",
+    )
+    return TurnWorkspace(spec_of(row), view)

@@ -1,0 +1,114 @@
+"""What runners report about worktrees, recorded once.
+
+- ``workspace_report``: a run's worktree is ready for a turn, or a turn ended
+  and left this work product. The issue's workspace row keeps the latest
+  state and diff (for the API); the run's log gets a ``workspace.ready`` or
+  ``workspace.state`` event (the state without the diff). A replay finds the
+  event already logged (``(run, source_instance, source_seq)`` is unique) and
+  changes nothing.
+- ``workspace_released``: the worktree is gone (its branch kept); the row says
+  so, with the ref holding what was uncommitted.
+- ``runner_status``: the disk a runner's worktrees and mirrors use.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import msgspec
+from sqlalchemy import update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from paperclip.engine.events import NewEvent, append_events
+from paperclip.models import IssueWorkspace, Run, Runner, WorkspaceStatus
+from paperclip.services.activity import record_activity
+from paperclip.services.actor import SYSTEM
+from paperclip.wire.messages import RunnerStatus, WorkspaceReleased, WorkspaceReport
+
+READY_EVENT = "workspace.ready"
+STATE_EVENT = "workspace.state"
+
+
+async def record_report(
+    session: AsyncSession, run: Run, source_instance: str, message: WorkspaceReport
+) -> None:
+    """Keep a runner's report about ``run``'s worktree (the run locked under the caller's fence)."""
+    if run.issue_id is None:
+        return
+    state = msgspec.to_builtins(message.state)
+    kind = READY_EVENT if message.moment == "ready" else STATE_EVENT
+    logged = await append_events(
+        session, run, source_instance, [NewEvent(message.seq, kind, state, message.turn)]
+    )
+    if not logged:
+        return  # a replay: recorded the first time
+    row = await session.get(IssueWorkspace, run.issue_id, with_for_update=True)
+    if row is None:
+        return
+    if row.status == WorkspaceStatus.REQUESTED:
+        row.status = WorkspaceStatus.READY
+        record_activity(
+            session,
+            SYSTEM,
+            "workspace.ready",
+            entity_type="issue",
+            entity_id=run.issue_id,
+            company_id=run.company_id,
+            details={"path": message.state.path, "branch": message.state.branch},
+        )
+    row.path = message.state.path
+    row.base_ref = message.state.base_ref
+    row.base_commit = row.base_commit or message.state.base_commit
+    row.head_commit = message.state.head
+    row.state = state
+    row.diff = message.diff
+    row.diff_truncated = message.diff_truncated
+    row.state_at = datetime.now(UTC)
+    row.state_run_id = run.id
+    row.disk_bytes = message.state.disk_bytes
+
+
+async def record_released(
+    session: AsyncSession,
+    runner_id: uuid.UUID,
+    message: WorkspaceReleased,
+    *,
+    retry_after: timedelta,
+) -> None:
+    """The runner removed the issue's worktree, or says why it could not (tried again later)."""
+    row = await session.get(IssueWorkspace, message.issue_id, with_for_update=True)
+    if row is None or row.status != WorkspaceStatus.RELEASING or row.runner_id != runner_id:
+        return  # a replay, or a worktree forgotten meanwhile
+    now = datetime.now(UTC)
+    if message.error_code is not None:
+        row.status = WorkspaceStatus.READY
+        row.error_code, row.error_message = message.error_code, message.error
+        row.release_after = now + retry_after
+        return
+    row.status = WorkspaceStatus.RELEASED
+    row.saved_ref = message.saved_ref
+    row.released_at = now
+    row.release_after = None
+    row.error_code = row.error_message = None
+    record_activity(
+        session,
+        SYSTEM,
+        "workspace.released",
+        entity_type="issue",
+        entity_id=row.issue_id,
+        company_id=row.company_id,
+        details={"branch": row.branch, "saved_ref": message.saved_ref},
+    )
+
+
+async def record_status(session: AsyncSession, runner_id: uuid.UUID, status: RunnerStatus) -> None:
+    await session.execute(
+        update(Runner)
+        .where(Runner.id == runner_id)
+        .values(
+            workspace_bytes=status.workspace_bytes + status.mirror_bytes,
+            workspace_count=status.workspace_count,
+            status_at=datetime.now(UTC),
+        )
+    )
