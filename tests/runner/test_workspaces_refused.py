@@ -123,6 +123,15 @@ async def test_a_clone_url_matching_no_pattern_is_refused(workspaces, tmp_path):
     assert not workspaces.mirrors.exists() or list(workspaces.mirrors.iterdir()) == []
 
 
+async def test_no_patterns_configured_refuses_every_clone_url(tmp_path, repos, remotes):
+    bare = make_bare(make_repo(tmp_path / "up"), remotes / "app.git")
+    workspaces = Workspaces(tmp_path / "runner", WorkspacePolicy.build([repos], []))
+
+    message = await refused(workspaces, spec_for(f"file://{bare}"), NOT_ALLOWED)
+
+    assert "set PAPERCLIP_RUNNER_WORKSPACE_REMOTES" in message
+
+
 async def test_remote_helper_urls_are_refused_and_git_itself_would_not_run_them(tmp_path, repos):
     marker = tmp_path / "ext-ran"
     url = f"ext::sh -c touch% {marker}"
