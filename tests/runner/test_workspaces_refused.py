@@ -49,7 +49,7 @@ async def test_a_symlink_inside_a_root_leading_out_of_it_is_refused(workspaces, 
     message = await refused(workspaces, spec_for(repos / "innocent"), NOT_ALLOWED)
 
     assert str(outside) in message and "symlink" in message
-    assert worktrees(outside) == worktrees(outside)[:1]  # no worktree of it was made
+    assert len(worktrees(outside)) == 1  # its own checkout only: no worktree of it was made
 
 
 async def test_a_symlink_that_stays_inside_a_root_is_followed(workspaces, repos, repo):
