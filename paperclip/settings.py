@@ -13,6 +13,8 @@ import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from paperclip.wire.workspace_rules import path_problem
+
 
 class DeploymentMode(StrEnum):
     LOCAL_TRUSTED = "local_trusted"
@@ -137,6 +139,28 @@ class Settings(BaseSettings):
         "Agents select a profile by name; they never name an executable.",
     )
 
+    runner_workspace_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="The runner host's folders that repositories may live in (absolute paths, "
+        "comma-separated); none: no project folder is allowed.",
+    )
+    runner_workspace_remotes: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="The clone URLs the runner host may fetch from, as shell-style patterns "
+        "(comma-separated: https://github.com/acme/*); none: no clone URL is allowed.",
+    )
+    runner_diff_limit_bytes: int = Field(
+        default=262_144,
+        ge=1024,
+        le=16_777_216,
+        description="The largest diff of a worktree the runner reports after a turn.",
+    )
+    runner_run_retention_hours: float = Field(
+        default=168.0,
+        gt=0,
+        description="How long a finished run's folder stays on the runner host.",
+    )
+
     # Plugins: names are entry-point names or distribution names; built-ins by their own name.
     plugins_disable: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(),
@@ -159,6 +183,23 @@ class Settings(BaseSettings):
         if isinstance(value, list | tuple | set | frozenset):
             return frozenset(str(n).strip().lower() for n in value if str(n).strip())
         return value
+
+    @field_validator("runner_workspace_roots", "runner_workspace_remotes", mode="before")
+    @classmethod
+    def _comma_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return [str(item).strip() for item in value if str(item).strip()]
+        return value
+
+    @field_validator("runner_workspace_roots")
+    @classmethod
+    def _absolute_roots(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            if problem := path_problem(root):
+                raise ValueError(problem.replace("a repository folder", "a workspace root"))
+        return roots
 
     @field_validator("log_level")
     @classmethod
