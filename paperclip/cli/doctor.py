@@ -35,7 +35,24 @@ def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
         "data_dir": str(settings.data_dir),
         "database": database,
         "providers": provider_clis(settings, host),
+        "workspaces": local_workspaces(settings),
         "ok": database["status"] in {"ok", "stopped", "not_created"},
+    }
+
+
+def local_workspaces(settings: Settings) -> dict[str, Any]:
+    """The local runner's worktrees and mirrors, the disk they use, and what its host allows."""
+    from paperclip.runner.workspaces.disk import usage
+
+    work_dir = settings.data_dir / "runner"
+    measured = usage(work_dir)
+    return {
+        "work_dir": str(work_dir),
+        "worktrees": measured.workspace_count,
+        "workspace_bytes": measured.workspace_bytes,
+        "mirror_bytes": measured.mirror_bytes,
+        "roots": list(settings.runner_workspace_roots),
+        "remotes": list(settings.runner_workspace_remotes),
     }
 
 
@@ -170,6 +187,15 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(f"  {escape(db['note'])}")
     else:
         console.print(f"  [red]{escape(str(db.get('error')))}[/]")
+    ws = report["workspaces"]
+    console.print(
+        f"workspaces: {ws['worktrees']} worktrees, "
+        f"{(ws['workspace_bytes'] + ws['mirror_bytes']) / 1e6:.1f} MB in {escape(ws['work_dir'])}"
+    )
+    allowed = ", ".join(ws["roots"]) or "none (PAPERCLIP_RUNNER_WORKSPACE_ROOTS)"
+    console.print(f"  repository folders allowed: {escape(allowed)}")
+    patterns = ", ".join(ws["remotes"]) or "none (PAPERCLIP_RUNNER_WORKSPACE_REMOTES)"
+    console.print(f"  clone URLs allowed: {escape(patterns)}")
     console.print("provider CLIs (the local runner's launch profiles):")
     if not report["providers"]:
         console.print("  none: no provider plugin is installed")

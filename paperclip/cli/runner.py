@@ -50,7 +50,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     from paperclip.runner.launch import LaunchPolicy
     from paperclip.runner.runtime import RunnerProcess
     from paperclip.runner.workspace_host import WorkspaceHost
-    from paperclip.runner.workspaces import WorkspacePolicy
+    from paperclip.runner.workspaces.policy import WorkspacePolicy
     from paperclip.settings import Settings
 
     settings = Settings()
@@ -78,7 +78,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
         tools=plugins.tool_specs(),
         workspaces=WorkspaceHost(
             folder,
-            WorkspacePolicy.from_settings(
+            WorkspacePolicy.build(
                 settings.runner_workspace_roots, settings.runner_workspace_remotes
             ),
             diff_limit=settings.runner_diff_limit_bytes,

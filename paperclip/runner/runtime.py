@@ -40,7 +40,7 @@ from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
 from paperclip.runner.steer_order import SteerOrder
 from paperclip.runner.workspace_host import HeldWorkspace, WorkspaceHost, hold_workspace
-from paperclip.runner.workspaces import WorkspaceError
+from paperclip.runner.workspaces.errors import WorkspaceError
 from paperclip.wire import messages as wire
 from paperclip.wire.tools import TOOLS, ToolSpec
 

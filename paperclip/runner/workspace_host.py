@@ -25,14 +25,11 @@ from typing import Any
 
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
-from paperclip.runner.workspaces import (
-    WorkspaceError,
-    WorkspacePolicy,
-    Workspaces,
-    provider_git_env,
-    sweep_run_folders,
-    usage,
-)
+from paperclip.runner.workspaces.disk import sweep_run_folders, usage
+from paperclip.runner.workspaces.errors import WORKSPACE_BUSY, WorkspaceError
+from paperclip.runner.workspaces.git import provider_git_env
+from paperclip.runner.workspaces.policy import WorkspacePolicy
+from paperclip.runner.workspaces.worktrees import Ready, Workspaces
 from paperclip.wire import messages as wire
 from paperclip.wire.workspace_rules import (
     WORKSPACE_NOT_ALLOWED,
@@ -51,7 +48,6 @@ STATUS_SECONDS = 600.0
 """How often the disk the worktrees use is measured and reported."""
 SWEEP_SECONDS = 3600.0
 """How often old run folders are looked for."""
-WORKSPACE_BUSY = "workspace_busy"
 BUSY_WAIT_SECONDS = 30.0
 """How long a turn waits for its worktree's lock (an earlier run of the issue closing)."""
 
@@ -77,7 +73,7 @@ class HeldWorkspace:
     env: dict[str, str]
     """The provider's git environment: hooks off unless enabled, commits by the agent."""
     lock: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    ready: Any = None
+    ready: Ready | None = None
     """What ``Workspaces.ensure`` answered, once it did."""
 
     @property
@@ -106,7 +102,7 @@ class HeldWorkspace:
                 await asyncio.sleep(0.5)  # an earlier run of the issue is closing here
         async with self.host.key_lock(self.spec.key):
             self.ready = await self.host.trees.ensure(self.spec)
-        self.path = Path(self.ready.path)
+        self.path = self.ready.path
         await self.report(turn, "ready", send)
 
     async def report(self, turn: int, moment: str, send: SendData) -> None:

@@ -15,7 +15,7 @@ import pytest
 
 from tests.support.db import query
 from tests.support.processes import wait_until
-from tests.support.repos import git, make_repo, worktrees
+from tests.support.git_repos import git, make_bare, make_repo, worktrees
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -50,6 +50,10 @@ def workspace(stack, ctx: dict) -> dict:
         return got.json()
 
 
+def worktree_paths(repo: Path) -> list[str]:
+    return [entry["worktree"] for entry in worktrees(repo)]
+
+
 def shell_outputs(stack, ctx: dict, run_id: str) -> list[str]:
     return [
         e["payload"]["item"].get("aggregatedOutput") or ""
@@ -75,7 +79,7 @@ def comment(stack, ctx: dict, body: str) -> None:
 
 def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
     repos = stack.tmp / "repos"
-    base = make_repo(repos / "app")
+    base = git(make_repo(repos / "app"), "rev-parse", "HEAD")
     runner_with_roots(stack, repos)
     ctx = stack.setup_issue(
         {
@@ -97,13 +101,13 @@ def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
     assert run["status"] == "succeeded", (run, stack.runner.tail())
     branch = f"paperclip/{ctx['issue']['identifier']}"
     assert shell_outputs(stack, ctx, run["id"]) == [f"{branch}\n"]
-    assert git(repos / "app", "log", "--format=%s", branch) == "Add notes\nInitial commit"
+    assert git(repos / "app", "log", "--format=%s", branch) == "Add notes\ninitial"
     assert git(repos / "app", "rev-parse", "main") == base  # the default branch is untouched
     # The prompt named the worktree the provider worked in.
     ws = workspace(stack, ctx)
     assert (ws["status"], ws["branch"], ws["base_commit"]) == ("ready", branch, base)
     assert ws["path"] in str(run["execution_input"]) and branch in str(run["execution_input"])
-    assert ws["path"] in worktrees(repos / "app")
+    assert ws["path"] in worktree_paths(repos / "app")
     product = ws["work_product"]
     assert (product["ahead"], product["dirty"]) == (1, False)
     assert product["files"] == [{"path": "notes.txt", "status": "A", "added": 1, "deleted": 0}]
@@ -172,7 +176,7 @@ def test_a_runner_killed_mid_turn_goes_on_in_the_same_worktree_with_the_edit(sta
     # The continuation found the lost turn's uncommitted edit, in the same worktree.
     assert shell_outputs(stack, ctx, run["id"]) == ["", "draft\n"]
     ws = workspace(stack, ctx)
-    assert ws["path"] == path and len(worktrees(repos / "app")) == 2
+    assert ws["path"] == path and len(worktree_paths(repos / "app")) == 2
     assert ws["work_product"]["dirty"] is True and ws["work_product"]["untracked"] == 1
 
 
@@ -218,7 +222,7 @@ def test_two_issues_of_one_project_work_in_two_worktrees_side_by_side(stack):
         branch = f"paperclip/{ctx['issue']['identifier']}"
         assert git(repos / "app", "log", "--format=%s", "-1", branch) == name
     paths = {workspace(stack, ctx)["path"] for ctx in contexts}
-    assert len(paths) == 2 and paths <= set(worktrees(repos / "app"))
+    assert len(paths) == 2 and paths <= set(worktree_paths(repos / "app"))
 
 
 def held(stack, ctx: dict) -> dict:
@@ -282,15 +286,14 @@ def test_a_repository_the_runner_cannot_use_holds_the_task_and_loses_nothing(
         90,
         message="the run after the hold",
     )
-    assert shell_outputs(stack, ctx, second["id"]) == ["Initial commit\n"]
+    assert shell_outputs(stack, ctx, second["id"]) == ["initial\n"]
 
 
 def test_a_clone_url_is_mirrored_and_a_failed_clone_holds_the_task(stack):
     remotes = stack.tmp / "remotes"
     origin = remotes / "origin"
     make_repo(origin, {"app.py": "print('hi')\n"})
-    bare = remotes / "app.git"
-    git(remotes, "clone", "-q", "--bare", str(origin), str(bare))
+    bare = make_bare(origin, remotes / "app.git")
     stack.start_server()
     stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_REMOTES": f"file://{remotes}/*"})
     ctx = stack.setup_issue({"turns": [[shell("cat app.py"), FINISH]]})
@@ -354,7 +357,7 @@ def test_a_done_issue_loses_its_worktree_after_the_retention_but_keeps_its_branc
         60,
         message="the worktree released",
     )
-    assert not Path(path).exists() and path not in worktrees(repos / "app")
+    assert not Path(path).exists() and path not in worktree_paths(repos / "app")
     branch = f"paperclip/{ctx['issue']['identifier']}"
     assert git(repos / "app", "log", "--format=%s", "-1", branch) == "Kept"  # the branch stays
     saved = released["saved_ref"]
