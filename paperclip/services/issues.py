@@ -12,7 +12,12 @@ from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotF
 from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.projects import find_project, live_workspace, project_ref
+from paperclip.services.projects import (
+    default_project,
+    live_workspace,
+    project_on_assignment,
+    project_ref,
+)
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -79,7 +84,7 @@ class IssueService:
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
             if project_id is None and assignee is not None:
-                project_id = await _default_project(session, company_id, assignee)
+                project_id = await default_project(session, company_id, assignee)
             # The counter row is the lock: concurrent creations get distinct numbers.
             allocated = (
                 await session.execute(
@@ -268,16 +273,6 @@ class IssueService:
         )
 
 
-async def _default_project(
-    session: AsyncSession, company_id: uuid.UUID, agent: Agent
-) -> uuid.UUID | None:
-    """The agent's default project, if it still exists (locked like any project reference)."""
-    if agent.default_project_id is None:
-        return None
-    project = await find_project(session, company_id, agent.default_project_id)
-    return project.id if project is not None else None
-
-
 async def _project_change(
     session: AsyncSession,
     issue: Issue,
@@ -297,9 +292,8 @@ async def _project_change(
                 code="workspace_exists",
             )
         return changes
-    if newly_assigned and assignee is not None and issue.project_id is None:
-        default = await _default_project(session, issue.company_id, assignee)
-        # A worktree of an earlier project still lives: it stays as it is.
-        if default is not None and await live_workspace(session, issue.id) is None:
-            return {**changes, "project_id": default}
+    if newly_assigned and assignee is not None:
+        project_id = await project_on_assignment(session, issue, assignee)
+        if project_id is not None:
+            return {**changes, "project_id": project_id}
     return changes

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.errors import ConflictError, FieldSource, NotFoundError
 from paperclip.models import (
     DEFAULT_BRANCH_PREFIX,
+    Agent,
     Issue,
     IssueStatus,
     IssueWorkspace,
@@ -70,6 +71,32 @@ async def live_workspace(session: AsyncSession, issue_id: uuid.UUID) -> IssueWor
         IssueWorkspace.issue_id == issue_id, IssueWorkspace.status != WorkspaceStatus.RELEASED
     )
     return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def default_project(
+    session: AsyncSession, company_id: uuid.UUID, agent: Agent
+) -> uuid.UUID | None:
+    """The agent's default project, if it still exists (locked like any project reference)."""
+    if agent.default_project_id is None:
+        return None
+    project = await find_project(session, company_id, agent.default_project_id)
+    return project.id if project is not None else None
+
+
+async def project_on_assignment(
+    session: AsyncSession, issue: Issue, agent: Agent
+) -> uuid.UUID | None:
+    """The project an issue without one takes when it is assigned to ``agent``, or None.
+
+    The agent's default project; none when the issue has a project already, or
+    still has a worktree of an earlier one (it stays as it is).
+    """
+    if issue.project_id is not None:
+        return None
+    project_id = await default_project(session, issue.company_id, agent)
+    if project_id is None or await live_workspace(session, issue.id) is not None:
+        return None
+    return project_id
 
 
 class ProjectService:

@@ -465,3 +465,23 @@ async def test_another_company_project_is_not_found_everywhere(
     assert await count_projects(paperclip_container) == before
     assert (await paperclip_client.get(f"{base}/agents")).json() == agents
     assert (await paperclip_client.get(f"{base}/issues")).json() == issues
+
+
+async def test_a_chat_that_gives_the_task_to_its_agent_gives_the_default_project(
+    paperclip_client, company
+):
+    base = f"/api/companies/{company['id']}"
+    app = await make_project(paperclip_client, company["id"], "app")
+    helper = (
+        await paperclip_client.post(
+            f"{base}/agents",
+            json={"name": "helper", "provider": "fixture", "default_project_id": app["id"]},
+        )
+    ).json()
+    issue = (await paperclip_client.post(f"{base}/issues", json={"title": "t"})).json()
+    r = await paperclip_client.post(
+        f"{base}/conversations", json={"issue_id": issue["id"], "agent_id": helper["id"]}
+    )
+    assert r.status_code == 201, r.text
+    r = await paperclip_client.get(f"{base}/issues/{issue['id']}")
+    assert (r.json()["assignee_agent_id"], r.json()["project_id"]) == (helper["id"], app["id"])
