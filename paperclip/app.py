@@ -28,6 +28,7 @@ from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
+from paperclip.api.projects import ProjectController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
@@ -112,6 +113,7 @@ def create_app(
             CompanyController,
             AgentController,
             IssueController,
+            ProjectController,
             CommentController,
             RunController,
             RunStreamController,
@@ -136,6 +138,7 @@ def create_app(
             "companies": _service(container.companies),
             "agents": _service(container.agents),
             "issues": _service(container.issues),
+            "projects": _service(container.projects),
             "holds": _service(container.holds),
             "workspaces": _service(container.workspaces),
             "comments": _service(container.comments),

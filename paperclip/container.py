@@ -21,6 +21,7 @@ from paperclip.services.holds import HoldService
 from paperclip.services.interactions import InteractionService
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
+from paperclip.services.projects import ProjectService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
@@ -59,6 +60,7 @@ class Container(containers.DeclarativeContainer):
     companies = providers.Singleton(CompanyService, sessions)
     agents = providers.Singleton(AgentService, sessions)
     issues = providers.Singleton(IssueService, sessions)
+    projects = providers.Singleton(ProjectService, sessions)
     holds = providers.Singleton(HoldService, sessions)
     workspaces = providers.Singleton(WorkspaceService, sessions)
     comments = providers.Singleton(CommentService, sessions)

@@ -63,6 +63,7 @@ class AgentController(Controller):
             provider=data.provider,
             provider_config=data.provider_config,
             check_config=ProviderConfigs(plugin_host.providers()).check,
+            default_project_id=data.default_project_id,
         )
         return AgentOut.of(agent, plugin_host.providers())
 

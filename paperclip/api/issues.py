@@ -30,6 +30,7 @@ class IssueController(Controller):
         status: IssueStatusName | None = None,
         assignee_agent_id: uuid.UUID | None = None,
         parent_id: uuid.UUID | None = None,
+        project_id: uuid.UUID | None = None,
         q: Annotated[
             str | None, Parameter(max_length=200, description="Text in the title.")
         ] = None,
@@ -41,6 +42,7 @@ class IssueController(Controller):
             status=status,
             assignee_agent_id=assignee_agent_id,
             parent_id=parent_id,
+            project_id=project_id,
             q=q,
             after=pages.after(cursor),
             limit=limit,
@@ -60,6 +62,7 @@ class IssueController(Controller):
             priority=data.priority,
             assignee_agent_id=data.assignee_agent_id,
             parent_id=data.parent_id,
+            project_id=data.project_id,
         )
         return IssueOut.of(issue)
 
@@ -69,7 +72,13 @@ class IssueController(Controller):
     ) -> IssueOut:
         return IssueOut.of_columns(await issue_reads.issue(company_id, issue_id))
 
-    @patch("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404, 422))
+    @patch(
+        "/{issue_id:uuid}",
+        opt=access(Access.WRITE),
+        responses=error_responses(404, 409, 422),
+        description="Change an issue. 409 ``workspace_exists``: a new ``project_id`` while the "
+        "issue's worktree, made from its project's repository, is not released yet.",
+    )
     async def update_issue(
         self,
         company_id: uuid.UUID,

@@ -86,6 +86,8 @@ class AgentCreate(msgspec.Struct, forbid_unknown_fields=True):
     provider: ProviderName
     role: Role = ""
     provider_config: JsonObject = msgspec.field(default_factory=dict)
+    default_project_id: uuid.UUID | None = None
+    """The project of the issues it is given without one."""
 
 
 class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -93,6 +95,7 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
     role: Role | UnsetType = UNSET
     provider: ProviderName | UnsetType = UNSET
     provider_config: JsonObject | UnsetType = UNSET
+    default_project_id: uuid.UUID | UnsetType | None = UNSET
 
 
 class CapabilitiesOut(msgspec.Struct):
@@ -116,6 +119,8 @@ class AgentOut(msgspec.Struct):
     status: Literal["active", "paused"]
     created_at: datetime
     updated_at: datetime
+    default_project_id: uuid.UUID | None
+    """The project of an issue created for (or assigned to) it without one."""
     capabilities: CapabilitiesOut | None = None
     """The provider's capabilities; null when no installed plugin provides it."""
 
@@ -133,6 +138,7 @@ class AgentOut(msgspec.Struct):
             row.status,
             row.created_at,
             row.updated_at,  # type: ignore[arg-type]
+            default_project_id=row.default_project_id,
             capabilities=None
             if caps is None
             else CapabilitiesOut(
@@ -199,6 +205,8 @@ class IssueCreate(msgspec.Struct, forbid_unknown_fields=True):
     priority: IssuePriorityName = "medium"
     assignee_agent_id: uuid.UUID | None = None
     parent_id: uuid.UUID | None = None
+    project_id: uuid.UUID | None = None
+    """Its project; none given, the assignee's default project (if any)."""
 
 
 class IssueUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -208,6 +216,7 @@ class IssueUpdate(msgspec.Struct, forbid_unknown_fields=True):
     priority: IssuePriorityName | UnsetType = UNSET
     assignee_agent_id: uuid.UUID | UnsetType | None = UNSET
     parent_id: uuid.UUID | UnsetType | None = UNSET
+    project_id: uuid.UUID | UnsetType | None = UNSET
 
 
 class IssueOut(msgspec.Struct):
@@ -221,25 +230,14 @@ class IssueOut(msgspec.Struct):
     priority: IssuePriorityName
     assignee_agent_id: uuid.UUID | None
     parent_id: uuid.UUID | None
+    project_id: uuid.UUID | None
+    """Its runs work in a worktree of this project's repository (null: a scratch folder)."""
     created_at: datetime
     updated_at: datetime
 
     @classmethod
     def of(cls, row: Issue) -> IssueOut:
-        return cls(
-            row.id,
-            row.company_id,
-            row.identifier,
-            row.number,
-            row.title,
-            row.description,
-            row.status,
-            row.priority,
-            row.assignee_agent_id,
-            row.parent_id,  # type: ignore[arg-type]
-            row.created_at,
-            row.updated_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
     @classmethod
     def of_columns(cls, columns: Mapping[str, Any]) -> IssueOut:

@@ -14,6 +14,7 @@ from paperclip.models import Agent, AgentStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import require_company
+from paperclip.services.projects import project_ref
 from paperclip.services.provider_configs import ConfigCheck
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
@@ -32,12 +33,17 @@ class AgentService:
         provider: str,
         provider_config: dict[str, Any],
         check_config: ConfigCheck,
+        default_project_id: uuid.UUID | None = None,
     ) -> Agent:
         """Create an agent; ``check_config`` refuses a provider or config that does not fit."""
         try:
             async with self.sessions.begin() as session:
                 await require_company(session, company_id)
                 check_config(provider, provider_config)
+                if default_project_id is not None:
+                    await project_ref(
+                        session, company_id, default_project_id, field="default_project_id"
+                    )
                 agent = Agent(
                     id=uuid.uuid4(),
                     company_id=company_id,
@@ -46,6 +52,7 @@ class AgentService:
                     provider=provider,
                     provider_config=provider_config,
                     status=AgentStatus.ACTIVE,
+                    default_project_id=default_project_id,
                 )
                 session.add(agent)
                 await session.flush()
@@ -94,6 +101,8 @@ class AgentService:
                         changes.get("provider", agent.provider),
                         changes.get("provider_config", agent.provider_config),
                     )
+                if (project_id := changes.get("default_project_id")) is not None:
+                    await project_ref(session, company_id, project_id, field="default_project_id")
                 for field, value in changes.items():
                     setattr(agent, field, value)
                 await session.flush()

@@ -34,6 +34,7 @@ from paperclip.models import (
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.comments import IDEMPOTENCY_KEY_REUSED, add_comment
+from paperclip.services.projects import project_on_assignment
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 CHAT_BY_AGENT = "conversation_by_agent_forbidden"
@@ -80,9 +81,14 @@ class ConversationService:
             issue = await get_scoped(
                 session, Issue, company_id, issue_id, "issue", for_update=True, field="issue_id"
             )
-            await get_scoped(session, Agent, company_id, agent_id, "agent", field="agent_id")
+            agent = await get_scoped(
+                session, Agent, company_id, agent_id, "agent", field="agent_id"
+            )
             if issue.assignee_agent_id is None:
                 issue.assignee_agent_id = agent_id  # the chat's agent takes the task
+                # Without a project, it takes the agent's default one, as any assignment does.
+                if (project_id := await project_on_assignment(session, issue, agent)) is not None:
+                    issue.project_id = project_id
             elif issue.assignee_agent_id != agent_id:
                 raise ConflictError(
                     "the task is assigned to another agent; chat with its assignee",

@@ -29,7 +29,7 @@ Columns = Mapping[str, Any]
 
 ISSUE_COLUMNS = (
     "id, company_id, identifier, number, title, description, status, priority,"
-    " assignee_agent_id, parent_id, created_at, updated_at"
+    " assignee_agent_id, parent_id, project_id, created_at, updated_at"
 )
 # In the order of the API's CommentOut fields: it is built from a row by position.
 COMMENT_COLUMNS = (

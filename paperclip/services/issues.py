@@ -8,10 +8,16 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.errors import FieldSource, InvalidInputError, NotFoundError
+from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
 from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.projects import (
+    default_project,
+    live_workspace,
+    project_on_assignment,
+    project_ref,
+)
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -70,9 +76,15 @@ class IssueService:
         priority: str,
         assignee_agent_id: uuid.UUID | None,
         parent_id: uuid.UUID | None,
+        project_id: uuid.UUID | None = None,
     ) -> Issue:
+        """Create an issue; without a project, it gets its assignee's default project (if any)."""
         async with self.sessions.begin() as session:
-            await self._check_links(session, company_id, None, assignee_agent_id, parent_id)
+            assignee = await self._check_links(
+                session, company_id, None, assignee_agent_id, parent_id, project_id
+            )
+            if project_id is None and assignee is not None:
+                project_id = await default_project(session, company_id, assignee)
             # The counter row is the lock: concurrent creations get distinct numbers.
             allocated = (
                 await session.execute(
@@ -96,6 +108,7 @@ class IssueService:
                 priority=priority,
                 assignee_agent_id=assignee_agent_id,
                 parent_id=parent_id,
+                project_id=project_id,
             )
             session.add(issue)
             await session.flush()
@@ -130,13 +143,14 @@ class IssueService:
         q: str | None,
         after: Cursor | None,
         limit: int,
+        project_id: uuid.UUID | None = None,
     ) -> tuple[list[Issue], Cursor | None]:
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
             # A filter naming another company's row is answered like any foreign id.
             await self._check_links(
-                session, company_id, None, assignee_agent_id, parent_id, source="query"
+                session, company_id, None, assignee_agent_id, parent_id, project_id, source="query"
             )
             stmt = select(Issue).where(Issue.company_id == company_id)
             if status is not None:
@@ -145,6 +159,8 @@ class IssueService:
                 stmt = stmt.where(Issue.assignee_agent_id == assignee_agent_id)
             if parent_id is not None:
                 stmt = stmt.where(Issue.parent_id == parent_id)
+            if project_id is not None:
+                stmt = stmt.where(Issue.project_id == project_id)
             if q:
                 pattern = (
                     "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -155,20 +171,26 @@ class IssueService:
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
     ) -> Issue:
+        """Change an issue. It keeps its project while its worktree lives (``workspace_exists``).
+
+        Assigned without a project, it gets the new assignee's default project.
+        """
         async with self.sessions.begin() as session:
             issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
-            await self._check_links(
+            assignee = await self._check_links(
                 session,
                 company_id,
                 issue.id,
                 changes.get("assignee_agent_id"),
                 changes.get("parent_id"),
+                changes.get("project_id"),
             )
             newly_assigned = (
                 "assignee_agent_id" in changes
                 and changes["assignee_agent_id"] is not None
                 and changes["assignee_agent_id"] != issue.assignee_agent_id
             )
+            changes = await _project_change(session, issue, changes, assignee, newly_assigned)
             for field, value in changes.items():
                 setattr(issue, field, value)
             await session.flush()
@@ -214,10 +236,15 @@ class IssueService:
         issue_id: uuid.UUID | None,
         assignee_agent_id: uuid.UUID | None,
         parent_id: uuid.UUID | None,
+        project_id: uuid.UUID | None = None,
         source: FieldSource = "body",
-    ) -> None:
+    ) -> Agent | None:
+        """Check the ids the issue refers to are the company's; the assignee's row, if one."""
+        assignee = None
+        if project_id is not None:
+            await project_ref(session, company_id, project_id, field="project_id", source=source)
         if assignee_agent_id is not None:
-            await get_scoped(
+            assignee = await get_scoped(
                 session,
                 Agent,
                 company_id,
@@ -227,12 +254,12 @@ class IssueService:
                 source=source,
             )
         if parent_id is None:
-            return
+            return assignee
         # Walk up from the new parent: meeting this issue would close a cycle.
         cursor: uuid.UUID | None = parent_id
         for _ in range(MAX_PARENT_DEPTH):
             if cursor is None:
-                return
+                return assignee
             if cursor == issue_id:
                 raise InvalidInputError(
                     "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
@@ -244,3 +271,29 @@ class IssueService:
         raise InvalidInputError(
             "the parent chain is too deep", code="parent_too_deep", field="parent_id"
         )
+
+
+async def _project_change(
+    session: AsyncSession,
+    issue: Issue,
+    changes: dict[str, Any],
+    assignee: Agent | None,
+    newly_assigned: bool,
+) -> dict[str, Any]:
+    """``changes`` with the project an update gives the issue, checked against its worktree."""
+    if "project_id" in changes:
+        if changes["project_id"] != issue.project_id and (
+            workspace := await live_workspace(session, issue.id)
+        ):
+            raise ConflictError(
+                f"the issue's worktree (branch {workspace.branch}) was made from its project's "
+                "repository; it can move to another project once the worktree is released "
+                "(the issue done or cancelled, and its retention passed)",
+                code="workspace_exists",
+            )
+        return changes
+    if newly_assigned and assignee is not None:
+        project_id = await project_on_assignment(session, issue, assignee)
+        if project_id is not None:
+            return {**changes, "project_id": project_id}
+    return changes

@@ -23,6 +23,8 @@ BODIES = {
     ("POST", "/api/companies"): {"name": "n"},
     ("POST", "/api/companies/{company_id}/agents"): {"name": "n", "provider": "fixture"},
     ("POST", "/api/companies/{company_id}/issues"): {"title": "t"},
+    ("POST", "/api/companies/{company_id}/projects"): {"name": "n", "repo_path": "/srv/n"},
+    ("PATCH", "/api/companies/{company_id}/projects/{project_id}"): {"description": "x"},
     ("PATCH", "/api/companies/{company_id}/agents/{agent_id}"): {"role": "x"},
     ("PATCH", "/api/companies/{company_id}/issues/{issue_id}"): {"title": "x"},
     ("POST", "/api/companies/{company_id}/issues/{issue_id}/comments"): {"body": "x"},
@@ -57,10 +59,18 @@ REFERENCES = {
     ("POST", "/api/companies/{company_id}/issues"): [
         {"json": {"title": "t", "assignee_agent_id": "{agent_id}"}},
         {"json": {"title": "t", "parent_id": "{issue_id}"}},
+        {"json": {"title": "t", "project_id": "{project_id}"}},
     ],
     ("PATCH", "/api/companies/{company_id}/issues/{issue_id}"): [
         {"json": {"assignee_agent_id": "{agent_id}"}},
         {"json": {"parent_id": "{issue_id}"}},
+        {"json": {"project_id": "{project_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/agents"): [
+        {"json": {"name": "n", "provider": "fixture", "default_project_id": "{project_id}"}},
+    ],
+    ("PATCH", "/api/companies/{company_id}/agents/{agent_id}"): [
+        {"json": {"default_project_id": "{project_id}"}},
     ],
     ("POST", "/api/companies/{company_id}/agents/{agent_id}/wakeup"): [
         {"json": {"issue_id": "{issue_id}"}},
@@ -68,6 +78,7 @@ REFERENCES = {
     ("GET", "/api/companies/{company_id}/issues"): [
         {"params": {"assignee_agent_id": "{agent_id}"}},
         {"params": {"parent_id": "{issue_id}"}},
+        {"params": {"project_id": "{project_id}"}},
     ],
     ("GET", "/api/companies/{company_id}/runs"): [
         {"params": {"agent_id": "{agent_id}"}},
@@ -126,12 +137,19 @@ def http_routes(app) -> Iterator[Route]:
 
 
 async def make_company(client, container, name: str) -> dict[str, str]:
-    """A company with an agent, an issue, a comment, a run with an event, and a key."""
+    """A company with a project, an agent, an issue, a comment, a run with an event, and a key."""
     company = (await client.post("/api/companies", json={"name": name})).json()
     cid = company["id"]
+    project = (
+        await client.post(
+            f"/api/companies/{cid}/projects",
+            json={"name": f"{name} project", "repo_path": f"/srv/{name}"},
+        )
+    ).json()
     agent = (
         await client.post(
-            f"/api/companies/{cid}/agents", json={"name": "ag", "provider": "fixture"}
+            f"/api/companies/{cid}/agents",
+            json={"name": "ag", "provider": "fixture", "default_project_id": project["id"]},
         )
     ).json()
     issue = (
@@ -140,6 +158,7 @@ async def make_company(client, container, name: str) -> dict[str, str]:
             json={"title": f"{name} secret", "assignee_agent_id": agent["id"]},
         )
     ).json()
+    assert issue["project_id"] == project["id"]  # the assignee's default project
     comment = (
         await client.post(
             f"/api/companies/{cid}/issues/{issue['id']}/comments", json={"body": f"{name} body"}
@@ -188,6 +207,7 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "company_id": cid,
         "agent_id": agent["id"],
         "issue_id": issue["id"],
+        "project_id": project["id"],
         "comment_id": comment["id"],
         "run_id": str(run.id),
         "hold_id": str(hold.id),

@@ -26,10 +26,16 @@ Documented exceptions, configured below and nowhere else:
 - ``positive_data_acceptance`` accepts ``422`` on operations whose body or
   query refers to other resources by id (an issue's assignee and parent, a
   wake's issue, a hold's issue, a conversation's task and agent, an
-  interaction's conversation, the filters of the issue, run and hold lists): an id the document
+  interaction's conversation, an issue's project and an agent's default
+  project, the filters of the issue, run and hold lists): an id the document
   allows but no row has is refused as ``<entity>_not_found`` (422: the
   request's own resource exists, its reference does not). ``test_tenancy.py``
   tests it.
+- ``positive_data_acceptance`` accepts ``422`` on ``POST`` and ``PATCH`` of a
+  project: its source is exactly one of ``repo_path`` and ``repo_url``, a
+  folder without ``..`` components or a URL of a known scheme, which the
+  document describes but cannot state as a schema (``invalid_project_source``,
+  ``invalid_repo_path``, ...). ``test_projects.py`` tests them.
 - ``positive_data_acceptance`` accepts ``422`` on ``PATCH`` of an agent: a new
   ``provider_config`` alone is checked against the agent's own provider, while
   the document offers every installed provider's schema (it cannot know the
@@ -57,7 +63,7 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(600)]
 
 SEED = 20261130
 MAX_EXAMPLES = 15
-LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/api-keys))?$"
+LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/api-keys|/projects))?$"
 
 
 def expected_operations() -> set[str]:
@@ -163,7 +169,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions)$'",
+            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\})$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",

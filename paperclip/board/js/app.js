@@ -6,6 +6,7 @@ import { companiesView, companyNav } from "./views/companies.js";
 import { issuesView } from "./views/issues.js";
 import { issueView } from "./views/issue.js";
 import { agentsView } from "./views/agents.js";
+import { projectsView } from "./views/projects.js";
 import { runView } from "./views/run.js";
 import { pluginsView, recoveryView } from "./views/system.js";
 
@@ -16,6 +17,7 @@ const ROUTES = [
   [/^\/recovery$/, recoveryView],
   [/^\/c\/([0-9a-f-]{36})$/, issuesView],
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
+  [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
   [/^\/c\/([0-9a-f-]{36})\/issues\/([0-9a-f-]{36})$/, issueView],
   [/^\/c\/([0-9a-f-]{36})\/runs\/([0-9a-f-]{36})$/, runView],
 ];

@@ -35,6 +35,7 @@ export async function companyNav(companyId) {
   if (navFor !== companyId) return; // another company was opened meanwhile
   nav.append(
     h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}` }, `${name}: issues`)),
-    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/agents` }, "Agents")));
+    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/agents` }, "Agents")),
+    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/projects` }, "Projects")));
 }
 

@@ -7,6 +7,7 @@ import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { eventList } from "./events.js";
 import { ISSUE_STATUSES, agentOptions } from "./issues.js";
+import { projectName, projectOptions } from "./projects.js";
 
 const REFRESH_MS = 1500;
 
@@ -32,24 +33,29 @@ export async function issueView(companyId, issueId, signal) {
   const base = `/companies/${companyId}`;
   const path = `${base}/issues/${issueId}`;
   let issue = await get(path);
-  const agents = await all(`${base}/agents`);
+  const [agents, projects] = await Promise.all([all(`${base}/agents`), all(`${base}/projects`)]);
   const agentName = (id) => (agents.find((a) => a.id === id) || { name: "an agent" }).name;
 
   // Summary, refreshed in place.
   const title = h("h1", {});
   const statusBadge = h("span", { id: "issue-status" });
   const assigneeText = h("span", { id: "issue-assignee" });
+  const projectText = h("span", { id: "issue-project" });
   const description = h("p", { class: "description" });
   let assignee = null;
   let statusSelect = null;
+  let projectSelect = null;
   function showIssue() {
     // The form follows the issue unless someone is changing it right now.
     if (statusSelect && !statusSelect.matches(":focus")) statusSelect.value = issue.status;
     if (assignee && !assignee.matches(":focus")) assignee.value = issue.assignee_agent_id || "";
+    if (projectSelect && !projectSelect.matches(":focus")) projectSelect.value = issue.project_id || "";
     clear(title).append(`${issue.identifier} · ${issue.title}`);
     clear(statusBadge).append(badge(issue.status));
     statusBadge.dataset.status = issue.status;
     clear(assigneeText).append(issue.assignee_agent_id ? agentName(issue.assignee_agent_id) : "nobody");
+    clear(projectText).append(issue.project_id ? projectName(projects, issue.project_id) : "none (runs use a scratch folder)");
+    projectText.dataset.project = issue.project_id || "";
     clear(description).append(issue.description || "No description.");
   }
   showIssue();
@@ -58,6 +64,7 @@ export async function issueView(companyId, issueId, signal) {
   assignee = h("select", { name: "assignee_agent_id" }, agentOptions(agents, issue.assignee_agent_id));
   statusSelect = h("select", { name: "status" },
     ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, s)));
+  projectSelect = h("select", { name: "project_id" }, projectOptions(projects, issue.project_id));
   const editStatus = h("div", { "aria-live": "polite" });
   const editForm = h("form", {
     class: "panel inline", "aria-label": "Assignment",
@@ -65,11 +72,13 @@ export async function issueView(companyId, issueId, signal) {
       const body = {};
       if ((assignee.value || null) !== issue.assignee_agent_id) body.assignee_agent_id = assignee.value || null;
       if (statusSelect.value !== issue.status) body.status = statusSelect.value;
+      if ((projectSelect.value || null) !== issue.project_id) body.project_id = projectSelect.value || null;
       if (!Object.keys(body).length) return;
       issue = await patch(path, body);
       showIssue();
     }),
-  }, field("Assignee", assignee), field("Status", statusSelect), h("button", { type: "submit" }, "Save"), editStatus);
+  }, field("Assignee", assignee), field("Status", statusSelect), field("Project", projectSelect),
+  h("button", { type: "submit" }, "Save"), editStatus);
 
   // Comments.
   const commentList = h("ol", { class: "comments", "aria-label": "Comments" });
@@ -161,7 +170,7 @@ export async function issueView(companyId, issueId, signal) {
   const ctx = { companyId, issue };
   return h("div", { class: "issue", "data-issue": issueId },
     title,
-    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText),
+    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText, " · project ", projectText),
     description,
     editForm,
     h("div", { class: "columns" },
