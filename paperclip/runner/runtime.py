@@ -17,7 +17,7 @@ import socket
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -396,6 +396,8 @@ class RunnerProcess:
             except WorkspaceError as exc:
                 await self._refuse_turn(hosted, exc.code, str(exc))
                 return
+            view = hosted.workspace.view  # its folder as made (the same, once resolved)
+            turn = replace(turn, cwd=view.path, workspace=view)
         try:
             result = await hosted.driver.run_turn(turn, emit)
         except asyncio.CancelledError:

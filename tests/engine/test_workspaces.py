@@ -64,8 +64,20 @@ def shell_outputs(stack, ctx: dict, run_id: str) -> list[str]:
 
 
 def runner_with_roots(stack, root: Path, **env: str):
+    """A control plane and a runner whose host allows repositories under ``root``, connected
+    (so the door knows what it allows)."""
     stack.start_server()
-    return stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(root), **env})
+    runner = stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(root), **env})
+    connected(stack)
+    return runner
+
+
+def connected(stack) -> None:
+    def one():
+        with stack.api() as api:
+            return api.get("/health").json()["runners"]["connected_here"] == 1
+
+    wait_until(one, 60, message="the runner connected")
 
 
 def comment(stack, ctx: dict, body: str) -> None:
@@ -118,6 +130,10 @@ def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
     assert "+hello" in diff["diff"] and diff["truncated"] is False
     events = [e["type"] for e in stack.events(ctx, run["id"])]
     assert events.count("workspace.ready") == 1 and events.count("workspace.state") == 1
+    # Only the runner's user enters the worktree and the run's folder (the provider's state).
+    for folder in (Path(ws["path"]), stack.runner_folder / "runs" / run["id"]):
+        assert folder.stat().st_mode & 0o777 == 0o700, folder
+    assert not (Path(ws["path"]) / "codex-home").exists()
 
     # A later wake of the same issue works in the same worktree, and finds the work there.
     stack.rewrite_script(ctx, {"turns": [[shell("cat notes.txt && pwd"), FINISH]]})
@@ -185,43 +201,48 @@ def test_two_issues_of_one_project_work_in_two_worktrees_side_by_side(stack):
     make_repo(repos / "app")
     runner_with_roots(stack, repos)
     gate = stack.tmp / "gate"
-    contexts = []
-    for name in ("one", "two"):
-        ctx = stack.setup_issue(
-            {
-                "turns": [
-                    [
-                        shell(
-                            f"printf '{name}\\n' > {name}.txt && git add -A && "
-                            f"git commit -qm {name}"
-                        ),
-                        {"touch_file": str(stack.tmp / f"{name}-committed")},
-                        {"wait_for_file": str(gate)},
-                        shell("ls *.txt"),
-                        FINISH,
-                    ]
+    # Each turn names its file after its worktree's folder (its issue's identifier).
+    ctx = stack.setup_issue(
+        {
+            "turns": [
+                [
+                    shell(
+                        'n=$(basename "$PWD") && printf "$n\\n" > "$n.txt" && git add -A'
+                        f' && git commit -qm "$n" && touch "{stack.tmp}/$n-committed"'
+                    ),
+                    {"wait_for_file": str(gate)},
+                    shell("ls *.txt"),
+                    FINISH,
                 ]
-            },
-            title=f"Issue {name}",
-        )
-        in_project(stack, ctx, repos / "app")
-        contexts.append(ctx)
-    for ctx in contexts:
-        stack.assign(ctx)
-    # Both turns are in their worktrees at once before either goes on.
+            ]
+        },
+        title="Issue one",
+    )
+    project = in_project(stack, ctx, repos / "app")
+    company = ctx["company"]["id"]
+    with stack.api() as api:
+        second = api.post(
+            f"/companies/{company}/issues",
+            json={"title": "Issue two", "project_id": project["id"]},
+        ).json()
+    contexts = [ctx, {**ctx, "issue": second}]
+    for each in contexts:
+        stack.assign(each)
+    identifiers = [each["issue"]["identifier"] for each in contexts]
+    # Both turns are in their own worktrees at once before either goes on.
     wait_until(
-        lambda: all((stack.tmp / f"{n}-committed").exists() for n in ("one", "two")),
+        lambda: all((stack.tmp / f"{n}-committed").exists() for n in identifiers),
         60,
         message="both turns committed",
     )
     gate.touch()
-    for name, ctx in zip(("one", "two"), contexts, strict=True):
-        run = stack.wait_for_terminal_run(ctx)
+    for identifier, each in zip(identifiers, contexts, strict=True):
+        run = stack.wait_for_terminal_run(each)
         assert run["status"] == "succeeded", (run, stack.runner.tail())
-        assert shell_outputs(stack, ctx, run["id"])[-1] == f"{name}.txt\n"
-        branch = f"paperclip/{ctx['issue']['identifier']}"
-        assert git(repos / "app", "log", "--format=%s", "-1", branch) == name
-    paths = {workspace(stack, ctx)["path"] for ctx in contexts}
+        assert shell_outputs(stack, each, run["id"])[-1] == f"{identifier}.txt\n"
+        branch = f"paperclip/{identifier}"
+        assert git(repos / "app", "log", "--format=%s", "-1", branch) == identifier
+    paths = {workspace(stack, each)["path"] for each in contexts}
     assert len(paths) == 2 and paths <= set(worktree_paths(repos / "app"))
 
 
@@ -296,6 +317,7 @@ def test_a_clone_url_is_mirrored_and_a_failed_clone_holds_the_task(stack):
     bare = make_bare(origin, remotes / "app.git")
     stack.start_server()
     stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_REMOTES": f"file://{remotes}/*"})
+    connected(stack)
     ctx = stack.setup_issue({"turns": [[shell("cat app.py"), FINISH]]})
     company = ctx["company"]["id"]
     with stack.api() as api:
@@ -303,7 +325,9 @@ def test_a_clone_url_is_mirrored_and_a_failed_clone_holds_the_task(stack):
             f"/companies/{company}/projects",
             json={"name": "remote", "repo_url": f"file://{bare}"},
         ).json()
-        api.patch(f"/companies/{company}/issues/{ctx['issue']['id']}", json={"project_id": project["id"]})
+        api.patch(
+            f"/companies/{company}/issues/{ctx['issue']['id']}", json={"project_id": project["id"]}
+        )
     stack.assign(ctx)
     run = stack.wait_for_terminal_run(ctx)
     assert run["status"] == "succeeded", (run, stack.runner.tail())
@@ -364,3 +388,80 @@ def test_a_done_issue_loses_its_worktree_after_the_retention_but_keeps_its_branc
     assert saved.startswith(f"refs/paperclip/saved/{branch}/"), released
     assert git(repos / "app", "show", f"{saved}:unsaved.txt") == "unsaved"
     assert git(repos / "app", "show", f"{saved}:kept.txt") == "kept\nmore"
+
+
+def test_a_worktree_half_made_when_the_runner_died_is_made_once_and_the_run_succeeds(stack):
+    repos = stack.tmp / "repos"
+    make_repo(repos / "app")
+    stack.start_server()
+    roots = {"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(repos)}
+    # Killed inside `git worktree add`'s aftermath: staged, not yet moved into place.
+    stack.start_runner(env={**roots, "PAPERCLIP_FAILPOINTS": "runner.workspace.after_add=kill"})
+    connected(stack)
+    ctx = stack.setup_issue({"turns": [[shell("git status --short --branch"), FINISH]]})
+    in_project(stack, ctx, repos / "app")
+    stack.assign(ctx)
+    stack.runner.proc.wait(60)
+    assert stack.runner.proc.returncode == -signal.SIGKILL, stack.runner.tail()
+    assert "failpoint runner.workspace.after_add fired" in stack.runner.tail()
+    stack.start_runner(env=roots)
+
+    run = stack.wait_for_terminal_run(ctx, timeout=120)
+    assert run["status"] == "succeeded", (run, stack.runner.tail())
+    branch = f"paperclip/{ctx['issue']['identifier']}"
+    assert shell_outputs(stack, ctx, run["id"])[-1] == f"## {branch}\n"
+    assert len(worktree_paths(repos / "app")) == 2  # the repository's own, and the issue's
+    staging = stack.runner_folder / "workspaces" / ".staging"
+    assert not any(staging.iterdir())
+
+
+def test_a_wake_waits_for_the_runner_holding_the_worktree_until_it_is_forgotten(stack):
+    repos = stack.tmp / "repos"
+    make_repo(repos / "app")
+    runner_with_roots(stack, repos)
+    ctx = stack.setup_issue(
+        {"turns": [[shell("touch first.txt && git add -A && git commit -qm first"), FINISH]]}
+    )
+    in_project(stack, ctx, repos / "app")
+    stack.assign(ctx)
+    first = stack.wait_for_terminal_run(ctx)
+    assert first["status"] == "succeeded", (first, stack.runner.tail())
+    held_by = workspace(stack, ctx)
+    stack.runner.stop()  # its host goes away, with the issue's worktree on its disk
+    git(repos / "app", "worktree", "remove", "--force", held_by["path"])
+
+    # Another runner host (its own folder) that allows the same repositories.
+    stack.start_runner(another=True, env={"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(repos)})
+    connected(stack)
+    stack.rewrite_script(ctx, {"turns": [[shell("ls"), FINISH]]})
+    comment(stack, ctx, "One more thing.")
+    # Other work is not held up: an issue without a project runs on the new runner.
+    other = stack.setup_issue({"turns": [[FINISH]]}, title="Elsewhere")
+    stack.assign(other)
+    assert stack.wait_for_terminal_run(other)["status"] == "succeeded"
+    [wake] = query(
+        stack.database_url,
+        "SELECT status FROM wake_requests WHERE issue_id = $1 AND source = 'comment'",
+        uuid.UUID(ctx["issue"]["id"]),
+    )
+    assert wake["status"] == "queued"  # it waits for the worktree's host
+    assert [r["id"] for r in stack.runs(ctx)] == [first["id"]]
+
+    with stack.api() as api:
+        forgotten = api.delete(
+            f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}/workspace"
+        )
+    assert forgotten.status_code == 200, forgotten.text
+    assert forgotten.json()["error_code"] == "forgotten"
+    second = wait_until(
+        lambda: next(
+            (r for r in stack.runs(ctx) if r["id"] != first["id"] and r["status"] == "succeeded"),
+            None,
+        ),
+        90,
+        message="the run on the other runner",
+    )
+    now = workspace(stack, ctx)
+    assert now["runner_id"] != held_by["runner_id"] and now["path"] != held_by["path"]
+    # Made again from the issue's branch, in the same repository: the first run's commit is there.
+    assert shell_outputs(stack, ctx, second["id"]) == ["README.md\nfirst.txt\n"]
