@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.db import query
-from tests.support.processes import wait_until
 from tests.support.git_repos import git, make_bare, make_repo, worktrees
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
