@@ -7,6 +7,7 @@ directory, which is the issue's worktree.
 
 from __future__ import annotations
 
+import json
 import signal
 import uuid
 from pathlib import Path
@@ -14,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.db import query
-from tests.support.processes import wait_until
 from tests.support.git_repos import git, make_bare, make_repo, worktrees
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -65,7 +66,20 @@ def shell_outputs(stack, ctx: dict, run_id: str) -> list[str]:
 
 def runner_with_roots(stack, root: Path, **env: str):
     stack.start_server()
-    return stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(root), **env})
+    runner = stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(root), **env})
+    runner_said(stack, "workspace_roots", str(root))
+    return runner
+
+
+def runner_said(stack, column: str, value: str) -> None:
+    """Wait until the runner's hello is recorded: a project is checked at the door against
+    what runner hosts said they allow (an earlier test's runner said other folders)."""
+    sql = f"SELECT 1 FROM runners WHERE revoked_at IS NULL AND {column} @> $1::jsonb"
+    wait_until(
+        lambda: query(stack.database_url, sql, json.dumps([value])),
+        60,
+        message=f"the runner's {column}",
+    )
 
 
 def comment(stack, ctx: dict, body: str) -> None:
@@ -296,6 +310,7 @@ def test_a_clone_url_is_mirrored_and_a_failed_clone_holds_the_task(stack):
     bare = make_bare(origin, remotes / "app.git")
     stack.start_server()
     stack.start_runner(env={"PAPERCLIP_RUNNER_WORKSPACE_REMOTES": f"file://{remotes}/*"})
+    runner_said(stack, "workspace_remotes", f"file://{remotes}/*")
     ctx = stack.setup_issue({"turns": [[shell("cat app.py"), FINISH]]})
     company = ctx["company"]["id"]
     with stack.api() as api:
@@ -303,7 +318,9 @@ def test_a_clone_url_is_mirrored_and_a_failed_clone_holds_the_task(stack):
             f"/companies/{company}/projects",
             json={"name": "remote", "repo_url": f"file://{bare}"},
         ).json()
-        api.patch(f"/companies/{company}/issues/{ctx['issue']['id']}", json={"project_id": project["id"]})
+        api.patch(
+            f"/companies/{company}/issues/{ctx['issue']['id']}", json={"project_id": project["id"]}
+        )
     stack.assign(ctx)
     run = stack.wait_for_terminal_run(ctx)
     assert run["status"] == "succeeded", (run, stack.runner.tail())
