@@ -195,3 +195,33 @@ def test_paperclip_render_task_markdown_a_plugin_returning_none_defers_to_the_bu
     assert (
         "## Paperclip task" in hooks.render_task_markdown(make_task(), TaskMarkdownOptions()).text
     )
+
+
+def test_the_task_brief_names_the_workspace_the_task_works_in() -> None:
+    from dataclasses import replace
+
+    from paperclip_hookspecs.workspaces import ExecutionWorkspace
+
+    from paperclip.prompts.wire import task_from_wire, task_to_wire
+
+    workspace = ExecutionWorkspace(
+        path="/srv/runner/workspaces/c1/ACM-1",
+        branch="paperclip/ACM-1",
+        base_ref="main",
+        base_commit="0123456789abcdef0123",
+        project="Web app",
+        repository="/srv/repos/web",
+    )
+    task = replace(make_task(), workspace=workspace)
+    text = build_task_markdown(task).text
+    assert "- Workspace: /srv/runner/workspaces/c1/ACM-1 (a git worktree; your working directory)" in text
+    assert "- Branch: paperclip/ACM-1" in text
+    assert "- Base: main at 0123456789ab" in text
+    assert '- Project: "Web app"' in text
+    # Before the first worktree exists its base commit is not known: the branch names it.
+    fresh = replace(task, workspace=replace(workspace, base_ref="", base_commit=""))
+    assert "- Base: the repository's default branch" in build_task_markdown(fresh).text
+    # The envelope keeps it (a fresh retry renders it again); a task without one is unchanged.
+    assert task_from_wire(task_to_wire(task)) == task
+    assert "workspace" not in task_to_wire(make_task())
+    assert "Workspace" not in build_task_markdown(make_task()).text

@@ -23,6 +23,7 @@ from paperclip.models import Issue, IssueWorkspace, Project, WorkspaceStatus
 from paperclip.wire.messages import WorkspaceSpec
 
 LIVE = (WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)
+PROJECT_LOCK = {"read": True, "key_share": True}
 """A worktree that exists (or is being made) on its runner host."""
 
 
@@ -86,7 +87,13 @@ async def open_workspace(
     """The worktree a new run of ``issue`` (locked by the caller) works in, made on
     ``runner_id`` unless it already lives there; None for an issue without a project."""
     row = await session.get(IssueWorkspace, issue.id, with_for_update=True)
-    project = await session.get(Project, issue.project_id) if issue.project_id else None
+    # FOR KEY SHARE: shared with other runs, not with a change of its source (which waits,
+    # then sees this worktree and is refused): no worktree is made from a source just replaced.
+    project = (
+        await session.get(Project, issue.project_id, with_for_update=PROJECT_LOCK)
+        if issue.project_id
+        else None
+    )
     if row is not None and row.status in LIVE:
         if row.runner_id != runner_id:
             raise WorkspaceElsewhere(issue.id)
