@@ -90,6 +90,7 @@ class RunStack:
     runner_env: Mapping[str, str] = field(default_factory=dict)
     url: str = ""
     _processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    _logs: list[Any] = field(default_factory=list)
 
     def _env(self) -> dict[str, str]:
         return {
@@ -104,11 +105,12 @@ class RunStack:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         env = {**self._env(), "PAPERCLIP_PORT": str(_free_port())}
+        self._logs.append((self.folder / "server.log").open("a"))
         server = subprocess.Popen(
             [*PAPERCLIP, "serve", "--json", "--no-runner"],
             env=env,
             stdout=subprocess.PIPE,
-            stderr=(self.folder / "server.log").open("a"),
+            stderr=self._logs[-1],
             text=True,
         )
         self._processes.append(server)
@@ -135,6 +137,7 @@ class RunStack:
         if self.launch is not None:
             runner_env["PAPERCLIP_RUNNER_LAUNCH"] = json.dumps(self.launch)
         log = (self.folder / "runner.log").open("a")
+        self._logs.append(log)
         self._processes.append(
             subprocess.Popen(
                 [*PAPERCLIP, "runner"], env=runner_env, stdout=log, stderr=log, text=True
@@ -159,6 +162,10 @@ class RunStack:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(10)
+            if process.stdout is not None:
+                process.stdout.close()
+        for log in self._logs:
+            log.close()
 
     def run(
         self,
