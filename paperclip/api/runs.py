@@ -117,7 +117,14 @@ class RunController(Controller):
         """The run's turns, first to last: a run lost with its runner goes on in a next one."""
         return RunTurnList([RunTurnOut.of(t) for t in await runs.turns(company_id, run_id)])
 
-    @get("/{run_id:uuid}/tool-calls", opt=access(Access.READ), responses=error_responses(404))
+    @get(
+        "/{run_id:uuid}/tool-calls",
+        opt=access(Access.READ),
+        responses=error_responses(404),
+        description="The run's tool journal, in the order the calls were journaled: each call "
+        "of a core or plugin tool, its arguments, its status (pending: no result saved yet) and "
+        "the result the model got (a refusal: is_error, result.error.code).",
+    )
     async def list_run_tool_calls(
         self,
         company_id: uuid.UUID,
@@ -128,8 +135,7 @@ class RunController(Controller):
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[ToolCallOut]:
-        """The run's tool journal, in the order the calls were journaled: each call of a core or
-        plugin tool, its arguments, its status and the result the model got."""
+        """The run's tool journal, paged (``description`` above is what the API document says)."""
         after = pages.after(cursor)
         rows, end = await runs.tool_calls(
             company_id,

@@ -194,3 +194,11 @@ async def test_the_tool_call_journal_is_read_over_http_in_pages(
     assert elsewhere.status_code == 422 and elsewhere.json()["code"] == "invalid_cursor"
     missing = await paperclip_client.get(f"{runs}/{uuid.uuid4()}/tool-calls")
     assert missing.status_code == 404 and missing.json()["code"] == "run_not_found"
+
+
+async def test_the_tool_call_journal_is_in_the_openapi_document(paperclip_client):
+    paths = (await paperclip_client.get("/api/docs/openapi.json")).json()["paths"]
+    listing = paths["/api/companies/{company_id}/runs/{run_id}/tool-calls"]["get"]
+    assert {p["name"] for p in listing["parameters"]} >= {"tool", "cursor", "limit"}
+    assert "tool journal" in listing["description"]
+    assert set(listing["responses"]) >= {"200", "404"}
