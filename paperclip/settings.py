@@ -174,6 +174,13 @@ class Settings(BaseSettings):
         default=False,
         description="Refuse to start when an installed plugin fails to import or is incompatible.",
     )
+    plugins_hook_budget_seconds: float = Field(
+        default=2.0,
+        gt=0,
+        le=60,
+        description="How long a call of an installed plugin's hook may run before it is cut off "
+        "(docs/plugins/README.md#how-hooks-run).",
+    )
 
     @field_validator("plugins_disable", "plugins_only", "allowed_hosts", mode="before")
     @classmethod

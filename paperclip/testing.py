@@ -256,8 +256,8 @@ def paperclip_bare_plugin_host() -> PluginHost:
 def paperclip_plugin_host() -> PluginHost:
     """A fresh plugin host with the built-in plugins only; installed plugins are not discovered.
 
-    Override it (``def plugin_host(bare_plugin_host): return bare_plugin_host``)
-    to start from no plugin at all.
+    Override it (``def paperclip_plugin_host(paperclip_bare_plugin_host): return
+    paperclip_bare_plugin_host``) to start from no plugin at all.
     """
     from paperclip.plugins import PluginHost
 
@@ -304,20 +304,29 @@ def paperclip_provider_run(paperclip_database_url: str, tmp_path: Path) -> Itera
     endpoint. Returns a :class:`paperclip.testing_runs.RunOutcome` (``status``, ``answer``,
     ``error_code``, ``run``, ``events``, ``comments``, ``issue``).
 
-    ``paperclip_provider_run.launch`` (``{provider: {profile: argv}}``) and ``paperclip_provider_run.runner_env``
-    may be set before the first run: the runner's launch profiles and extra environment.
+    ``paperclip_provider_run.launch`` (``{provider: {profile: argv}}``) and
+    ``paperclip_provider_run.runner_env`` are the runner's launch profiles and extra
+    environment. The processes start at the test's first run and serve all of its runs, so
+    both are set before the first run; changing them afterwards raises. Each test gets its
+    own processes (and its own settings), on the module's database.
     """
     from paperclip.testing_runs import RunStack
 
     stack = RunStack(database_url=paperclip_database_url, folder=tmp_path / "provider-run")
 
     class ProviderRun:
-        launch = None
-        runner_env: dict[str, str] = {}
+        def __init__(self) -> None:
+            self.launch: dict[str, dict[str, list[str]]] | None = None
+            self.runner_env: dict[str, str] = {}
 
         def __call__(self, provider: str, provider_config: Any = None, **options: Any) -> Any:
-            stack.launch = self.launch
-            stack.runner_env = self.runner_env
+            wanted = (self.launch, dict(self.runner_env))
+            if stack.url and wanted != (stack.launch, dict(stack.runner_env)):
+                raise RuntimeError(
+                    "paperclip_provider_run.launch and .runner_env are read when the test's "
+                    "processes start, at its first run: set them before it"
+                )
+            stack.launch, stack.runner_env = wanted
             return stack.run(provider, provider_config, **options)
 
     try:

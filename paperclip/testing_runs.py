@@ -34,10 +34,22 @@ class RunOutcome:
     """A finished run, as the API shows it."""
 
     run: Mapping[str, Any]
+    """The run as ``GET …/runs/{run_id}`` shows it (``status``, ``error_code``,
+    ``error_message``, ``result``, ``answer``, ``presentation``, ``execution_input``, ...)."""
     events: list[Mapping[str, Any]]
+    """The run's log, oldest first (at most 1,000), as ``GET …/runs/{run_id}/events`` shows it:
+    ``seq``, ``type`` (the provider's event type, or one of Paperclip's), ``payload``,
+    ``turn``, ``source_instance``, ``source_seq``, ``created_at``."""
     comments: list[Mapping[str, Any]]
     """The issue's comments, oldest first (the agent's have ``author_agent_id``)."""
     issue: Mapping[str, Any]
+    tool_calls: list[Mapping[str, Any]] = field(default_factory=list)
+    """The run's tool journal, in call order, as ``GET …/runs/{run_id}/tool-calls`` shows it:
+    ``tool``, ``arguments``, ``status``, ``is_error``, ``result``, ..."""
+
+    def calls_of(self, tool: str) -> list[Mapping[str, Any]]:
+        """The journaled calls of one tool, in order."""
+        return [call for call in self.tool_calls if call["tool"] == tool]
 
     @property
     def status(self) -> str:
@@ -78,6 +90,7 @@ class RunStack:
     runner_env: Mapping[str, str] = field(default_factory=dict)
     url: str = ""
     _processes: list[subprocess.Popen[str]] = field(default_factory=list)
+    _logs: list[Any] = field(default_factory=list)
 
     def _env(self) -> dict[str, str]:
         return {
@@ -92,11 +105,12 @@ class RunStack:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
         env = {**self._env(), "PAPERCLIP_PORT": str(_free_port())}
+        self._logs.append((self.folder / "server.log").open("a"))
         server = subprocess.Popen(
             [*PAPERCLIP, "serve", "--json", "--no-runner"],
             env=env,
             stdout=subprocess.PIPE,
-            stderr=(self.folder / "server.log").open("a"),
+            stderr=self._logs[-1],
             text=True,
         )
         self._processes.append(server)
@@ -123,6 +137,7 @@ class RunStack:
         if self.launch is not None:
             runner_env["PAPERCLIP_RUNNER_LAUNCH"] = json.dumps(self.launch)
         log = (self.folder / "runner.log").open("a")
+        self._logs.append(log)
         self._processes.append(
             subprocess.Popen(
                 [*PAPERCLIP, "runner"], env=runner_env, stdout=log, stderr=log, text=True
@@ -147,6 +162,10 @@ class RunStack:
                 except subprocess.TimeoutExpired:
                     process.kill()
                     process.wait(10)
+            if process.stdout is not None:
+                process.stdout.close()
+        for log in self._logs:
+            log.close()
 
     def run(
         self,
@@ -197,7 +216,20 @@ class RunStack:
             ]
             comments = _ok(api.get(f"{base}/issues/{issue['id']}/comments"))["items"]
             issue = _ok(api.get(f"{base}/issues/{issue['id']}"))
-        return RunOutcome(run=run, events=events, comments=comments, issue=issue)
+            calls = _pages(api, f"{base}/runs/{run['id']}/tool-calls")
+        return RunOutcome(run=run, events=events, comments=comments, issue=issue, tool_calls=calls)
+
+
+def _pages(api: httpx.Client, url: str) -> list[Mapping[str, Any]]:
+    """Every item of a cursor-paged list."""
+    items: list[Mapping[str, Any]] = []
+    params: dict[str, Any] = {"limit": 200}
+    while True:
+        page = _ok(api.get(url, params=params))
+        items += page["items"]
+        if page["next_cursor"] is None:
+            return items
+        params["cursor"] = page["next_cursor"]
 
 
 def _presented(api: httpx.Client, base: str, run_id: str) -> Mapping[str, Any] | None:

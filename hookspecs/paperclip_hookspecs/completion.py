@@ -11,6 +11,11 @@ code (``native_current_wake_comments_unread``).
 
 The core ships the current-wake-comments guard as a built-in plugin registered
 with ``trylast=True``.
+
+Since hook API 1.8 a guard also sees what the run did (``check.run``, a
+:class:`~paperclip_hookspecs.runs.RunView`): the comments it posted, its tool
+calls with their results, and its wake snapshot. A guard decides from its
+argument alone; it holds no database session and never calls the HTTP API.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.runs import RunBinding as RunBinding
+from paperclip_hookspecs.runs import RunView
+from paperclip_hookspecs.runs import WakeSnapshot as WakeSnapshot
 
 READ_CURRENT_WAKE_COMMENTS = "read_current_wake_comments"
 """The correction: read the current wake comments (the tool of that name), then report again."""
@@ -31,28 +39,6 @@ class CompletionStage(StrEnum):
     """The finish tool's answer, inside the turn: the model can still correct the report."""
     TERMINAL = "terminal"
     """After the provider ended its turn: a refusal fails the run."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunBinding:
-    """The run a report or a read receipt belongs to; anything else's is foreign."""
-
-    run_id: str
-    company_id: str
-    issue_id: str
-    agent_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class WakeSnapshot:
-    """The exact accepted comments a run was woken for (its current wake comments)."""
-
-    revision: str
-    """Revision of the snapshot as a whole: it changes when a comment is added, edited or removed."""
-    comment_ids: tuple[str, ...]
-    read_required: bool
-    """The wake did not carry every comment in full (a truncated wake): a complete
-    run-bound read is required before completion."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +73,10 @@ class CompletionCheck:
     """None when the run was not woken by comments."""
     receipt: ReadReceipt | None = None
     """The run's latest read receipt for its current wake comments, if any."""
+    run: RunView | None = None
+    """What the run did so far (hook API 1.8): its comments, its tool calls with their
+    results (at the feedback stage the ``finish`` being checked is the last, pending), its
+    wake snapshot. Always set by the core; None only where a test builds a check without one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +84,17 @@ class CompletionCorrection:
     """What the model can do now, in the same turn, to have its report accepted."""
 
     instruction: str
-    """The tool to call, e.g. ``read_current_wake_comments``."""
+    """The name of a tool the model has, to call before it reports again: a core tool
+    (``read_current_wake_comments``, ``post_comment``, ...) or a plugin tool. The core
+    passes it to the model as it is (cut to 100 characters) and does not check it."""
     message: str
     """One or two sentences for the model; bounded, no source text."""
     cursor: str | None = None
-    """Continue reading from this cursor; None: from the first page."""
+    """For ``read_current_wake_comments``: continue reading from this cursor; None: from
+    the first page. Other instructions leave it None."""
     restart: bool = False
-    """The snapshot changed since the reading started: read it again from the first page."""
+    """For ``read_current_wake_comments``: the snapshot changed since the reading started,
+    read it again from the first page."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Literal
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.runs import RunView
 
 CONVERSATION_TURN_FINISHED = "conversation_turn_finished"
 """Status decision reason of a conversation turn that finished its reply."""
@@ -68,6 +69,9 @@ class ConversationTurn:
     pending_cards: tuple[PendingCard, ...] = ()
     """The turn's own cards that are still pending (cards of other turns are not listed)."""
     path: PresentationPath = PresentationPath.LIVE
+    run: RunView | None = None
+    """What the run did (hook API 1.8): its comments, its tool calls with their results,
+    its wake snapshot. Set by the core; None only where a test builds a turn without one."""
 
 
 class PresentationMode(StrEnum):

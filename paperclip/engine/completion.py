@@ -4,8 +4,9 @@ One validator, two callers. At the feedback stage (inside the finish tool) a
 refusal becomes a correction the model can act on in the same turn; at the
 terminal stage (after the provider ended its turn) it fails the run with its
 code. Both read the run's wake snapshot and newest read receipt here (one exact
-query, then the snapshot's own comments) and ask every guard through the
-plugin facade, so the two callers can never ask different questions.
+query, then the snapshot's own comments), and the run's view (its comments and
+tool calls, two bounded queries), and ask every guard through the plugin
+facade, so the two callers can never ask different questions.
 """
 
 from __future__ import annotations
@@ -25,21 +26,13 @@ from paperclip_hookspecs.completion import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.engine.run_view import binding_of, run_view
 from paperclip.engine.snapshot import run_snapshot, snapshot_entries, state_revision
 from paperclip.models import Run, WakeCommentRead
 from paperclip.plugins import PluginHost
 
 MAX_CORRECTION_CHARS = 1_000
 """A refusal's texts as the model gets them: bounded, whatever a plugin wrote."""
-
-
-def binding_of(run: Run) -> RunBinding:
-    return RunBinding(
-        run_id=str(run.id),
-        company_id=str(run.company_id),
-        issue_id=str(run.issue_id or ""),
-        agent_id=str(run.agent_id),
-    )
 
 
 def receipt_of(read: WakeCommentRead) -> ReadReceipt:
@@ -57,18 +50,17 @@ def receipt_of(read: WakeCommentRead) -> ReadReceipt:
     )
 
 
-async def completion_check(
-    session: AsyncSession, run: Run, stage: CompletionStage, report: CompletionReport
-) -> CompletionCheck:
-    """What the guards are shown for ``run``'s report: its binding, its wake snapshot as it is
-    now, and its newest read receipt.
+async def current_snapshot(
+    session: AsyncSession, run: Run
+) -> tuple[WakeSnapshot | None, ReadReceipt | None]:
+    """The run's wake snapshot as it is now, and its newest read receipt (None, None without one).
 
     Raises :class:`~paperclip.engine.snapshot.SnapshotBindingError` when the
     snapshot is not the run's company's, task's and agent's.
     """
     found = await run_snapshot(session, run)
     if found is None:
-        return CompletionCheck(stage=stage, binding=binding_of(run), report=report)
+        return None, None
     entries = (
         await snapshot_entries(session, found.snapshot.id) if found.snapshot.comment_count else []
     )
@@ -78,8 +70,26 @@ async def completion_check(
         read_required=found.snapshot.read_required,
     )
     receipt = receipt_of(found.latest_read) if found.latest_read is not None else None
+    return snapshot, receipt
+
+
+async def completion_check(
+    session: AsyncSession, run: Run, stage: CompletionStage, report: CompletionReport
+) -> CompletionCheck:
+    """What the guards are shown for ``run``'s report: its binding, its wake snapshot as it is
+    now, its newest read receipt, and what the run did (its view).
+
+    Raises :class:`~paperclip.engine.snapshot.SnapshotBindingError` when the
+    snapshot is not the run's company's, task's and agent's.
+    """
+    snapshot, receipt = await current_snapshot(session, run)
     return CompletionCheck(
-        stage=stage, binding=binding_of(run), report=report, snapshot=snapshot, receipt=receipt
+        stage=stage,
+        binding=binding_of(run),
+        report=report,
+        snapshot=snapshot,
+        receipt=receipt,
+        run=await run_view(session, run, snapshot),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from paperclip_hookspecs.completion import CompletionStage
@@ -21,15 +22,17 @@ from paperclip_hookspecs.presentation import (
     PresentationPath,
     UnpresentedTurn,
 )
+from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import drain, outbox
-from paperclip.engine.completion import check_completion, report_of
+from paperclip.engine.completion import check_completion, current_snapshot, report_of
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.run_view import run_view
 from paperclip.engine.snapshot import SnapshotBindingError
 from paperclip.engine.turns import end_turn, is_lost
 from paperclip.failpoints import failpoint
@@ -336,7 +339,7 @@ class RunEndings:
                 session, run, CompletionStage.TERMINAL, report_of(run.result), self.plugins
             )
         except PluginError as exc:
-            return RunStatus.FAILED, "plugin_failed", str(exc)
+            return RunStatus.FAILED, getattr(exc, "code", "plugin_failed"), str(exc)
         except SnapshotBindingError as exc:
             return RunStatus.FAILED, exc.code, str(exc)
         if refusal is not None:
@@ -369,6 +372,8 @@ class RunEndings:
                     return False
             cards = await chat_turns.pending_cards(session, run.id) if chat else ()
             turn = _turn_of(run, path, cards)
+            if turn is not None:
+                turn = replace(turn, run=await self._view(session, run))
         if turn is None:
             return False
         try:
@@ -408,6 +413,15 @@ class RunEndings:
                 **({"message_id": str(message_id) if message_id else None} if chat else {}),
             }
         return True
+
+    @staticmethod
+    async def _view(session: AsyncSession, run: Run) -> RunView:
+        """What the run did, for the presentation hook (its snapshot only when it is the run's)."""
+        try:
+            snapshot, _ = await current_snapshot(session, run)
+        except SnapshotBindingError:
+            snapshot = None
+        return await run_view(session, run, snapshot)
 
     def _accepts(self, facts: UnpresentedTurn) -> bool:
         try:

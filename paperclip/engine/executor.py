@@ -123,6 +123,8 @@ class ToolExecutor:
         try:
             outcome: ToolOutcome = await handler(ctx)
         except PluginError as exc:
-            # A plugin that fails while a tool asks it fails the call, never the batch.
-            return error("plugin_failed", str(exc), plugin=getattr(exc, "plugin", None))
+            # A plugin that fails (or overruns its time budget) while a tool asks it fails
+            # the call, never the batch: plugin_failed, or plugin_timeout.
+            code = getattr(exc, "code", "plugin_failed")
+            return error(code, str(exc), plugin=getattr(exc, "plugin", None))
         return outcome

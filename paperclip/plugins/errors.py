@@ -20,6 +20,9 @@ class PluginConflictError(PluginError):
 class PluginHookError(PluginError):
     """A plugin raised inside a hook, or returned something the hook does not allow."""
 
+    code = "plugin_failed"
+    """What a tool call or a run that failed because of it reports."""
+
     def __init__(
         self,
         message: str,
@@ -34,6 +37,13 @@ class PluginHookError(PluginError):
         self.plugin = plugin
         self.distribution = distribution
         self.version = version
+
+
+class PluginTimeoutError(PluginHookError):
+    """A plugin's hook overran its time budget, or is still running from a call that did:
+    the operation fails rather than go on without the plugin's answer."""
+
+    code = "plugin_timeout"
 
 
 class NoPluginAnswerError(PluginError):

@@ -55,7 +55,8 @@ from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
 from paperclip_hookspecs.steering import SteerLogEvent
 
-from paperclip.plugins import discovery, failures
+from paperclip.plugins import calling, discovery, failures
+from paperclip.plugins.budget import DEFAULT_SECONDS, HookBudget
 from paperclip.plugins.errors import (
     NoPluginAnswerError,
     PluginConflictError,
@@ -90,9 +91,17 @@ SPEC_MODULES: tuple[ModuleType, ...] = (
 class PluginHost:
     """Plugins of one process: discovery records, the pluggy manager, the typed calls."""
 
-    def __init__(self, *, strict: bool = False, hook_api: str = HOOK_API) -> None:
+    def __init__(
+        self,
+        *,
+        strict: bool = False,
+        hook_api: str = HOOK_API,
+        hook_budget: float = DEFAULT_SECONDS,
+    ) -> None:
         self.hook_api = hook_api
         self.strict = strict
+        self.budget = HookBudget(hook_budget)
+        """How long an installed plugin's hook may run (``PAPERCLIP_PLUGINS_HOOK_BUDGET_SECONDS``)."""
         self._pm = pluggy.PluginManager(PROJECT_NAME)
         for module in SPEC_MODULES:
             self._pm.add_hookspecs(module)
@@ -107,7 +116,7 @@ class PluginHost:
     def from_settings(cls, settings: Settings) -> PluginHost:
         """Built-ins, then every installed plugin the settings allow. Never raises for a plugin:
         ``check_pending()`` (run at startup) does, in strict mode or on conflicts."""
-        host = cls(strict=settings.plugins_strict)
+        host = cls(strict=settings.plugins_strict, hook_budget=settings.plugins_hook_budget_seconds)
         host.load_builtins(disable=settings.plugins_disable)
         host.load_installed(disable=settings.plugins_disable, only=settings.plugins_only)
         loaded = [r.name for r in host.records() if r.status is PluginStatus.LOADED]
@@ -319,10 +328,7 @@ class PluginHost:
             if impl.hookwrapper or impl.wrapper:
                 continue
             record = self._loaded[impl.plugin_name]
-            try:
-                result = impl.function()
-            except Exception as exc:
-                raise self._hook_error(hook, exc, record) from exc
+            result = self._register_call(hook, impl, record)
             for item in result or ():
                 name = getattr(item, "name", None)
                 if not isinstance(item, kind) or not isinstance(name, str) or not name:
@@ -439,19 +445,15 @@ class PluginHost:
             raise self._bad_result(hook, f"a {kind.__name__} or None", result, owner, implementers)
         return result
 
-    # -- naming the plugin behind a failure -------------------------------------------
+    # -- the time budget, and naming the plugin behind a failure ---------------------
 
     def _call(self, caller: pluggy.HookCaller, **kwargs: Any) -> Any:
-        try:
-            return caller(**kwargs)
-        except Exception as exc:
-            owner = failures.raiser(exc, caller.get_hookimpls(), self._loaded)
-            raise self._hook_error(caller.name, exc, owner) from exc
+        """Every call goes through here: installed plugins within the budget, failures named."""
+        return calling.call_hook(self._pm, self._loaded, self.budget, caller, kwargs)
 
-    def _hook_error(
-        self, hook: str, exc: Exception, record: PluginRecord | None
-    ) -> PluginHookError:
-        return failures.raised(hook, exc, record)
+    def _register_call(self, hook: str, impl: pluggy.HookImpl, record: PluginRecord) -> Any:
+        """One plugin's registration hook, within the budget unless it is a built-in."""
+        return calling.call_registration(self.budget, hook, impl, record)
 
     def _bad_result(
         self,

@@ -7,7 +7,7 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn
+from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn, ToolCall
 from paperclip.services.companies import require_company
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
@@ -69,3 +69,30 @@ class RunQueries:
             await get_scoped(session, Run, company_id, run_id, "run")
             stmt = select(RunTurn).where(RunTurn.run_id == run_id).order_by(RunTurn.number)
             return list((await session.execute(stmt)).scalars().all())
+
+    async def tool_calls(
+        self,
+        company_id: uuid.UUID,
+        run_id: uuid.UUID,
+        *,
+        tool: str | None,
+        after: int | None,
+        limit: int,
+    ) -> tuple[list[ToolCall], int | None]:
+        """One page of the run's tool journal in the order the calls were journaled, and the
+        position (a journal row's id) the next page starts after, or None on the last page."""
+        async with self.sessions() as session:
+            await get_scoped(session, Run, company_id, run_id, "run")
+            stmt = select(ToolCall).where(
+                ToolCall.company_id == company_id, ToolCall.run_id == run_id
+            )
+            if tool is not None:
+                stmt = stmt.where(ToolCall.tool == tool)
+            if after is not None:
+                stmt = stmt.where(ToolCall.id > after)
+            rows = list(
+                (await session.execute(stmt.order_by(ToolCall.id).limit(limit + 1))).scalars()
+            )
+            if len(rows) > limit:
+                return rows[:limit], rows[limit - 1].id
+            return rows, None

@@ -63,7 +63,7 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(600)]
 
 SEED = 20261130
 MAX_EXAMPLES = 15
-LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/api-keys|/projects))?$"
+LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/runs/\{run_id\}/tool-calls|/api-keys|/projects))?$"
 
 
 def expected_operations() -> set[str]:

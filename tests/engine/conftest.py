@@ -223,6 +223,20 @@ class Stack:
                     return items
                 after = page["next_after_seq"]
 
+    def tool_calls(self, ctx: dict, run_id: str, tool: str | None = None) -> list[dict]:
+        """The run's tool journal, as ``GET …/runs/{run_id}/tool-calls`` pages it."""
+        items: list[dict] = []
+        params: dict = {"limit": 200} | ({"tool": tool} if tool else {})
+        with self.api() as api:
+            while True:
+                page = api.get(
+                    f"/companies/{ctx['company']['id']}/runs/{run_id}/tool-calls", params=params
+                ).json()
+                items += page["items"]
+                if page["next_cursor"] is None:
+                    return items
+                params["cursor"] = page["next_cursor"]
+
     def comments(self, ctx: dict, index: int = 0) -> list[dict]:
         with self.api(index) as api:
             return api.get(

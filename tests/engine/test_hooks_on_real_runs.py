@@ -175,6 +175,34 @@ def test_paperclip_decide_presentation_an_installed_plugin_keeps_the_answer_out(
     assert [c for c in stack.comments(ctx) if c["author_agent_id"]] == []
 
 
+ONE_VOICE = """
+from paperclip_hookspecs import hookimpl
+from paperclip_hookspecs.presentation import PresentationDecision
+
+@hookimpl
+def paperclip_decide_presentation(turn):
+    said = [c.body for c in turn.run.comments]
+    tools = [c.tool for c in turn.run.tool_calls]
+    if said:
+        return PresentationDecision.none(f"said:{'|'.join(said)};called:{','.join(tools)}")
+    return None
+"""
+
+
+def test_paperclip_decide_presentation_sees_what_the_run_did(stack):
+    install(stack, "one-voice", ONE_VOICE)
+    comment = {"call_tool": {"name": "post_comment", "arguments": {"body": "Fixed the key."}}}
+    ctx = start(stack, {"turns": [[comment, finish(), {"message": "Done."}]]})
+
+    run = stack.wait_for_terminal_run(ctx)
+    assert run["status"] == "succeeded", run["error_message"]
+    run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
+    # The decision was made from the run's view: its comment and its journaled calls.
+    assert run["presentation"]["presentationDecision"] == "none"
+    assert run["presentation"]["reason"] == "said:Fixed the key.;called:post_comment,finish"
+    assert [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]] == ["Fixed the key."]
+
+
 SETTLE_AS_INTERRUPTED = """
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.receipts import ToolRecovery

@@ -94,3 +94,28 @@ def test_the_fixtures_are_registered_through_pytest11(tmp_path):
     result = run_pytest(tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout
+
+
+LATE_LAUNCH = """
+import pytest
+
+
+def test_launch_profiles_are_set_before_the_first_run(paperclip_provider_run):
+    paperclip_provider_run.runner_env["SOME_KEY"] = "1"
+    with pytest.raises(AssertionError, match="unknown_provider"):
+        paperclip_provider_run("no-such-kind")  # the processes start, then the agent is refused
+    paperclip_provider_run.launch = {"codex": {"late": ["codex", "app-server"]}}
+    with pytest.raises(RuntimeError, match="set them before it"):
+        paperclip_provider_run("no-such-kind")
+
+
+def test_each_test_has_its_own_runner_environment(paperclip_provider_run):
+    assert paperclip_provider_run.runner_env == {} and paperclip_provider_run.launch is None
+"""
+
+
+def test_provider_run_settings_are_per_test_and_read_at_the_first_run(tmp_path):
+    (tmp_path / "test_late.py").write_text(textwrap.dedent(LATE_LAUNCH))
+    result = run_pytest(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout

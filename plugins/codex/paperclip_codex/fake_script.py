@@ -23,6 +23,9 @@ may stand for a single list. Steps (one key each):
 - ``{"sleep": seconds}``; ``{"touch_file": path}`` (writes the pid into it);
   ``{"wait_for_file": path, "timeout": seconds}`` (default 60 s, then the turn fails).
 - ``{"fail": "reason"}``: the turn ends ``failed`` with that message.
+- ``{"expect_prompt": "text"}``: the turn ends ``failed`` unless the text of the
+  turn's input (its prompt) contains ``text``: a model that follows only what
+  it was told.
 - ``{"request_approval": "commandExecution" | "fileChange"}``: asks the client.
 - ``{"notify": {"method": ..., "params": {...}}}``: any notification.
 - ``{"exit": status}``: the process exits at once, mid-turn.
@@ -53,6 +56,7 @@ STEP_KINDS = frozenset(
         "wait_for_file",
         "touch_file",
         "fail",
+        "expect_prompt",
         "request_approval",
         "notify",
         "exit",
@@ -120,6 +124,8 @@ def _check_step(step: Any) -> None:
         isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
     ):
         raise ScriptError(f"{kind} needs an object with a 'name': {step!r}")
+    if kind == "expect_prompt" and not (isinstance(step[kind], str) and step[kind]):
+        raise ScriptError(f"expect_prompt needs a text to look for: {step!r}")
     if kind == "shell" and not (
         isinstance(step[kind], dict) and isinstance(step[kind].get("command"), str)
     ):

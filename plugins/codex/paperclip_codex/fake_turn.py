@@ -108,6 +108,8 @@ class TurnRunner:
         self.run = run
         self.consume_steer = consume_steer
         self.ids = {"threadId": run.thread.id, "turnId": run.id}
+        self.prompt = ""
+        """The text of the turn's input, as the model would read it."""
 
     async def execute(self, user_input: list[Any], done: Callable[[], None]) -> None:
         """Run the turn to its end and send ``turn/completed`` (after ``done()``)."""
@@ -120,6 +122,11 @@ class TurnRunner:
             "turn/started", {"threadId": run.thread.id, "turn": turn_shape(run.id, "inProgress")}
         )
         self._user_message(user_input)
+        self.prompt = "\n".join(
+            str(part.get("text", ""))
+            for part in user_input
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
         status, error = "completed", None
         try:
             for step in run.steps:
@@ -184,6 +191,10 @@ class TurnRunner:
             _write_atomically(Path(step["touch_file"]), str(os.getpid()))
         elif "fail" in step:
             raise Failure(str(step["fail"]))
+        elif "expect_prompt" in step:
+            # A model that does its work only when its prompt asked for it.
+            if str(step["expect_prompt"]) not in self.prompt:
+                raise Failure(f"the prompt does not say {step['expect_prompt']!r}")
         elif "request_approval" in step:
             await self._request_approval(str(step["request_approval"]))
         elif "notify" in step:
@@ -261,7 +272,8 @@ class TurnRunner:
             }
             failed = bool(outcome.get("isError"))
             item |= {"status": "failed" if failed else "completed", "result": result}
-            record["result"] = result
+            # The tool answered (ok), with a refusal when isError: what the model reads.
+            record |= {"isError": failed, "result": result}
             self.run.last_result = _structured(outcome)
         else:
             item |= {"status": "failed", "error": {"message": str(outcome)}}

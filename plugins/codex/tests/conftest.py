@@ -15,14 +15,16 @@ from paperclip_codex.driver import CodexDriver
 
 try:  # mcp 2
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
 except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer  # type: ignore[no-redef, attr-defined, unused-ignore]
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef, attr-defined, unused-ignore]
 
 
 @pytest.fixture
 async def tool_server() -> AsyncIterator[ToolServer]:
-    """The run's tools: `echo`, `add`, `slow`, the paged `pages` and `correct`, behind a
-    bearer token, on 127.0.0.1."""
+    """The run's tools: `echo`, `add`, `slow`, the paged `pages`, `correct` and `refuse`,
+    behind a bearer token, on 127.0.0.1."""
     mcp = MCPServer("paperclip-test-tools")
     holder: list[ToolServer] = []
 
@@ -57,6 +59,12 @@ async def tool_server() -> AsyncIterator[ToolServer]:
         """A refusal whose correction says where to continue."""
         holder[0].calls.append({"name": "correct", "arguments": {}})
         return {"error": {"code": "read_first", "correction": {"cursor": "p2"}}}
+
+    @mcp.tool()
+    def refuse() -> str:
+        """Always refused: the server answers a result with ``isError``."""
+        holder[0].calls.append({"name": "refuse", "arguments": {}})
+        raise ToolError("not now: report again later")
 
     inner = mcp.streamable_http_app()
 

@@ -40,6 +40,7 @@ def test_script_forms(tmp_path: Path) -> None:
         [{"message": "a", "sleep": 1}],
         [{"call_tool": {"arguments": {}}}],
         [{"sleep": 1, "timeout": 2}],
+        [{"expect_prompt": ""}],
         {"consume_steer": True},
         "steps",
     ],
@@ -115,3 +116,52 @@ async def test_a_script_dir_gives_each_model_its_own_script(tmp_path: Path) -> N
     missing, _ = await turn("agent-b")
     assert missing.error is not None and missing.error.startswith("thread_start_failed: ")
     assert "no script for model 'agent-b'" in missing.error
+
+
+async def test_a_refused_tool_call_is_logged_with_is_error(
+    driver: Any, fake: Any, tool_server: Any, events: Any, tmp_path: Path
+) -> None:
+    from codex_testing import bounded
+    from paperclip_hookspecs.providers import TurnInput
+
+    fake.script(
+        [
+            {"call_tool": {"name": "refuse"}},
+            {"call_tool": {"name": "echo", "arguments": {"text": "x"}}},
+        ]
+    )
+    turn = TurnInput(
+        run_id="r",
+        prompt="go",
+        cwd=str(tmp_path),
+        mcp=tool_server.endpoint(),
+        config={"request_timeout_seconds": WAIT},
+    )
+    result = await bounded(driver.run_turn(turn, events))
+
+    assert result.status == "completed", result.error
+    refused, answered = fake.entries("tool_result")
+    # The server answered both (ok); the first answer is a refusal, as the model reads it.
+    assert (refused["name"], refused["ok"], refused["isError"]) == ("refuse", True, True)
+    assert "not now" in refused["result"]["content"][0]["text"]
+    assert (answered["name"], answered["ok"], answered["isError"]) == ("echo", True, False)
+    assert [c["status"] for c in events.items_of("mcpToolCall")] == ["failed", "completed"]
+
+
+@pytest.mark.parametrize(("prompt", "status"), [("Say 'ready'.", "completed"), ("Go.", "failed")])
+async def test_expect_prompt_fails_a_turn_whose_prompt_lacks_the_text(
+    driver: Any, fake: Any, events: Any, tmp_path: Path, prompt: str, status: str
+) -> None:
+    from codex_testing import bounded
+    from paperclip_hookspecs.providers import TurnInput
+
+    fake.script([{"expect_prompt": "'ready'"}, {"message": "ready"}])
+    turn = TurnInput(
+        run_id="r", prompt=prompt, cwd=str(tmp_path), config={"request_timeout_seconds": WAIT}
+    )
+    result = await bounded(driver.run_turn(turn, events))
+
+    assert result.status == status
+    if status == "failed":
+        assert result.error is not None and "the prompt does not say" in result.error
+        assert events.items_of("agentMessage") == []
