@@ -145,14 +145,17 @@ class Stack:
         title: str = "Fix the build",
         provider_config: dict | None = None,
         provider: str = "codex",
+        extra_config: dict | None = None,
     ) -> dict:
-        """A company, an agent on the fake (its model names its script) and an issue."""
+        """A company, an agent on the fake (its model names its script) and an issue.
+        ``extra_config``: more provider settings beside the fake's ``launch`` and ``model``."""
         model = f"scripted-{uuid.uuid4().hex[:8]}"  # its script file: unique in the folder
         self.script_dir.mkdir(parents=True, exist_ok=True)
         script_path = self.script_dir / f"{model}.json"
         if provider_config is None:
             script_path.write_text(json.dumps(script))
-        config = provider_config or {"launch": FAKE_PROFILE, "model": model}
+        fake = {"launch": FAKE_PROFILE, "model": model, **(extra_config or {})}
+        config = provider_config or fake
         with self.api() as api:
             company = _created(api.post("/companies", json={"name": "Acme", "issue_prefix": "ACM"}))
             agent = _created(

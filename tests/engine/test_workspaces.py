@@ -2,7 +2,9 @@
 
 The control plane, the runner and the fake Codex app-server are separate OS
 processes; the fake's shell steps run real commands in the turn's working
-directory, which is the issue's worktree.
+directory, which is the issue's worktree. As in Codex's sandbox, the worktree's
+git folder is read-only there: a commit is an escalated command, which an agent
+with ``COMMITTER``'s settings gets run.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 FINISH = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "done"}}}
 
 
+COMMITTER = {"approval_policy": "on-request", "approvals": "approve"}
+"""An agent whose escalated commands Codex asks about, and the driver says yes."""
+
+
 def shell(command: str) -> dict:
     return {"shell": {"command": command}}
+
+
+def escalated(command: str) -> dict:
+    """A shell step run outside Codex's sandbox (once approved): the way a commit goes."""
+    return {"shell": {"command": command, "escalate": True}}
 
 
 def in_project(stack, ctx: dict, repo: Path, **fields) -> dict:
@@ -97,14 +108,15 @@ def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
         {
             "turns": [
                 [
-                    shell(
+                    escalated(
                         "printf 'hello\\n' > notes.txt && git add notes.txt"
                         " && git commit -qm 'Add notes' && git rev-parse --abbrev-ref HEAD"
                     ),
                     FINISH,
                 ]
             ]
-        }
+        },
+        extra_config=COMMITTER,
     )
     in_project(stack, ctx, repos / "app", default_branch="main")
     stack.assign(ctx)
@@ -206,7 +218,7 @@ def test_two_issues_of_one_project_work_in_two_worktrees_side_by_side(stack):
         {
             "turns": [
                 [
-                    shell(
+                    escalated(
                         'n=$(basename "$PWD") && printf "$n\\n" > "$n.txt" && git add -A'
                         f' && git commit -qm "$n" && touch "{stack.tmp}/$n-committed"'
                     ),
@@ -217,6 +229,7 @@ def test_two_issues_of_one_project_work_in_two_worktrees_side_by_side(stack):
             ]
         },
         title="Issue one",
+        extra_config=COMMITTER,
     )
     project = in_project(stack, ctx, repos / "app")
     company = ctx["company"]["id"]
@@ -361,14 +374,15 @@ def test_a_done_issue_loses_its_worktree_after_the_retention_but_keeps_its_branc
         {
             "turns": [
                 [
-                    shell(
+                    escalated(
                         "printf 'kept\\n' > kept.txt && git add kept.txt && git commit -qm Kept"
-                        " && printf 'unsaved\\n' > unsaved.txt && printf 'more\\n' >> kept.txt"
                     ),
+                    shell("printf 'unsaved\\n' > unsaved.txt && printf 'more\\n' >> kept.txt"),
                     FINISH,
                 ]
             ]
-        }
+        },
+        extra_config=COMMITTER,
     )
     in_project(stack, ctx, repos / "app")
     stack.assign(ctx)
@@ -420,7 +434,8 @@ def test_a_wake_waits_for_the_runner_holding_the_worktree_until_it_is_forgotten(
     make_repo(repos / "app")
     runner_with_roots(stack, repos)
     ctx = stack.setup_issue(
-        {"turns": [[shell("touch first.txt && git add -A && git commit -qm first"), FINISH]]}
+        {"turns": [[escalated("touch first.txt && git add -A && git commit -qm first"), FINISH]]},
+        extra_config=COMMITTER,
     )
     in_project(stack, ctx, repos / "app")
     stack.assign(ctx)

@@ -13,7 +13,8 @@ and ``-c`` overrides, so a driver starts it exactly as it starts the real CLI;
 ``mcp_servers.<name>`` tells it where the run's tools are: it lists them at
 thread start (``mcpServer/startupStatus/updated``), gates each call by approval
 the way Codex does (:mod:`paperclip_codex.fake_tools`), and calls them with the
-official MCP client over streamable HTTP.
+official MCP client over streamable HTTP. Shell steps run in the thread's
+sandbox mode as far as git goes (:mod:`paperclip_codex.fake_sandbox`).
 
 Scripts and steps: :mod:`paperclip_codex.fake_script`. With ``--log PATH``
 every received message, tool result and approval answer is appended there as
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from paperclip_codex import __version__
+from paperclip_codex.fake_sandbox import Shell, sandbox_mode, sandbox_policy
 from paperclip_codex.fake_script import ScriptError, ScriptSource
 from paperclip_codex.fake_tools import McpClient
 from paperclip_codex.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
@@ -134,6 +136,7 @@ class FakeAppServer:
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self._items = itertools.count(1)
         self._mcp: dict[str, McpClient] = {}
+        self.shell = Shell(home / "fake-sandbox", log.write)
 
     # What a turn uses (fake_turn.Host)
 
@@ -245,6 +248,7 @@ class FakeAppServer:
             cwd=params.get("cwd"),
             model=params.get("model") or self.config.get("model"),
             approval_policy=self._policy(params),
+            sandbox=self._sandbox(params),
         )
         self._load_script(thread)
         self._threads[thread.id] = thread
@@ -264,6 +268,7 @@ class FakeAppServer:
         thread.cwd = params.get("cwd") or thread.cwd
         thread.model = params.get("model") or thread.model
         thread.approval_policy = self._policy(params, thread.approval_policy)
+        thread.sandbox = self._sandbox(params, thread.sandbox)
         self._load_script(thread)
         self._threads[thread.id] = thread
         return _Handled(self._thread_response(thread), [lambda: self._start_servers(thread)])
@@ -271,6 +276,9 @@ class FakeAppServer:
     def _policy(self, params: Mapping[str, Any], current: str | None = None) -> str:
         policy = params.get("approvalPolicy") or current or self.config.get("approval_policy")
         return str(policy or "on-request")
+
+    def _sandbox(self, params: Mapping[str, Any], current: str | None = None) -> str:
+        return sandbox_mode(params.get("sandbox"), current, self.config.get("sandbox_mode"))
 
     def _load_script(self, thread: ThreadState) -> None:
         try:
@@ -378,7 +386,7 @@ class FakeAppServer:
             "modelProvider": provider,
             "cwd": thread.cwd,
             "approvalPolicy": thread.approval_policy,
-            "sandbox": self.config.get("sandbox_mode"),
+            "sandbox": sandbox_policy(thread.sandbox),
         }
 
     # Threads on disk, so a later process can resume them (as Codex rollouts do).
@@ -394,6 +402,7 @@ class FakeAppServer:
             "cwd": thread.cwd,
             "model": thread.model,
             "approvalPolicy": thread.approval_policy,
+            "sandbox": thread.sandbox,
             "turns": thread.turns,
             "createdAt": thread.created_at,
         }
@@ -413,6 +422,7 @@ class FakeAppServer:
             cwd=state.get("cwd"),
             model=state.get("model"),
             approval_policy=state.get("approvalPolicy") or "on-request",
+            sandbox=self._sandbox(state),
             turns=state["turns"],
             created_at=state["createdAt"],
         )

@@ -18,7 +18,9 @@ may stand for a single list. Steps (one key each):
   the previous tool result, e.g. the cursor a refused call told it to
   continue from. ``cursor_argument`` and ``next_cursor`` rename the two.
 - ``{"shell": {"command": "...", "escalate": false}}``: a ``commandExecution``
-  item; an escalated one asks the client under ``on-request`` and is refused
+  item, the command run in the thread's sandbox as far as git goes
+  (:mod:`paperclip_codex.fake_sandbox`); an escalated one asks the client
+  under ``on-request`` and runs unsandboxed when accepted, and is refused
   without asking under ``never``, as Codex does.
 - ``{"sleep": seconds}``; ``{"touch_file": path}`` (writes the pid into it);
   ``{"wait_for_file": path, "timeout": seconds}`` (default 60 s, then the turn fails).

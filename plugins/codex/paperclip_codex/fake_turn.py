@@ -1,9 +1,12 @@
 """One turn of the fake app-server: its steps, and the items and requests they produce.
 
-Shapes follow what codex-cli 0.171.0 sends (the conformance test in the core
-tests compares them): items carry ``startedAtMs``/``completedAtMs``, tool calls
+Shapes follow what codex-cli 0.171.0 sends (the conformance tests in the core
+tests compare them): items carry ``startedAtMs``/``completedAtMs``, tool calls
 are gated by approval, every server request is followed by
 ``serverRequest/resolved``, and ``turn/completed`` carries the final message.
+Shell commands run in the thread's sandbox as far as git goes
+(:mod:`paperclip_codex.fake_sandbox`); an escalated one that the client
+accepts runs outside it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import contextlib
 import json
 import os
 import re
-import subprocess
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from paperclip_codex.fake_sandbox import SANDBOXED_MODES, TIMEOUT_SECONDS, Shell, looks_denied
 from paperclip_codex.fake_script import Script
 from paperclip_codex.fake_tools import (
     DECLINED_BY_USER,
@@ -36,6 +39,7 @@ class Host(Protocol):
     config: dict[str, Any]
     tools: dict[str, dict[str, dict[str, Any]]]
     """Per MCP server: the tools listed at thread start, by name."""
+    shell: Shell
 
     def notify(self, method: str, params: Mapping[str, Any]) -> None: ...
 
@@ -58,6 +62,8 @@ class ThreadState:
     cwd: str | None
     model: str | None
     approval_policy: str
+    sandbox: str = "read-only"
+    """The sandbox mode: ``thread/start``'s, else ``sandbox_mode``'s, else Codex's default."""
     turns: int = 0
     created_at: int = field(default_factory=lambda: int(time.time()))
     script: Script | None = None
@@ -337,33 +343,46 @@ class TurnRunner:
 
     async def _shell(self, shell: dict[str, Any]) -> None:
         command = str(shell["command"])
-        if shell.get("escalate"):
-            if self.run.thread.approval_policy == "never":
-                # Codex refuses it to the model at once: no item, no request.
-                self.host.log({"type": "approval", "method": "escalation", "decision": "refused"})
-                return
-            await self._request_approval("commandExecution", command)
+        if not shell.get("escalate"):
+            sandboxed = self.run.thread.sandbox in SANDBOXED_MODES
+            await self._execute(self._command_item(command), command, sandboxed=sandboxed)
             return
-        item = self._command_item(command)
-        self._started(item)
-        done = await asyncio.to_thread(
-            subprocess.run,
-            ["/bin/sh", "-c", command],
-            cwd=_existing(self.run.thread.cwd),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        output = done.stdout + done.stderr
-        self._completed(
-            item
-            | {
-                "status": "completed" if done.returncode == 0 else "failed",
-                "aggregatedOutput": output,
-                "exitCode": done.returncode,
-                "durationMs": 0,
-            }
-        )
+        if self.run.thread.approval_policy == "never":
+            # Codex refuses it to the model at once: no item, no request.
+            self.host.log({"type": "approval", "method": "escalation", "decision": "refused"})
+            return
+        item, accepted = await self._approval("commandExecution", command)
+        if accepted:  # Codex runs it outside the sandbox, as the item it already began
+            await self._execute(item, command, sandboxed=False, begun=True)
+        else:
+            self._completed(item | {"status": "declined"})
+
+    async def _execute(
+        self, item: dict[str, Any], command: str, *, sandboxed: bool, begun: bool = False
+    ) -> None:
+        """Run a shell command and report it as Codex does: its item begins when the
+        command ends or outlives the early-exit window, and a sandbox denial that ended
+        within it reaches the model with no item at all."""
+        shown = begun
+
+        def begin(pid: int) -> None:
+            nonlocal shown
+            if not shown:
+                shown = True
+                self._started(item | {"processId": str(pid)})
+
+        item.setdefault("startedAtMs", now_ms())
+        cwd = _existing(self.run.thread.cwd)
+        try:
+            done = await self.host.shell.run(command, cwd, sandboxed=sandboxed, alive=begin)
+        except TimeoutError:
+            raise Failure(f"shell command timed out after {TIMEOUT_SECONDS:g}s") from None
+        denied = sandboxed and looks_denied(done.exit_code, done.output)
+        self.host.log(done.log_entry(command, sandboxed=sandboxed, denied=denied))
+        if denied and not shown:
+            return
+        begin(done.pid)
+        self._completed(item | done.completion())
 
     def _command_item(self, command: str, source: str = "unifiedExecStartup") -> dict[str, Any]:
         return {
@@ -381,6 +400,11 @@ class TurnRunner:
         }
 
     async def _request_approval(self, kind: str, command: str = "echo fake") -> None:
+        item, accepted = await self._approval(kind, command)
+        self._completed(item | {"status": "completed" if accepted else "declined"})
+
+    async def _approval(self, kind: str, command: str) -> tuple[dict[str, Any], bool]:
+        """Begin the item, ask the client; (the item, whether it accepted)."""
         if kind == "fileChange":
             item: dict[str, Any] = {
                 "type": "fileChange",
@@ -408,8 +432,7 @@ class TurnRunner:
         self._started(item)
         answer = await self._ask(method, params)
         decision = answer.get("decision") if isinstance(answer, dict) else None
-        accepted = decision in ("accept", "acceptForSession")
-        self._completed(item | {"status": "completed" if accepted else "declined"})
+        return item, decision in ("accept", "acceptForSession")
 
     async def _ask(self, method: str, params: Mapping[str, Any]) -> Any:
         try:

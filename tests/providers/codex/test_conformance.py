@@ -2,8 +2,10 @@
 
 One scenario (a read-only tool, an unannotated tool, an escalated shell
 command, a closing message) runs under approval policies ``never`` and
-``on-request`` with Codex's own tool gate (``tool_approval: auto``), through
-the real driver, against:
+``on-request`` with Codex's own tool gate (``tool_approval: auto``), and
+another commits in a git worktree (refused in the sandbox, which keeps the
+worktree's git folder read-only; then escalated and accepted), through the
+real driver, against:
 
 - the fake app-server (always), and
 - the pinned real CLI with the scripted model (where it is installed).
@@ -41,6 +43,7 @@ from paperclip_hookspecs.providers import (
 )
 
 from tests.providers.codex.cli import PINNED, require_cli
+from tests.support.git_repos import IDENTITY, git, make_repo
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
 
@@ -115,7 +118,12 @@ MODEL_SCRIPT = [
 
 
 async def run_scenario(
-    command: tuple[str, ...], url: str, tmp: Path, policy: str, config: dict[str, Any]
+    command: tuple[str, ...],
+    url: str,
+    tmp: Path,
+    policy: str,
+    config: dict[str, Any],
+    cwd: Path | None = None,
 ) -> list[ProviderEvent]:
     events: list[ProviderEvent] = []
 
@@ -123,12 +131,19 @@ async def run_scenario(
         events.append(event)
 
     plugin_root = Path(sys.modules["paperclip_codex"].__file__ or "").parent.parent
-    env = {"PYTHONPATH": str(plugin_root), "HOME": str(tmp), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    env = {
+        "PYTHONPATH": str(plugin_root),
+        "HOME": str(tmp),
+        "SCRIPTED_MODEL_API_KEY": "dummy",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        **IDENTITY,
+    }
     driver = CodexDriver(DriverContext(state_dir=str(tmp / "state"), env=env, command=command))
     turn = TurnInput(
         run_id="conformance",
         prompt="Run the conformance scenario.",
-        cwd=str(tmp),
+        cwd=str(cwd or tmp),
         mcp=McpEndpoint(name=SERVER, url=url, bearer_token="unused"),
         config={
             "approval_policy": policy,
@@ -233,3 +248,114 @@ async def test_the_real_cli_behaves_as_recorded(
         DATA.mkdir(exist_ok=True)
         recording(policy).write_text(json.dumps(reduced, indent=1) + "\n")
     assert reduced == json.loads(recording(policy).read_text())
+
+
+# A commit in a git worktree: refused in the sandbox, then escalated and accepted.
+
+COMMIT = "printf 'fixed\\n' > fix.txt && git add fix.txt && git commit -qm 'Fix it'"
+WORKTREE_STEPS = [
+    # Says how git failed and ends well: an item, whatever the machine's speed.
+    f'{{ {COMMIT}; }} 2>&1; echo "git: $?"',
+    # Fails: a sandbox denial (its item, if any, is left out: see without_slow_denials).
+    COMMIT,
+    f"{COMMIT} && git log --format=%s -1",  # escalated
+]
+WORKTREE_FAKE_SCRIPT = [
+    {"shell": {"command": WORKTREE_STEPS[0]}},
+    {"shell": {"command": WORKTREE_STEPS[1]}},
+    {"shell": {"command": WORKTREE_STEPS[2], "escalate": True}},
+    {"message": "done"},
+]
+WORKTREE_MODEL_SCRIPT = [
+    calls(codex_shell(WORKTREE_STEPS[0])),
+    calls(codex_shell(WORKTREE_STEPS[1])),
+    calls(codex_shell(WORKTREE_STEPS[2], escalate=True, justification="Commit the fix.")),
+    say("done"),
+]
+WORKTREE_CONFIG = {"sandbox": "workspace-write", "approvals": "approve"}
+
+
+def worktree(tmp: Path) -> tuple[Path, Path]:
+    """A repository and a worktree of it on branch ``feature``, as an issue gets one."""
+    repo = make_repo(tmp / "repo")
+    path = tmp / "wt"
+    git(repo, "worktree", "add", "--quiet", "-b", "feature", str(path))
+    return repo, path
+
+
+def without_slow_denials(events: list[ProviderEvent]) -> list[ProviderEvent]:
+    """The events without the item of a command the sandbox refused. Codex sends one only
+    when the command outlived its 150 ms early-exit window (a failed item); a quicker
+    refusal reaches the model with no item. Which of the two is the machine's speed."""
+    refused = {
+        item["id"]
+        for e in events
+        if e.type == "item/completed"
+        and (item := e.payload.get("item") or {}).get("type") == "commandExecution"
+        and item.get("status") == "failed"
+        and "Read-only file system" in (item.get("aggregatedOutput") or "")
+    }
+    return [e for e in events if (e.payload.get("item") or {}).get("id") not in refused]
+
+
+def reduce_worktree(events: list[ProviderEvent], tmp: Path, repo: Path) -> dict[str, Any]:
+    """``reduce``, plus each command's ending and output, and the commits on the branch."""
+    kept = without_slow_denials(events)
+    commands = [
+        {
+            "source": item["source"],
+            "exit_code": item["exitCode"],
+            "output": (item["aggregatedOutput"] or "").replace(str(tmp), "<tmp>") or None,
+        }
+        for e in kept
+        if e.type == "item/completed" and (item := e.payload["item"])["type"] == "commandExecution"
+    ]
+    branch = git(repo, "log", "--format=%s", "main..feature").splitlines()
+    return {**reduce(kept), "commands": commands, "branch": branch}
+
+
+async def test_the_fake_commits_in_a_worktree_like_the_recorded_real_cli(
+    tool_server: str, tmp_path: Path
+) -> None:
+    repo, cwd = worktree(tmp_path)
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "conformance.json").write_text(json.dumps(WORKTREE_FAKE_SCRIPT))
+    command = (
+        sys.executable,
+        "-m",
+        "paperclip_codex.fake_app_server",
+        "--script-dir",
+        str(scripts),
+    )
+    config = {"model": "conformance", **WORKTREE_CONFIG}
+    events = await run_scenario(command, tool_server, tmp_path, "on-request", config, cwd)
+    expected = json.loads(recording("worktree").read_text())
+    assert reduce_worktree(events, tmp_path, repo) == expected
+
+
+@pytest.mark.codex_cli
+async def test_the_real_cli_commits_in_a_worktree_as_recorded(
+    tool_server: str, tmp_path: Path
+) -> None:
+    cli = require_cli()
+    repo, cwd = worktree(tmp_path)
+    with ModelEndpoint() as endpoint:
+        endpoint.script("conformance", WORKTREE_MODEL_SCRIPT)
+        config = {
+            "model": "conformance",
+            "base_url": endpoint.url,
+            "env_key": "SCRIPTED_MODEL_API_KEY",
+            "config_overrides": {
+                "model_providers.paperclip.request_max_retries": 0,
+                "model_providers.paperclip.stream_max_retries": 0,
+            },
+            **WORKTREE_CONFIG,
+        }
+        events = await run_scenario(
+            (str(cli), "app-server"), tool_server, tmp_path, "on-request", config, cwd
+        )
+    reduced = reduce_worktree(events, tmp_path, repo)
+    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
+        recording("worktree").write_text(json.dumps(reduced, indent=1) + "\n")
+    assert reduced == json.loads(recording("worktree").read_text())
