@@ -2,6 +2,20 @@
 
 import { h } from "../dom.js";
 
+export const WORKSPACE_EVENTS = ["workspace.ready", "workspace.state"];
+
+/** A work product in one line: where the branch is and what changed. */
+export function workProductLine(state) {
+  const files = state.files || [];
+  const count = `${files.length}${state.files_truncated ? "+" : ""}`;
+  return [
+    `${state.branch || "?"} at ${String(state.head || "").slice(0, 7)}`,
+    `${state.ahead || 0} ahead`,
+    `${count} ${files.length === 1 && !state.files_truncated ? "file" : "files"} changed`,
+    state.dirty ? "uncommitted changes" : "clean",
+  ].join(" · ");
+}
+
 function summary(event) {
   const p = event.payload || {};
   const item = p.item || {};
@@ -9,6 +23,7 @@ function summary(event) {
   if (item.type === "mcpToolCall") return `tool ${item.tool || ""}${item.status ? ` (${item.status})` : ""}`;
   if (item.type === "commandExecution") return item.command || "";
   if (item.type === "userMessage") return "user message";
+  if (WORKSPACE_EVENTS.includes(event.type)) return workProductLine(p);
   if (event.type === "run.finished") return [p.status, p.outcome, p.reason].filter(Boolean).join(" · ");
   if (p.delta && typeof p.delta === "string") return p.delta;
   if (p.turn && p.turn.status) return p.turn.status;

@@ -1,5 +1,5 @@
-// One issue: what it is, who has it, its comments, runs (the latest one live), holds,
-// and the slots for the chat and the agent's questions.
+// One issue: what it is, who has it, its comments, runs (the latest one live), its workspace,
+// holds, and the slots for the chat and the agent's questions.
 
 import { all, get, keyFor, patch, post } from "../api.js";
 import { badge, clear, errorBox, field, h, when } from "../dom.js";
@@ -8,6 +8,7 @@ import { followRun } from "../stream.js";
 import { eventList } from "./events.js";
 import { ISSUE_STATUSES, agentOptions } from "./issues.js";
 import { projectName, projectOptions } from "./projects.js";
+import { workspacePanel } from "./workspace.js";
 
 const REFRESH_MS = 1500;
 
@@ -124,6 +125,9 @@ export async function issueView(companyId, issueId, signal) {
     return li;
   }
 
+  // The worktree its runs work in; its events say when it changed.
+  const workspace = workspacePanel(companyId, issueId);
+
   // Runs, and the latest one live.
   const runList = h("ul", { class: "runs", "aria-label": "Runs" });
   const livePanel = h("div", { class: "live-run" });
@@ -139,7 +143,7 @@ export async function issueView(companyId, issueId, signal) {
       h("h3", {}, "Live: run ", h("a", { href: `#/c/${companyId}/runs/${run.id}` }, run.id.slice(0, 8)), " ", state),
       list);
     stopFollowing = followRun(companyId, run.id, {
-      onEvent: (event) => list.add(event),
+      onEvent: (event) => { list.add(event); workspace.runEvent(event); },
       onState: (s) => { state.dataset.state = s; clear(state).append(s); },
     });
   }
@@ -150,6 +154,7 @@ export async function issueView(companyId, issueId, signal) {
     ]);
     issue = fresh;
     showIssue();
+    workspace.follow(issue, runs);
     if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, holds)) return;
     clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
       h("div", { class: "meta" }, c.author_agent_id ? agentName(c.author_agent_id) : "operator", " · ", when(c.created_at)),
@@ -176,6 +181,7 @@ export async function issueView(companyId, issueId, signal) {
     h("div", { class: "columns" },
       h("div", {},
         h("section", { class: "panel", "aria-label": "Runs" }, h("h2", {}, "Runs"), runList, livePanel),
+        workspace,
         h("section", { class: "panel", "aria-label": "Comments" }, h("h2", {}, "Comments"), commentList, commentForm)),
       h("div", {},
         h("section", { class: "panel", "aria-label": "Holds" }, h("h2", {}, "Holds"), holdList, holdForm),
