@@ -17,7 +17,7 @@ import socket
 import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -392,12 +392,10 @@ class RunnerProcess:
 
         if hosted.workspace is not None:
             try:  # made (or found) before the provider runs in it
-                await hosted.workspace.prepare(hosted.turn, self._send_data)
+                turn = await hosted.workspace.prepare(turn, hosted.turn, self._send_data)
             except WorkspaceError as exc:
                 await self._refuse_turn(hosted, exc.code, str(exc))
                 return
-            view = hosted.workspace.view  # its folder as made (the same, once resolved)
-            turn = replace(turn, cwd=view.path, workspace=view)
         try:
             result = await hosted.driver.run_turn(turn, emit)
         except asyncio.CancelledError:

@@ -18,11 +18,12 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from paperclip_hookspecs.providers import TurnInput
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 from paperclip.runner.workspaces.disk import sweep_run_folders, usage
@@ -87,9 +88,9 @@ class HeldWorkspace:
             repository=self.spec.repo_path or self.spec.repo_url or "",
         )
 
-    async def prepare(self, turn: int, send: SendData) -> None:
-        """Lock the worktree for this run, make (or find) it, and say it is ready;
-        raises WorkspaceError."""
+    async def prepare(self, turn: TurnInput, number: int, send: SendData) -> TurnInput:
+        """Lock the worktree for this run, make (or find) it, and say it is ready; the turn
+        as it works there. Raises WorkspaceError."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + BUSY_WAIT_SECONDS
         while True:
@@ -103,7 +104,8 @@ class HeldWorkspace:
         async with self.host.key_lock(self.spec.key):
             self.ready = await self.host.trees.ensure(self.spec)
         self.path = self.ready.path
-        await self.report(turn, "ready", send)
+        await self.report(number, "ready", send)
+        return replace(turn, cwd=str(self.path), workspace=self.view)
 
     async def report(self, turn: int, moment: str, send: SendData) -> None:
         """Send the worktree's state now as a ``workspace_report`` (nothing if unreadable)."""
