@@ -41,11 +41,16 @@ async def _old_run(url: str) -> uuid.UUID:
                 provider="codex",
                 status="running",
             )
-            for row in (company, agent, issue, run):  # no ORM relationships: in FK order
-                session.add(row)
-                await session.flush()
-            # Only the columns of 0004: the model has grown since (an INSERT of its
-            # every column would name ones the old schema does not have).
+            # Only the columns of 0004: the models have grown since (an INSERT of every
+            # column would name ones the old schema does not have). In FK order.
+            for row in (company, agent, issue, run):
+                model = type(row)
+                values = {
+                    c.key: getattr(row, c.key)
+                    for c in model.__table__.columns
+                    if getattr(row, c.key, None) is not None
+                }
+                await session.execute(insert(model).values(**values))
             await session.execute(
                 insert(Comment).values(
                     company_id=company.id,

@@ -422,12 +422,14 @@ async def test_finish_costs_one_binding_query_and_the_snapshots_own_comments(wor
     tables = re.compile(r"\b(wake_snapshots|wake_snapshot_comments|wake_comment_reads|comments)\b")
     reads = [" ".join(s.split()) for s in statements if tables.search(s)]
     # One exact binding query (the run's snapshot and its newest receipt) ...
-    assert len(reads) == 2, reads
+    assert len(reads) == 3, reads
     assert "FROM wake_snapshots LEFT OUTER JOIN LATERAL" in reads[0]
     assert reads[0].endswith("WHERE wake_snapshots.run_id = $3::UUID")
-    # ... and the snapshot's own comments, never the issue's thread.
+    # ... and the snapshot's own comments, never the issue's thread ...
     assert "FROM wake_snapshot_comments JOIN comments" in reads[1]
     assert "WHERE wake_snapshot_comments.snapshot_id = $1::UUID" in reads[1]
+    # ... and, for the guards' view of the run, the comments this run posted (bounded).
+    assert "comments.created_by_run_id = " in reads[2] and " LIMIT " in reads[2], reads[2]
 
 
 async def test_one_snapshot_per_run_and_one_receipt_per_page_by_constraint(world):

@@ -214,7 +214,10 @@ def test_the_task_brief_names_the_workspace_the_task_works_in() -> None:
     )
     task = replace(make_task(), workspace=workspace)
     text = build_task_markdown(task).text
-    assert "- Workspace: /srv/runner/workspaces/c1/ACM-1 (a git worktree; your working directory)" in text
+    assert (
+        "- Workspace: /srv/runner/workspaces/c1/ACM-1 (a git worktree; your working directory)"
+        in text
+    )
     assert "- Branch: paperclip/ACM-1" in text
     assert "- Base: main at 0123456789ab" in text
     assert '- Project: "Web app"' in text
