@@ -34,6 +34,13 @@ class IssueController(Controller):
         q: Annotated[
             str | None, Parameter(max_length=200, description="Text in the title.")
         ] = None,
+        identifier: Annotated[
+            str | None,
+            Parameter(
+                max_length=32,
+                description="The issue's identifier (`PAP-1`, any case): at most one issue.",
+            ),
+        ] = None,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[IssueOut]:
@@ -44,6 +51,7 @@ class IssueController(Controller):
             parent_id=parent_id,
             project_id=project_id,
             q=q,
+            identifier=identifier,
             after=pages.after(cursor),
             limit=limit,
         )

@@ -100,11 +100,9 @@ class ApiClient:
             return dict(self.get(f"/companies/{company['id']}/issues/{uuid.UUID(ref)}"))
         except ValueError:
             pass
-        identifier = ref.upper()
-        for item in self.get(f"/companies/{company['id']}/issues", q=identifier, limit=200)[
-            "items"
-        ]:
-            if item["identifier"] == identifier:
-                return dict(item)
-        fail(f"no issue {ref!r} in {company['name']}", hint="Give its identifier (PAP-1) or id.")
-        raise AssertionError  # fail() exits
+        found = self.get(f"/companies/{company['id']}/issues", identifier=ref, limit=1)["items"]
+        if not found:
+            fail(
+                f"no issue {ref!r} in {company['name']}", hint="Give its identifier (PAP-1) or id."
+            )
+        return dict(found[0])

@@ -144,6 +144,7 @@ class IssueService:
         after: Cursor | None,
         limit: int,
         project_id: uuid.UUID | None = None,
+        identifier: str | None = None,
     ) -> tuple[list[Issue], Cursor | None]:
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
@@ -161,6 +162,8 @@ class IssueService:
                 stmt = stmt.where(Issue.parent_id == parent_id)
             if project_id is not None:
                 stmt = stmt.where(Issue.project_id == project_id)
+            if identifier is not None:
+                stmt = stmt.where(Issue.identifier == identifier.strip().upper())
             if q:
                 pattern = (
                     "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"

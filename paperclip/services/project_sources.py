@@ -90,13 +90,16 @@ def check_branches(changes: dict[str, Any]) -> None:
 async def check_door(session: AsyncSession, source: Source) -> None:
     """Raise ``422 workspace_not_allowed`` when runners said what they allow and none allows this.
 
-    Only live runners count (a revoked one will run nothing). The message names
+    Only the runners connected now count: what a runner that is away said may
+    be stale (its host may be changing its settings, as a restart does), and a
+    revoked one will run nothing. With none connected the control plane cannot
+    know, and the runner checks when it makes the worktree. The message names
     the runner setting, never the folders or patterns of any host.
     """
     rows = (
         await session.execute(
             select(Runner.workspace_roots, Runner.workspace_remotes).where(
-                Runner.revoked_at.is_(None)
+                Runner.revoked_at.is_(None), Runner.replica.is_not(None)
             )
         )
     ).all()

@@ -32,7 +32,7 @@ async def runner_said(paperclip_container):
     (runners are the instance's, and the module's other tests share its database)."""
     made = []
 
-    async def said(name, *, roots=None, remotes=None, revoked=False):
+    async def said(name, *, roots=None, remotes=None, revoked=False, connected=True):
         runner, _ = await paperclip_container.runners().create(f"{name}-{uuid.uuid4()}")
         made.append(runner.id)
         async with paperclip_container.sessions().begin() as session:
@@ -43,6 +43,7 @@ async def runner_said(paperclip_container):
                     workspace_roots=roots,
                     workspace_remotes=remotes,
                     revoked_at=datetime.now(UTC) if revoked else None,
+                    replica="replica-a" if connected else None,
                 )
             )
 
@@ -207,9 +208,11 @@ async def test_the_door_check_follows_what_runner_hosts_said(
 
     await runner_said("builder", roots=["/srv/repos"])
     await runner_said("old", roots=["/var/old"], revoked=True)
+    # What a runner that is away said may be stale (its host restarting with new settings).
+    await runner_said("away", roots=["/opt/away"], connected=False)
     assert (await create(repo_path="/srv/repos/app")).status_code == 201
     assert (await create(repo_path="/srv/repos")).status_code == 201
-    for path in ("/home/me/app", "/srv/repos-other/app", "/var/old/app"):
+    for path in ("/home/me/app", "/srv/repos-other/app", "/var/old/app", "/opt/away/app"):
         r = await create(repo_path=path)
         assert r.status_code == 422 and r.json()["code"] == "workspace_not_allowed", path
         assert r.json()["details"][0]["field"] == "repo_path"

@@ -10,6 +10,7 @@ with ``COMMITTER``'s settings gets run.
 from __future__ import annotations
 
 import signal
+import subprocess
 import uuid
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 
 from tests.support.db import query
 from tests.support.git_repos import git, make_bare, make_repo, worktrees
-from tests.support.processes import wait_until
+from tests.support.processes import PAPERCLIP, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -72,6 +73,15 @@ def shell_outputs(stack, ctx: dict, run_id: str) -> list[str]:
         if e["type"] == "item/completed"
         and e["payload"].get("item", {}).get("type") == "commandExecution"
     ]
+
+
+def paperclip_cli(stack, *args: str) -> str:
+    """A client command of ``paperclip`` against the stack's server; its output."""
+    done = subprocess.run(
+        [*PAPERCLIP, *args, "--url", stack.url()], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def runner_with_roots(stack, root: Path, **env: str):
@@ -146,6 +156,18 @@ def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
     for folder in (Path(ws["path"]), stack.runner_folder / "runs" / run["id"]):
         assert folder.stat().st_mode & 0o777 == 0o700, folder
     assert not (Path(ws["path"]) / "codex-home").exists()
+
+    # The CLI shows the same, the issue named as people name it.
+    shown = paperclip_cli(stack, "workspace", "show", ctx["issue"]["identifier"].lower())
+    assert branch in shown and "A notes.txt" in shown and "1 ahead" in shown, shown
+    assert paperclip_cli(stack, "workspace", "diff", ctx["issue"]["identifier"]) == diff["diff"]
+    missing = subprocess.run(
+        [*PAPERCLIP, "workspace", "diff", "ACM-99", "--url", stack.url()],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 1 and "no issue 'ACM-99'" in missing.stderr, missing.stderr
+    assert "Traceback" not in missing.stderr
 
     # A later wake of the same issue works in the same worktree, and finds the work there.
     stack.rewrite_script(ctx, {"turns": [[shell("cat notes.txt && pwd"), FINISH]]})
