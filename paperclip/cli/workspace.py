@@ -39,7 +39,7 @@ def show(issue: str, company: str | None, url: str, as_json: bool) -> None:
         emit_json(ws)
         return
     console.print(f"[bold]{ws['branch']}[/] ({ws['status']}) on runner {ws['runner_name']}")
-    console.print(f"  folder  {ws['path']}")
+    console.print(f"  folder  {ws['path']}", soft_wrap=True, highlight=False)
     console.print(f"  base    {ws['base_ref']} at {(ws['base_commit'] or '?')[:12]}")
     product = ws["work_product"]
     if product:
