@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.usage import TurnUsage
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 LAUNCH_KEY = "launch"
@@ -194,6 +195,11 @@ class DriverContext:
     """Call it as soon as the provider session exists (hook API 1.3), with its
     reference (a Codex thread id): the runner records it durably, so a turn lost
     with its process resumes this session instead of starting over."""
+    report_usage: Callable[[TurnUsage], Awaitable[None]] | None = None
+    """Call it with each model response's usage as soon as the provider reports it (hook API
+    1.8): the control plane records it once (by :attr:`TurnUsage.key`), prices it and holds
+    it against the budgets; a run over its budget is stopped at its next tool call. None from
+    a runner older than 1.8: report nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.records import TurnRecords
+from paperclip.runner.reports import session_reporter, usage_reporter
 from paperclip.runner.steer_order import SteerOrder
 from paperclip.runner.workspace_host import HeldWorkspace, WorkspaceHost, hold_workspace
 from paperclip.runner.workspaces.errors import WorkspaceError
@@ -324,20 +325,14 @@ class RunnerProcess:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
         records.start(number, self.instance, message.session_ref)
-
-        async def report_session(session_ref: str) -> None:
-            records.report_session(number, session_ref)
-            await self._send_data(
-                wire.TurnStarted(seq=0, run_id=run_id, turn=number, session_ref=session_ref)
-            )
-
         try:
             hosted.driver = kind.create_driver(
                 DriverContext(
                     state_dir=str(run_dir),
                     env=hosted.workspace.env if hosted.workspace is not None else {},
                     command=command,
-                    report_session=report_session,
+                    report_session=session_reporter(records, run_id, number, self._send_data),
+                    report_usage=usage_reporter(run_id, number, self._send_data),
                 )
             )
         except Exception as exc:

@@ -188,6 +188,23 @@ class WorkspaceReport(DataMessage, tag="workspace_report"):
     diff_truncated: bool = False
 
 
+class Usage(DataMessage, tag="usage"):
+    """One model response's usage, as the provider reported it (``TurnUsage``)."""
+
+    run_id: uuid.UUID
+    turn: int
+    key: str
+    """Unique in the run: the same key again is the same usage (counted once)."""
+    model: str = ""
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_micros: int | None = None
+    """The provider's own cost, in millionths of ``currency``; None: not given."""
+    currency: str = "USD"
+
+
 class WorkspaceReleased(DataMessage, tag="workspace_released"):
     """A ``release_workspace`` done: the worktree is gone, its branch kept."""
 
@@ -299,6 +316,7 @@ FromRunner = (
     | SteerResult
     | WorkspaceReport
     | WorkspaceReleased
+    | Usage
     | RunnerStatus
     | Ack
     | Error
