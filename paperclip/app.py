@@ -16,9 +16,11 @@ from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import admit, current_actor
 from paperclip.api.board import BOARD_ROUTES
+from paperclip.api.budgets import BudgetController
 from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
+from paperclip.api.costs import CostController, PriceController
 from paperclip.api.cursors import CursorCodec, provide_pages
 from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
@@ -122,6 +124,9 @@ def create_app(
             InteractionController,
             HoldController,
             WorkspaceController,
+            CostController,
+            PriceController,
+            BudgetController,
             recovery_status,
             ApiKeyController,
             PluginController,
@@ -141,6 +146,9 @@ def create_app(
             "projects": _service(container.projects),
             "holds": _service(container.holds),
             "workspaces": _service(container.workspaces),
+            "costs": _service(container.costs),
+            "prices": _service(container.prices),
+            "budgets": _service(container.budgets),
             "comments": _service(container.comments),
             "issue_reads": _service(container.issue_reads),
             "wakes": _service(container.wakes),

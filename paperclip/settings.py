@@ -113,6 +113,19 @@ class Settings(BaseSettings):
         description="How long `paperclip serve` waits at start for a database it cannot reach "
         "(a replica started during an outage) before it gives up.",
     )
+    model_prices: dict[str, dict[str, float | str]] = Field(
+        default_factory=dict,
+        description="Model prices, as JSON: model -> {input, cached_input, output (currency "
+        "units a million tokens), currency}. The instance's price table (/api/prices) wins; "
+        "a provider that reports its own cost is not priced.",
+    )
+    budget_sweep_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="How often each replica looks for work held by a budget that allows it "
+        "again (raised, or a new month).",
+    )
     workspace_retention_hours: float = Field(
         default=24.0,
         ge=0,

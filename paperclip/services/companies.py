@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -25,11 +26,26 @@ def default_prefix(name: str) -> str:
     return (letters + "XX")[:3]
 
 
+def check_time_zone(name: str) -> None:
+    """Refuse a time zone this machine's zone database does not know (``422``)."""
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise InvalidInputError(
+            f"unknown time zone {name!r}: use an IANA name such as UTC or Europe/Paris",
+            code="invalid_time_zone",
+            field="time_zone",
+        ) from None
+
+
 class CompanyService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
 
-    async def create(self, actor: Actor, *, name: str, issue_prefix: str | None) -> Company:
+    async def create(
+        self, actor: Actor, *, name: str, issue_prefix: str | None, time_zone: str = "UTC"
+    ) -> Company:
+        check_time_zone(time_zone)
         prefix = issue_prefix or default_prefix(name)
         if not PREFIX_PATTERN.match(prefix):
             raise InvalidInputError(
@@ -38,7 +54,13 @@ class CompanyService:
                 field="issue_prefix",
             )
         async with self.sessions.begin() as session:
-            company = Company(id=uuid.uuid4(), name=name, issue_prefix=prefix, issue_counter=0)
+            company = Company(
+                id=uuid.uuid4(),
+                name=name,
+                issue_prefix=prefix,
+                issue_counter=0,
+                time_zone=time_zone,
+            )
             session.add(company)
             await session.flush()
             record_activity(
@@ -70,6 +92,8 @@ class CompanyService:
             return await keyset_page(session, stmt, Company, after, limit)
 
     async def update(self, actor: Actor, company_id: uuid.UUID, changes: dict[str, Any]) -> Company:
+        if "time_zone" in changes:
+            check_time_zone(changes["time_zone"])
         if "issue_prefix" in changes and not PREFIX_PATTERN.match(changes["issue_prefix"]):
             raise InvalidInputError(
                 "issue_prefix must be 2 to 10 upper-case letters or digits, starting with a letter",

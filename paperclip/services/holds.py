@@ -66,6 +66,24 @@ async def hold_task(
     return hold
 
 
+def resolve_hold(session: AsyncSession, actor: Actor, hold: TaskHold, resolution: str) -> None:
+    """Resolve the (locked, active) ``hold`` in the caller's transaction."""
+    hold.status = HoldStatus.RESOLVED
+    hold.resolution = resolution
+    hold.resolved_by = HoldSetter.SYSTEM if actor.type == "system" else HoldSetter.OPERATOR
+    hold.resolved_by_actor = f"{actor.type}:{actor.id}"
+    hold.resolved_at = datetime.now(UTC)
+    record_activity(
+        session,
+        actor,
+        "hold.resolved",
+        entity_type="task_hold",
+        entity_id=hold.id,
+        company_id=hold.company_id,
+        details={"issue_id": str(hold.issue_id), "resolution": resolution},
+    )
+
+
 class HoldService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
@@ -125,20 +143,7 @@ class HoldService:
                 raise ForbiddenError(
                     "an operator's hold is resolved by an operator", code="operator_hold"
                 )
-            hold.status = HoldStatus.RESOLVED
-            hold.resolution = resolution
-            hold.resolved_by = HoldSetter.SYSTEM if actor.type == "system" else HoldSetter.OPERATOR
-            hold.resolved_by_actor = f"{actor.type}:{actor.id}"
-            hold.resolved_at = datetime.now(UTC)
-            record_activity(
-                session,
-                actor,
-                "hold.resolved",
-                entity_type="task_hold",
-                entity_id=hold.id,
-                company_id=company_id,
-                details={"issue_id": str(hold.issue_id), "resolution": resolution},
-            )
+            resolve_hold(session, actor, hold, resolution)
             issue = await session.get(Issue, hold.issue_id)
             if issue is not None and issue.assignee_agent_id is not None and actor.type != "system":
                 # An operator released the task: its agent takes it up again.

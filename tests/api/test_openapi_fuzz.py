@@ -41,6 +41,11 @@ Documented exceptions, configured below and nowhere else:
   the document offers every installed provider's schema (it cannot know the
   stored provider), so a config that fits another provider is refused
   (``invalid_provider_config``). ``test_agent_configs.py`` tests it.
+- ``positive_data_acceptance`` accepts ``422`` on the budget and cost
+  operations: a budget's ``scope_id`` and the costs' filters name an agent,
+  project, issue or run by id (as above), and ``since`` / ``until`` are ISO
+  8601 times, which a string parameter's schema cannot state
+  (``invalid_time``). ``test_costs_api.py`` tests them.
 """
 
 from __future__ import annotations
@@ -169,7 +174,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\})$'",
+            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\}|/budgets|/costs|/cost-events)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
