@@ -33,6 +33,10 @@ class Refusal(Exception):
         self.status, self.code, self.message, self.details = status, code, message, details
 
 
+class ClientGone(Exception):
+    """The client went away before its body was in."""
+
+
 class RequestGate:
     """ASGI middleware around the whole app (routing included)."""
 
@@ -62,6 +66,8 @@ class RequestGate:
         except Refusal as refusal:
             await _refuse(scope, receive, send, refusal)
             return
+        except ClientGone:
+            return  # mid-body (or cut off by the server's deadline): no one to answer
         if scope["type"] == "http" and scope["method"] == "HEAD":
             scope = {**scope, "method": "GET"}  # type: ignore[assignment]
             send = _without_body(send)
@@ -115,7 +121,7 @@ class RequestGate:
         while more:
             message = await receive()
             if message["type"] != "http.request":
-                return _replay(b"", message, receive)  # the client went away
+                raise ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
@@ -129,7 +135,7 @@ class RequestGate:
             except BodyRefused as refused:
                 details = field_details(refused.field, refused.message) if refused.field else None
                 raise Refusal(400, refused.code, refused.message, details) from None
-        return _replay(body, None, receive)
+        return _replay(body, receive)
 
     def _too_large(self) -> str:
         return f"the request body is larger than {self.max_body_bytes} bytes"
@@ -161,7 +167,7 @@ def _check_query(scope: Scope) -> None:
             )
 
 
-def _replay(body: bytes, pending: Message | None, receive: Receive) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands over the body read already, then the client's next message."""
     sent = False
 
@@ -169,8 +175,6 @@ def _replay(body: bytes, pending: Message | None, receive: Receive) -> Receive:
         nonlocal sent
         if not sent:
             sent = True
-            if pending is not None:
-                return pending
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
