@@ -6,6 +6,7 @@ in the no-login mode (``cross_origin_refused``), NUL in the query
 (``unsupported_media_type``), at most ``max_body_bytes``
 (``request_too_large``), well-formed, bounded and storable JSON
 (``paperclip.api.json_body``). ``HEAD`` is answered as ``GET`` without the body.
+Every answer carries ``X-Content-Type-Options: nosniff``.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class RequestGate:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
+        if scope["type"] == "http":
+            send = _no_sniffing(send)
         try:
             self._check_origin(headers)
             if scope["type"] == "http":
@@ -179,6 +182,22 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return replay  # type: ignore[return-value]
+
+
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
+def _no_sniffing(send: Send) -> Send:
+    """Every answer says its ``Content-Type`` is meant: a browser never sniffs JSON into HTML."""
+
+    async def nosniff_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(name.lower() == NOSNIFF[0] for name, _ in headers):
+                message = {**message, "headers": [*headers, NOSNIFF]}  # type: ignore[typeddict-item]
+        await send(message)
+
+    return nosniff_send  # type: ignore[return-value]
 
 
 def _without_body(send: Send) -> Send:

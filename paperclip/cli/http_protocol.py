@@ -111,6 +111,7 @@ class DeadlineProtocol(HttpToolsProtocol):
             )
             self.transport.write(
                 b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+                b"x-content-type-options: nosniff\r\n"
                 b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(body), body)
             )
         if part == "body" and cycle is not None:

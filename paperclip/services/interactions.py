@@ -115,8 +115,8 @@ class InteractionService:
         options: list[str],
         conversation_id: uuid.UUID | None,
     ) -> Interaction:
-        """An approval, execution stage or dependency blocker linked to the task (a person's,
-        or the agent's through its run token: a hire approval it submits)."""
+        """An approval, execution stage or dependency blocker linked to the task (a person's:
+        a run token may not call this route, ``paperclip.api.auth.RUN_TOKEN_ROUTES``)."""
         if kind in CARD_KINDS:
             raise InvalidInputError(
                 "question and confirmation cards are raised by the agent "
