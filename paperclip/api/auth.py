@@ -67,6 +67,7 @@ RUN_TOKEN_ROUTES = frozenset(
         ("GET", "/api/companies/{company_id}/runs/{run_id}/events"),
         ("GET", "/api/companies/{company_id}/runs/{run_id}/events/stream"),
         ("GET", "/api/companies/{company_id}/runs/{run_id}/turns"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/tool-calls"),
         ("GET", "/api/companies/{company_id}/agents/{agent_id}"),
         ("GET", "/api/companies/{company_id}/issues/{issue_id}"),
         ("GET", "/api/companies/{company_id}/issues/{issue_id}/comments"),

@@ -222,6 +222,7 @@ async def test_a_run_token_reads_only_its_run_agent_issue_and_the_issue_comments
         ("GET", "/api/companies/{company_id}/runs/{run_id}/events"),
         ("GET", "/api/companies/{company_id}/runs/{run_id}/events/stream"),
         ("GET", "/api/companies/{company_id}/runs/{run_id}/turns"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/tool-calls"),
         ("GET", "/api/companies/{company_id}/agents/{agent_id}"),
         ("GET", "/api/companies/{company_id}/issues/{issue_id}"),
         ("GET", "/api/companies/{company_id}/issues/{issue_id}/comments"),
