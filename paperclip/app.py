@@ -36,6 +36,7 @@ from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
+from paperclip.api.stream_limits import StreamLimits, stream_paths
 from paperclip.api.workspaces import WorkspaceController
 from paperclip.container import Container
 from paperclip.db.availability import when_reachable
@@ -171,7 +172,12 @@ def create_app(
     )
     complete(app, authenticated=authenticated, providers=host.providers())
     app.asgi_handler = RequestGate(
-        app.asgi_handler,
+        StreamLimits(
+            app.asgi_handler,
+            paths=stream_paths(app),
+            per_key=settings.max_streams_per_key,
+            per_address=settings.max_streams_per_address,
+        ),
         local=not authenticated,
         allowed_hosts=settings.allowed_hosts,
         max_body_bytes=settings.max_body_bytes,

@@ -51,7 +51,7 @@ class CompanyController(Controller):
     ) -> CompanyOut:
         return CompanyOut.of(await companies.update(actor, company_id, changes(data)))
 
-    @delete("/{company_id:uuid}", opt=access(Access.INSTANCE), responses=error_responses(404))
+    @delete("/{company_id:uuid}", opt=access(Access.INSTANCE), responses=error_responses(404, 409))
     async def delete_company(
         self, company_id: uuid.UUID, companies: CompanyService, actor: Actor
     ) -> None:

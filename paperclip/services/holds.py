@@ -20,6 +20,7 @@ from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import HoldSetter, HoldStatus, Issue, TaskHold
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -117,7 +118,7 @@ class HoldService:
         self, actor: Actor, company_id: uuid.UUID, *, issue_id: uuid.UUID, reason: str
     ) -> TaskHold:
         """An operator's hold: the task starts no run until it is released."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             await get_scoped(session, Issue, company_id, issue_id, "issue", field="issue_id")
             return await hold_task(
                 session,
@@ -132,7 +133,7 @@ class HoldService:
         self, actor: Actor, company_id: uuid.UUID, hold_id: uuid.UUID, *, resolution: str
     ) -> TaskHold:
         """Resolve an active hold (once); its task's queued wakes may start runs again."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             hold = await _hold(session, company_id, hold_id, for_update=True)
             if hold.status != HoldStatus.ACTIVE:
                 raise ConflictError(
