@@ -22,7 +22,7 @@ from paperclip.models import Agent, Budget, BudgetMonth, BudgetScope, Company, P
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.budget_ledger import month_of
-from paperclip.services.companies import require_company
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 
@@ -55,8 +55,7 @@ class BudgetService:
         currency: str,
     ) -> BudgetView:
         try:
-            async with self.sessions.begin() as session:
-                await require_company(session, company_id)
+            async with company_writes(self.sessions, company_id) as session:
                 target = await _scope_target(session, company_id, scope, scope_id)
                 budget = Budget(
                     id=uuid.uuid4(),
@@ -103,7 +102,7 @@ class BudgetService:
     async def update(
         self, actor: Actor, company_id: uuid.UUID, budget_id: uuid.UUID, changes: dict[str, Any]
     ) -> BudgetView:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             budget = await get_scoped(
                 session, Budget, company_id, budget_id, "budget", for_update=True
             )
@@ -122,7 +121,7 @@ class BudgetService:
             return await _view(session, budget)
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, budget_id: uuid.UUID) -> None:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             budget = await get_scoped(
                 session, Budget, company_id, budget_id, "budget", for_update=True
             )
