@@ -52,7 +52,6 @@ def upgrade() -> None:
         "companies",
         sa.Column("time_zone", sa.String(length=64), server_default="UTC", nullable=False),
     )
-    op.alter_column("companies", "time_zone", server_default=None)
     op.add_column("runs", sa.Column("budget_stop_at", sa.DateTime(timezone=True), nullable=True))
 
     op.create_table(

@@ -20,7 +20,7 @@ from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import HoldSetter, HoldStatus, Issue, TaskHold
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.companies import company_writes
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -99,6 +99,7 @@ class HoldService:
         limit: int,
     ) -> tuple[list[TaskHold], Cursor | None]:
         async with self.sessions() as session:
+            await require_company(session, company_id)  # a company gone is a 404, not a page
             if issue_id is not None:
                 await get_scoped(
                     session, Issue, company_id, issue_id, "issue", field="issue_id", source="query"
