@@ -9,7 +9,8 @@
 - ``leases``: renewing this replica's leases, ending abandoned runs;
 - ``reconciler``: the recovery policies, in the background, through the ``port``;
 - ``presentation_recovery``: answers whose status decision committed, presented after a crash;
-- ``workspaces``: the worktrees of ended issues, released once their retention passed.
+- ``workspaces``: the worktrees of ended issues, released once their retention passed;
+- ``routines``: routines' due cron slots, their queued executions, agents' heartbeats.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -26,6 +27,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.clock import Clock, system_clock
 from paperclip.db.availability import log_failure
 from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
@@ -42,6 +44,7 @@ from paperclip.engine.presentation_recovery import PresentationRecovery
 from paperclip.engine.reconciler import Reconciler
 from paperclip.engine.recovery_port import ControlPlanePort
 from paperclip.engine.resumption import Limits
+from paperclip.engine.routines import RoutineScheduler
 from paperclip.engine.scheduler import WakeScheduler
 from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
@@ -69,6 +72,9 @@ class RunEngine:
         workspace_retention_hours: float = 24.0,
         workspace_sweep_seconds: float = 60.0,
         database: AsyncEngine | None = None,
+        clock: Clock = system_clock,
+        routine_grace_seconds: float = 60.0,
+        routine_pass_seconds: float = 1.0,
     ) -> None:
         self.instance = instance
         self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
@@ -151,6 +157,12 @@ class RunEngine:
             retention=retention,
             pass_seconds=workspace_sweep_seconds,
         )
+        self.routines = RoutineScheduler(
+            sessions,
+            clock=clock,
+            grace_seconds=routine_grace_seconds,
+            pass_seconds=routine_pass_seconds,
+        )
         self._loops: list[asyncio.Task[Any]] = []
         self._adoptions: set[asyncio.Task[None]] = set()
 
@@ -181,6 +193,7 @@ class RunEngine:
             asyncio.create_task(self.reconciler.run(), name="reconciler"),
             asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
             asyncio.create_task(self.workspaces.run(), name="workspace-keeper"),
+            asyncio.create_task(self.routines.run(), name="routine-scheduler"),
         ]
 
     def begin_stop(self) -> None:

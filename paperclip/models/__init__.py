@@ -28,6 +28,14 @@ from paperclip.models.recovery import (
     RecoveryItemStatus,
     RecoverySettlement,
 )
+from paperclip.models.routine import (
+    CatchUp,
+    Concurrency,
+    ExecutionStatus,
+    Routine,
+    RoutineExecution,
+    Trigger,
+)
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
@@ -49,13 +57,16 @@ __all__ = [
     "AgentStatus",
     "ApiKey",
     "Base",
+    "CatchUp",
     "Comment",
     "Company",
+    "Concurrency",
     "ControllerBoot",
     "Conversation",
     "ConversationMessage",
     "ConversationState",
     "ConversationTurnRecord",
+    "ExecutionStatus",
     "HoldSetter",
     "HoldStatus",
     "Interaction",
@@ -70,6 +81,8 @@ __all__ = [
     "RecoveryItem",
     "RecoveryItemStatus",
     "RecoverySettlement",
+    "Routine",
+    "RoutineExecution",
     "Run",
     "RunEvent",
     "RunStatus",
@@ -83,6 +96,7 @@ __all__ = [
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",
+    "Trigger",
     "TurnKind",
     "TurnStatus",
     "WakeCommentRead",
