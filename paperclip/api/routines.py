@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import Parameter
+from litestar.params import HeaderParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.api.access import Access, access
@@ -190,7 +190,7 @@ class RoutineController(Controller):
         routines: RoutineService,
         idempotency_key: Annotated[
             str | None,
-            Parameter(header="Idempotency-Key", max_length=MAX_KEY, required=False),
+            HeaderParameter(name="Idempotency-Key", max_length=MAX_KEY, required=False),
         ] = None,
     ) -> Response[ExecutionOut]:
         body = await request.body()

@@ -52,6 +52,13 @@ BODIES = {
     ("POST", "/api/companies/{company_id}/interactions/{interaction_id}/actions"): {
         "action": "approve"
     },
+    ("POST", "/api/companies/{company_id}/routines"): {
+        "name": "n",
+        "agent_id": "00000000-0000-4000-8000-000000000000",
+        "title": "t",
+    },
+    ("PATCH", "/api/companies/{company_id}/routines/{routine_id}"): {"title": "x"},
+    ("POST", "/api/companies/{company_id}/routines/{routine_id}/run"): {},
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -102,6 +109,21 @@ REFERENCES = {
     ("POST", "/api/companies/{company_id}/issues/{issue_id}/interactions"): [
         {"json": {"kind": "approval", "title": "t", "conversation_id": "{conversation_id}"}},
     ],
+    ("POST", "/api/companies/{company_id}/routines"): [
+        {"json": {"name": "n", "agent_id": "{agent_id}", "title": "t"}},
+        {
+            "json": {
+                "name": "n",
+                "agent_id": "{agent_id}",
+                "title": "t",
+                "project_id": "{project_id}",
+            }
+        },
+    ],
+    ("PATCH", "/api/companies/{company_id}/routines/{routine_id}"): [
+        {"json": {"agent_id": "{agent_id}"}},
+        {"json": {"project_id": "{project_id}"}},
+    ],
 }
 
 
@@ -137,7 +159,8 @@ def http_routes(app) -> Iterator[Route]:
 
 
 async def make_company(client, container, name: str) -> dict[str, str]:
-    """A company with a project, an agent, an issue, a comment, a run with an event, and a key."""
+    """A company with a project, an agent, an issue, a comment, a run with an event, a routine
+    and a key."""
     company = (await client.post("/api/companies", json={"name": name})).json()
     cid = company["id"]
     project = (
@@ -200,6 +223,12 @@ async def make_company(client, container, name: str) -> dict[str, str]:
             json={"kind": "approval", "title": f"{name} approval"},
         )
     ).json()
+    routine = (
+        await client.post(
+            f"/api/companies/{cid}/routines",
+            json={"name": f"{name} routine", "agent_id": agent["id"], "title": f"{name} report"},
+        )
+    ).json()
     key, _ = await container.api_keys().create(
         f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
     )
@@ -213,6 +242,7 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "hold_id": str(hold.id),
         "conversation_id": conversation["id"],
         "interaction_id": interaction["id"],
+        "routine_id": routine["id"],
         "key_id": str(key.id),
         "name": name,
     }
