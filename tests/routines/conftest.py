@@ -25,3 +25,13 @@ async def routines(paperclip_container, paperclip_plugin_host, paperclip_registe
         async with paperclip_container.sessions().begin() as session:
             await session.execute(text("UPDATE routines SET enabled = false"))
             await session.execute(text("UPDATE agents SET heartbeat_seconds = NULL"))
+
+
+@pytest.fixture
+def stack(paperclip_database_url, tmp_path):
+    """Control planes as processes (``tests/engine/conftest.py``'s stack)."""
+    from tests.engine.conftest import Stack
+
+    made = Stack(database_url=paperclip_database_url, tmp=tmp_path)
+    yield made
+    made.stop()
