@@ -78,8 +78,8 @@ async def execute_slot(
     payload: dict[str, Any] | None = None,
 ) -> ExecutionOutcome:
     """Claim the slot and decide it: started (issue and wake), queued or skipped."""
-    claimed = (
-        await session.execute(
+    execution = (
+        await session.scalars(
             insert(RoutineExecution)
             .values(
                 id=uuid.uuid4(),
@@ -92,10 +92,10 @@ async def execute_slot(
                 payload=payload or {},
             )
             .on_conflict_do_nothing(index_elements=["routine_id", "slot_key"])
-            .returning(RoutineExecution.id)
+            .returning(RoutineExecution)
         )
-    ).scalar_one_or_none()
-    if claimed is None:
+    ).one_or_none()
+    if execution is None:
         existing = await session.execute(
             select(RoutineExecution).where(
                 RoutineExecution.routine_id == routine.id, RoutineExecution.slot_key == slot_key
@@ -103,8 +103,6 @@ async def execute_slot(
         )
         return ExecutionOutcome(existing.scalar_one(), created=False)
     failpoint("routines.slot.claimed.before_issue")
-    execution = await session.get(RoutineExecution, claimed)
-    assert execution is not None
     check = await routine_may_fire(session, routine, trigger=trigger, slot_at=slot_at)
     if not check.allowed:
         execution.status, execution.reason = ExecutionStatus.SKIPPED, check.reason

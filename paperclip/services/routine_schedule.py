@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from paperclip.errors import InvalidInputError
 from paperclip.models import CatchUp
@@ -28,7 +28,7 @@ SCAN_LIMIT = 1_000
 def check_cron(expression: str, field: str = "cron") -> str:
     """The expression, its fields joined by one space; ``422 invalid_cron`` naming ``field``."""
     fields = expression.split()
-    if len(fields) != 5 or not croniter.is_valid(" ".join(fields)):
+    if len(fields) != 5 or not croniter.is_valid(" ".join(fields)) or not _comes(fields):
         raise InvalidInputError(
             f"{expression!r} is not a cron schedule of five fields (minute hour day-of-month "
             "month day-of-week), e.g. '0 9 * * 1-5'",
@@ -36,6 +36,15 @@ def check_cron(expression: str, field: str = "cron") -> str:
             field=field,
         )
     return " ".join(fields)
+
+
+def _comes(fields: list[str]) -> bool:
+    """Does the schedule ever come (``0 0 30 2 *`` never does)?"""
+    try:
+        croniter(" ".join(fields), datetime(2000, 1, 1, tzinfo=UTC)).get_next(datetime)
+    except (CroniterBadDateError, ValueError, KeyError):
+        return False
+    return True
 
 
 def check_timezone(name: str, field: str = "timezone") -> ZoneInfo:

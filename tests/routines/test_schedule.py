@@ -101,7 +101,7 @@ def test_a_year_down_counts_a_bounded_number_of_missed_slots():
 
 
 @pytest.mark.parametrize(
-    "cron", ["", "* * * *", "* * * * * *", "61 * * * *", "@daily", "0 9 * * funday"]
+    "cron", ["", "* * * *", "* * * * * *", "61 * * * *", "@daily", "0 9 * * funday", "0 0 30 2 *"]
 )
 def test_a_cron_not_of_five_valid_fields_is_refused_naming_the_field(cron):
     with pytest.raises(InvalidInputError) as refused:
