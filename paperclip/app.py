@@ -32,6 +32,7 @@ from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.plugins import PluginController
 from paperclip.api.projects import ProjectController
 from paperclip.api.recovery import recovery_status
+from paperclip.api.routines import RoutineController
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
@@ -117,6 +118,7 @@ def create_app(
             AgentController,
             IssueController,
             ProjectController,
+            RoutineController,
             CommentController,
             RunController,
             RunStreamController,
@@ -145,6 +147,7 @@ def create_app(
             "agents": _service(container.agents),
             "issues": _service(container.issues),
             "projects": _service(container.projects),
+            "routines": _service(container.routines),
             "holds": _service(container.holds),
             "workspaces": _service(container.workspaces),
             "costs": _service(container.costs),

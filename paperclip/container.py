@@ -25,6 +25,7 @@ from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 from paperclip.services.prices import PriceService, prices_from_settings
 from paperclip.services.projects import ProjectService
+from paperclip.services.routines import RoutineService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
@@ -59,11 +60,14 @@ class Container(containers.DeclarativeContainer):
     database_url = providers.Resource(database_url, settings=settings)
     engine = providers.Singleton(create_engine, database_url)
     sessions = providers.Singleton(create_session_factory, engine)
+    # What routines and heartbeats read as now: the system's clock unless a test sets one.
+    clock = providers.Singleton(lambda settings: settings.clock(), settings)
 
     companies = providers.Singleton(CompanyService, sessions)
     agents = providers.Singleton(AgentService, sessions)
     issues = providers.Singleton(IssueService, sessions)
     projects = providers.Singleton(ProjectService, sessions)
+    routines = providers.Singleton(RoutineService, sessions, clock)
     holds = providers.Singleton(HoldService, sessions)
     workspaces = providers.Singleton(WorkspaceService, sessions)
     costs = providers.Singleton(CostReports, sessions)
@@ -94,6 +98,9 @@ class Container(containers.DeclarativeContainer):
         budget_sweep_seconds=settings.provided.budget_sweep_seconds,
         prices=configured_prices,
         database=engine,
+        clock=clock,
+        routine_grace_seconds=settings.provided.routine_grace_seconds,
+        routine_pass_seconds=settings.provided.routine_pass_seconds,
     )
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
     steering = providers.Singleton(

@@ -62,6 +62,63 @@ async def settle_after_run(
         issue.status = IssueStatus.TODO
 
 
+async def create_issue(
+    session: AsyncSession,
+    actor: Actor,
+    company_id: uuid.UUID,
+    *,
+    title: str,
+    description: str,
+    status: str,
+    priority: str,
+    assignee: Agent | None,
+    parent_id: uuid.UUID | None = None,
+    project_id: uuid.UUID | None = None,
+) -> Issue:
+    """Write an issue in the caller's transaction (its references checked by the caller); its
+    number comes from the company's counter row. Without a project, it gets its assignee's
+    default project (if any). Nobody is woken here."""
+    if project_id is None and assignee is not None:
+        project_id = await default_project(session, company_id, assignee)
+    # The counter row is the lock: concurrent creations get distinct numbers.
+    allocated = (
+        await session.execute(
+            update(Company)
+            .where(Company.id == company_id)
+            .values(issue_counter=Company.issue_counter + 1)
+            .returning(Company.issue_counter, Company.issue_prefix)
+        )
+    ).one_or_none()
+    if allocated is None:
+        raise NotFoundError.of("company", company_id)
+    number, prefix = allocated
+    issue = Issue(
+        id=uuid.uuid4(),
+        company_id=company_id,
+        number=number,
+        identifier=f"{prefix}-{number}",
+        title=title,
+        description=description,
+        status=status,
+        priority=priority,
+        assignee_agent_id=assignee.id if assignee is not None else None,
+        parent_id=parent_id,
+        project_id=project_id,
+    )
+    session.add(issue)
+    await session.flush()
+    record_activity(
+        session,
+        actor,
+        "issue.created",
+        entity_type="issue",
+        entity_id=issue.id,
+        company_id=company_id,
+        details={"identifier": issue.identifier},
+    )
+    return issue
+
+
 class IssueService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
@@ -84,43 +141,17 @@ class IssueService:
             assignee = await self._check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
-            if project_id is None and assignee is not None:
-                project_id = await default_project(session, company_id, assignee)
-            # The counter row is the lock: concurrent creations get distinct numbers.
-            allocated = (
-                await session.execute(
-                    update(Company)
-                    .where(Company.id == company_id)
-                    .values(issue_counter=Company.issue_counter + 1)
-                    .returning(Company.issue_counter, Company.issue_prefix)
-                )
-            ).one_or_none()
-            if allocated is None:
-                raise NotFoundError.of("company", company_id)
-            number, prefix = allocated
-            issue = Issue(
-                id=uuid.uuid4(),
-                company_id=company_id,
-                number=number,
-                identifier=f"{prefix}-{number}",
+            issue = await create_issue(
+                session,
+                actor,
+                company_id,
                 title=title,
                 description=description,
                 status=status,
                 priority=priority,
-                assignee_agent_id=assignee_agent_id,
+                assignee=assignee,
                 parent_id=parent_id,
                 project_id=project_id,
-            )
-            session.add(issue)
-            await session.flush()
-            record_activity(
-                session,
-                actor,
-                "issue.created",
-                entity_type="issue",
-                entity_id=issue.id,
-                company_id=company_id,
-                details={"identifier": issue.identifier},
             )
             if assignee_agent_id is not None:
                 await request_wake(

@@ -58,21 +58,35 @@ async def get_scoped(
 
 
 async def keyset_page(
-    session: AsyncSession, stmt: Select[Any], model: Any, after: Cursor | None, limit: int
+    session: AsyncSession,
+    stmt: Select[Any],
+    model: Any,
+    after: Cursor | None,
+    limit: int,
+    *,
+    descending: bool = False,
 ) -> tuple[list[Any], Cursor | None]:
-    """One page of ``stmt`` in (created_at, id) order after ``after``, and where the next starts."""
+    """One page of ``stmt`` in (created_at, id) order (newest first when ``descending``) after
+    ``after``, and where the next starts."""
     if after is not None:
-        stmt = stmt.where(
-            or_(
-                model.created_at > after.created_at,
-                and_(model.created_at == after.created_at, model.id > after.id),
+        if descending:
+            stmt = stmt.where(
+                or_(
+                    model.created_at < after.created_at,
+                    and_(model.created_at == after.created_at, model.id < after.id),
+                )
             )
-        )
-    rows = list(
-        (await session.execute(stmt.order_by(model.created_at, model.id).limit(limit + 1)))
-        .scalars()
-        .all()
+        else:
+            stmt = stmt.where(
+                or_(
+                    model.created_at > after.created_at,
+                    and_(model.created_at == after.created_at, model.id > after.id),
+                )
+            )
+    order = (
+        (model.created_at.desc(), model.id.desc()) if descending else (model.created_at, model.id)
     )
+    rows = list((await session.execute(stmt.order_by(*order).limit(limit + 1))).scalars().all())
     if len(rows) > limit:
         rows = rows[:limit]
         return rows, Cursor(rows[-1].created_at, rows[-1].id)

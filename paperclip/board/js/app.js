@@ -7,6 +7,7 @@ import { issuesView } from "./views/issues.js";
 import { issueView } from "./views/issue.js";
 import { agentsView } from "./views/agents.js";
 import { projectsView } from "./views/projects.js";
+import { routinesView, routineView } from "./views/routines.js";
 import { runView } from "./views/run.js";
 import { pluginsView, recoveryView } from "./views/system.js";
 
@@ -18,6 +19,8 @@ const ROUTES = [
   [/^\/c\/([0-9a-f-]{36})$/, issuesView],
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
   [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
+  [/^\/c\/([0-9a-f-]{36})\/routines$/, routinesView],
+  [/^\/c\/([0-9a-f-]{36})\/routines\/([0-9a-f-]{36})$/, routineView],
   [/^\/c\/([0-9a-f-]{36})\/issues\/([0-9a-f-]{36})$/, issueView],
   [/^\/c\/([0-9a-f-]{36})\/runs\/([0-9a-f-]{36})$/, runView],
 ];

@@ -36,6 +36,7 @@ export async function companyNav(companyId) {
   nav.append(
     h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}` }, `${name}: issues`)),
     h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/agents` }, "Agents")),
-    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/projects` }, "Projects")));
+    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/projects` }, "Projects")),
+    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/routines` }, "Routines")));
 }
 
