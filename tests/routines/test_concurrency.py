@@ -81,3 +81,34 @@ async def test_allow_overlaps_a_second_run_with_the_slow_one(routines):
     assert [r.status for r in runs] == ["running", "running"]
     await finish(routines, peer, first)
     await finish(routines, peer, overlap)
+
+
+async def test_a_slot_whose_budget_is_spent_is_skipped(routines):
+    from paperclip.models import BudgetMonth
+    from paperclip.services.actor import LOCAL_OPERATOR
+
+    peer, _ = await routines.world.connect(await routines.world.new_runner())
+    made = await routines.world.container.budgets().create(
+        LOCAL_OPERATOR,
+        routines.world.company_id,
+        scope="agent",
+        scope_id=routines.world.agent_id,
+        monthly_limit_micros=1000,
+        warn_percent=80,
+        run_reserve_micros=0,
+        currency="USD",
+    )
+    async with routines.container.sessions().begin() as session:
+        session.add(BudgetMonth(budget_id=made.budget.id, month="2026-03", spent_micros=1000))
+    routine_id = await routines.routine(cron="0 * * * *")  # hourly, from March (the clock's)
+    await routines.tick()
+    over = await routines.at(2026, 3, 1, 0, 0, 5)
+    [skipped] = over.executions
+    assert (skipped.status, skipped.reason, skipped.issue_id) == (
+        "skipped",
+        "budget_exceeded",
+        None,
+    )
+    await no_start_turn(peer)
+    statuses = [(e.slot_at.hour, e.status) for e in await routines.executions(routine_id)]
+    assert statuses == [(0, "skipped")] and await routines.issues() == 0
