@@ -167,8 +167,8 @@ async def test_the_dashboard_shows_what_runs_what_failed_and_each_agents_load(
     loads = {a["name"]: a for a in board["agents"]}
     assert set(loads) == {"coder", "idle"}
     coder = loads["coder"]
-    assert queued == 2  # no runner is connected: nothing claims them
-    assert (coder["active_runs"], coder["open_issues"], coder["queued_wakes"]) == (1, 2, 2)
+    assert queued == 3  # one per assignment; no runner is connected: nothing claims them
+    assert (coder["active_runs"], coder["open_issues"], coder["queued_wakes"]) == (1, 2, 3)
     assert (coder["runs_recent"], coder["failed_recent"]) == (2, 1)
     assert loads["idle"]["agent_id"] == other_agent["id"]
     assert (loads["idle"]["active_runs"], loads["idle"]["open_issues"]) == (0, 0)
