@@ -10,7 +10,9 @@ made shown until then; the inbox and the dashboard. One server for the module.
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -219,3 +221,53 @@ def test_the_inbox_and_the_dashboard_show_what_waits_and_what_failed(stack, page
     counts.locator("li[data-status='todo'] a").click()
     expect(page.locator("tr[data-issue]")).to_have_count(3)
     expect(page.get_by_role("group", name="Filters").get_by_label("Status")).to_have_value("todo")
+
+
+DATA = Path(__file__).parent / "data"
+# What each provider's fake emitted for the same script (a message, a command where the
+# provider has a shell, get_task_context, report_progress, post_comment refused for its
+# arguments, then accepted, finish, a last message), as the run's log stored it, with the
+# run's tool journal. The fakes are kept honest by the conformance tests against real CLIs.
+READ = """async ({ events, calls }) => {
+  const { transcript } = await import("/board/js/transcript.js");
+  const node = transcript("recorded");
+  document.getElementById("view").replaceChildren(node);
+  for (const event of events) node.add(event);
+  node.journal(calls);
+  return [...node.querySelectorAll("ol.transcript > li")].map((li) => ({
+    kind: li.dataset.kind, tool: li.dataset.tool || null, status: li.dataset.status || null,
+    journaled: "journaled" in li.dataset, text: li.textContent,
+    args: li.querySelector("details pre")?.textContent || null,
+  }));
+}"""
+
+
+@pytest.mark.parametrize("provider", ["codex", "opencode", "pi", "gateway"])
+def test_each_providers_log_reads_as_the_same_transcript(stack, page, provider):
+    recorded = json.loads((DATA / f"transcript-{provider}.json").read_text())
+    page.goto(f"{stack.url()}/#/")
+    entries = page.evaluate(READ, recorded)
+    kinds = [e["kind"] for e in entries]
+    messages = [e["text"] for e in entries if e["kind"] == "message"]
+    assert messages == ["AgentLooking at the build now.", "AgentAll done."], entries
+    tools = [(e["tool"], e["status"]) for e in entries if e["kind"] == "tool"]
+    assert tools == [
+        ("get_task_context", "completed"),
+        ("report_progress", "completed"),
+        ("post_comment", "failed"),
+        ("post_comment", "completed"),
+        ("finish", "completed"),
+    ], entries
+    if provider != "gateway":  # its fake has no shell; Codex's command also lists a missing folder
+        [command] = [e for e in entries if e["kind"] == "command"]
+        assert "echo hi" in command["text"]
+        assert command["status"] == ("failed" if provider == "codex" else "completed")
+    assert [e["text"] for e in entries if e["kind"] == "progress"] == ["Progress Read the task"]
+    assert kinds.count("turn") == 2 and entries[-1]["kind"] == "finished"
+    assert entries[-1]["text"] == "Run finished:Succeeded"
+    # The journal fills in what a provider leaves out: the gateway reports no arguments.
+    [posted] = [e for e in entries if e["tool"] == "post_comment" and e["status"] == "completed"]
+    assert posted["journaled"] and '"body": "Looking at it."' in posted["args"]
+    [refused] = [e for e in entries if e["tool"] == "post_comment" and e["status"] == "failed"]
+    assert not refused["journaled"]  # refused before the journal: no row of another call taken
+    assert not [e for e in entries if e["kind"] == "other"], entries  # every type understood
