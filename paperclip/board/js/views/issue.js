@@ -143,6 +143,7 @@ export async function issueView(companyId, issueRef, signal) {
   const livePanel = h("div", { class: "live-run" });
   let liveRunId = null;
   let live = null;
+  let journalRead = null;
   let stopFollowing = null;
   function follow(run) {
     if (liveRunId === run.id) return;
@@ -168,7 +169,12 @@ export async function issueView(companyId, issueRef, signal) {
     showIssue();
     workspace.follow(issue, runs);
     if (runs.length) follow(runs[0]);
-    if (live && runs.length) all(`${base}/runs/${runs[0].id}/tool-calls`).then(live.journal).catch(() => {});
+    // The latest run's journal, while it works and once more when it ended.
+    const journalKey = runs.length ? `${runs[0].id}:${runs[0].status}` : null;
+    if (live && journalKey && (journalKey !== journalRead || ["queued", "running"].includes(runs[0].status))) {
+      journalRead = journalKey;
+      all(`${base}/runs/${runs[0].id}/tool-calls`).then(live.journal).catch(() => { journalRead = null; });
+    }
     const holding = interactions.filter((i) => i.status === "pending" || i.status === "revision_requested");
     if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, [holds, holding])) return;
     clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
