@@ -120,6 +120,9 @@ def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, pag
     screenshots(page, "shortcuts")
     page.keyboard.press("Escape")
     expect(help_dialog).to_be_hidden()
+    page.get_by_role("button", name="Keyboard shortcuts (?)").click()  # or from the header
+    help_dialog.get_by_role("button", name="Close").click()
+    expect(help_dialog).to_be_hidden()
 
     page.keyboard.press("g")
     page.keyboard.press("i")

@@ -53,9 +53,11 @@ function toggleHelp() {
     dialog = h("dialog", { id: "shortcuts", "aria-labelledby": "shortcuts-title" },
       h("h2", { id: "shortcuts-title" }, "Keyboard shortcuts"),
       h("table", {}, h("tbody", {}, SHORTCUTS.map(([keys, what]) => h("tr", {},
-        h("th", { scope: "row" }, keys.split(" ").map((k, i) => [i ? " then " : "", h("kbd", {}, k)])), h("td", {}, what))))),
+        h("th", { scope: "row" }, keys.split(" ").map((k, i) => [i ? " then " : "", h("kbd", {}, k)])), h("td", {}, what))),
+      h("tr", {}, h("th", { scope: "row" }, h("kbd", {}, "Shift+→"), " ", h("kbd", {}, "Shift+←")),
+        h("td", {}, "Move the focused kanban card to the next or previous status")))),
       h("p", { class: "muted" }, "Not while typing in a field. Esc closes this."),
-      h("form", { method: "dialog" }, h("button", { type: "submit" }, "Close")));
+      h("button", { type: "button", onclick: () => dialog.close() }, "Close"));
     document.body.append(dialog);
   }
   if (dialog.open) dialog.close();

@@ -52,6 +52,8 @@ function control(key, schema, { launchProfiles = [] } = {}) {
   const hint = h("small", { class: "muted hint", id: `${id}-hint` }, (schema.description || (kind === "json" ? "JSON" : "")) + bounds);
   const error = h("small", { class: "error field-error", id: `${id}-error`, hidden: true });
   input.setAttribute("aria-describedby", `${id}-hint ${id}-error`);
+  // A refusal is about the value it was given: changing the value clears it.
+  input.addEventListener("input", () => { error.hidden = true; input.removeAttribute("aria-invalid"); });
   const wrap = h("div", { class: "field", "data-config-key": key },
     h("label", { for: id }, labelOf(key)), input, datalist, hint, error);
 
