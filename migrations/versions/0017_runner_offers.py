@@ -1,7 +1,7 @@
 """what each runner said it offers: its providers, launch profiles and their probes
 
 Revision ID: 0017_runner_offers
-Revises: 0014_projects_workspaces
+Revises: 0015_costs_budgets
 Create Date: 2026-12-03 10:00:00.000000
 
 A runner's ``hello`` names its providers and launch profiles, and its
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0017_runner_offers"
-down_revision: str | None = "0014_projects_workspaces"
+down_revision: str | None = "0015_costs_budgets"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
