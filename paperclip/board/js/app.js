@@ -65,22 +65,31 @@ async function render() {
   teardown = () => stop.abort();
   const companyMatch = path.match(/^\/c\/([0-9a-f-]{36})/);
   companyNav(currentCompany(companyMatch ? companyMatch[1] : null));
+  // While the next page loads, the last one stays in sight but cannot be acted on: a press
+  // meant for the next page never lands on the one leaving.
+  main.inert = true;
+  main.setAttribute("aria-busy", "true");
+  const show = (node) => {
+    clear(main).append(node);
+    main.inert = false;
+    main.removeAttribute("aria-busy");
+  };
   for (const [pattern, view] of ROUTES) {
     const m = path.match(pattern);
     if (!m) continue;
     try {
       const node = await view(...m.slice(1), stop.signal);
       if (stop.signal.aborted) return;
-      clear(main).append(node);
+      show(node);
       main.dataset.view = pattern.source;
       markCurrent();
     } catch (error) {
       if (stop.signal.aborted) return;
-      clear(main).append(error instanceof ApiError && error.status === 401 ? keyForm() : errorBox(error));
+      show(error instanceof ApiError && error.status === 401 ? keyForm() : errorBox(error));
     }
     return;
   }
-  clear(main).append(h("p", {}, "No such page. ", h("a", { href: "#/" }, "Companies")));
+  show(h("p", {}, "No such page. ", h("a", { href: "#/" }, "Companies")));
 }
 
 // The skip link moves the focus without changing the route.
