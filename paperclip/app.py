@@ -29,8 +29,10 @@ from paperclip.api.holds import HoldController
 from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
+from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
 from paperclip.api.projects import ProjectController
+from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.routines import RoutineController
 from paperclip.api.run_stream import RunStreamController
@@ -126,6 +128,7 @@ def create_app(
             ConversationController,
             InteractionController,
             HoldController,
+            OverviewController,
             WorkspaceController,
             CostController,
             PriceController,
@@ -133,6 +136,7 @@ def create_app(
             recovery_status,
             ApiKeyController,
             PluginController,
+            ProviderController,
             runner_connect,
         ],
     )
@@ -161,6 +165,9 @@ def create_app(
             "steering": _service(container.steering),
             "conversations": _service(container.conversations),
             "interactions": _service(container.interactions),
+            "inbox": _service(container.inbox),
+            "dashboard": _service(container.dashboard),
+            "agent_checks": _service(container.agent_checks),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

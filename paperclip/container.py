@@ -12,6 +12,7 @@ from paperclip.db.engine import create_engine, create_session_factory
 from paperclip.engine.engine import RunEngine
 from paperclip.engine.steering import RunSteering
 from paperclip.plugins import PluginHost
+from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
 from paperclip.services.budgets import BudgetService
@@ -19,7 +20,9 @@ from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
 from paperclip.services.conversations import ConversationService
 from paperclip.services.cost_reports import CostReports
+from paperclip.services.dashboard import DashboardQueries
 from paperclip.services.holds import HoldService
+from paperclip.services.inbox import InboxQueries
 from paperclip.services.interactions import InteractionService
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
@@ -76,6 +79,9 @@ class Container(containers.DeclarativeContainer):
     issue_reads = providers.Singleton(IssueReads, engine)
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
+    inbox = providers.Singleton(InboxQueries, sessions)
+    dashboard = providers.Singleton(DashboardQueries, sessions)
+    agent_checks = providers.Singleton(AgentChecks, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions, engine)
     conversations = providers.Singleton(ConversationService, sessions)
     interactions = providers.Singleton(InteractionService, sessions)

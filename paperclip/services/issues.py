@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
@@ -19,7 +19,7 @@ from paperclip.services.projects import (
     project_on_assignment,
     project_ref,
 )
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
+from paperclip.services.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
@@ -177,7 +177,11 @@ class IssueService:
         limit: int,
         project_id: uuid.UUID | None = None,
         identifier: str | None = None,
+        priority: str | None = None,
+        sort: SortKey = "created",
     ) -> tuple[list[Issue], Cursor | None]:
+        """A page of the company's issues, filtered; ``q`` is text in the title, the
+        description or the identifier, in any case."""
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
@@ -196,12 +200,20 @@ class IssueService:
                 stmt = stmt.where(Issue.project_id == project_id)
             if identifier is not None:
                 stmt = stmt.where(Issue.identifier == identifier.strip().upper())
+            if priority is not None:
+                stmt = stmt.where(Issue.priority == priority)
             if q:
                 pattern = (
                     "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                 )
-                stmt = stmt.where(Issue.title.ilike(pattern, escape="\\"))
-            return await keyset_page(session, stmt, Issue, after, limit)
+                stmt = stmt.where(
+                    or_(
+                        Issue.title.ilike(pattern, escape="\\"),
+                        Issue.description.ilike(pattern, escape="\\"),
+                        Issue.identifier.ilike(pattern, escape="\\"),
+                    )
+                )
+            return await keyset_page(session, stmt, Issue, after, limit, sort)
 
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]

@@ -271,7 +271,7 @@ class RoutineService:
             )
             if status is not None:
                 stmt = stmt.where(RoutineExecution.status == status)
-            return await keyset_page(session, stmt, RoutineExecution, after, limit, descending=True)
+            return await keyset_page(session, stmt, RoutineExecution, after, limit, sort="-created")
 
     def next_runs(self, routine: Routine, count: int = NEXT_RUNS) -> list[datetime]:
         """The next cron slots (none without a schedule, or while disabled)."""
