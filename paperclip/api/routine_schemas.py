@@ -9,7 +9,14 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.api.schemas import IdempotencyKey, IssuePriorityName, JsonObject, LongText, Name
+from paperclip.api.schemas import (
+    NOT_BLANK,
+    IdempotencyKey,
+    IssuePriorityName,
+    JsonObject,
+    LongText,
+    Name,
+)
 from paperclip.models import Routine, RoutineExecution
 
 Cron = Annotated[
@@ -30,7 +37,7 @@ Template = Annotated[
     Meta(
         min_length=1,
         max_length=500,
-        pattern=r"\S",
+        pattern=NOT_BLANK,
         description="The issue's title; placeholders {{date}}, {{time}}, {{datetime}}, "
         "{{weekday}}, {{routine}}, {{trigger}}.",
     ),
