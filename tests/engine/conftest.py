@@ -52,8 +52,13 @@ class Stack:
             "PAPERCLIP_INSTANCE_ID": f"replica-{index}",
         }
 
-    def start_server(self, index: int = 0, *, local_runner: bool = False) -> ServerProcess:
-        """A control plane; with ``local_runner``, it starts its own runner offering the fake."""
+    def start_server(
+        self, index: int = 0, *, local_runner: bool = False, healthy: bool = True
+    ) -> ServerProcess:
+        """A control plane; with ``local_runner``, it starts its own runner offering the fake.
+
+        ``healthy=False`` returns once it listens (see :meth:`ServerProcess.start`).
+        """
         while len(self.ports) <= index:
             self.ports.append(free_port())
         env = self.server_env(index)
@@ -61,7 +66,7 @@ class Stack:
             self.script_dir.mkdir(parents=True, exist_ok=True)
             env["PAPERCLIP_RUNNER_LAUNCH"] = json.dumps(fake_launch(self.script_dir, self.fake_log))
         args = () if local_runner else ("--no-runner",)
-        server = ServerProcess(env, self.tmp / f"cp{index}.log", *args).start()
+        server = ServerProcess(env, self.tmp / f"cp{index}.log", *args).start(healthy=healthy)
         if index < len(self.servers):
             self.servers[index] = server
         else:

@@ -91,7 +91,7 @@ def test_every_slot_runs_once_through_sigkills_of_either_replica(stack):
         at = rng.randint(1, 4)
         stack.servers[replica].kill()  # a kill anywhere, then one at the named moment
         stack.extra_env["PAPERCLIP_FAILPOINTS"] = f"{point}=kill@{at}"
-        server = stack.start_server(replica)
+        server = stack.start_server(replica, healthy=False)  # it may die before it answers
         stack.extra_env.pop("PAPERCLIP_FAILPOINTS")
         assert server.proc.wait(120) == -signal.SIGKILL, server.tail()
         assert f"failpoint {point} fired" in server.tail(400)

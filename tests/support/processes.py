@@ -29,7 +29,12 @@ class ServerProcess:
         self.listening_at = self.healthy_at = 0.0
         """When it said where it listens, and when its health first answered (monotonic)."""
 
-    def start(self, timeout: float = 60) -> ServerProcess:
+    def start(self, timeout: float = 60, *, healthy: bool = True) -> ServerProcess:
+        """Started; with ``healthy`` (the default), once its health answers.
+
+        Without it, once it says where it listens: for a start that a failpoint
+        may kill before its health ever answers.
+        """
         self.log = self.log_path.open("a")
         self.proc = subprocess.Popen(
             [*PAPERCLIP, "serve", "--json", *self.extra_args],
@@ -45,7 +50,11 @@ class ServerProcess:
             raise RuntimeError(f"paperclip serve exited early: {self.tail()}")
         self.url = json.loads(line)["url"]
         self.listening_at = time.monotonic()
+        if not healthy:
+            return self
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"paperclip serve exited early: {self.tail()}")
             try:
                 if httpx.get(f"{self.url}/api/health", timeout=2).status_code == 200:
                     self.healthy_at = time.monotonic()
