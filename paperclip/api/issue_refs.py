@@ -1,0 +1,40 @@
+"""An issue in a URL, named as people name it: ``…/issues/{issue_id}`` takes its id or its
+identifier (``PAP-1``, any case).
+
+The path parameter is a string that one dependency resolves, within the URL's
+company, to the issue's id; handlers take that id as ``issue_uuid`` and never
+see the string. An id goes through as given (the handler's own read finds the
+issue in the company, or answers ``404 issue_not_found``, as before); an
+identifier costs one indexed read. An identifier no issue of the company
+carries is ``404 issue_not_found``, as a missing id is.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from litestar.di import Provide
+from litestar.params import Parameter
+
+from paperclip.services.issue_reads import IssueReads
+
+IssueRef = Annotated[
+    str,
+    Parameter(
+        min_length=1,
+        max_length=64,
+        description="The issue's id, or its identifier (`PAP-1`, any case).",
+    ),
+]
+
+
+async def issue_uuid(
+    company_id: uuid.UUID, issue_id: IssueRef, issue_reads: IssueReads
+) -> uuid.UUID:
+    """The id of the issue that the path's ``issue_id`` names in the path's company."""
+    return await issue_reads.issue_id(company_id, issue_id)
+
+
+ISSUE_IN_PATH: dict[str, Any] = {"issue_uuid": Provide(issue_uuid)}
+"""The dependencies of a route whose path holds ``{issue_id:str}``."""
