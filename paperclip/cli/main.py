@@ -10,7 +10,7 @@ import click
 
 import paperclip
 from paperclip.cli.chaos import chaos
-from paperclip.cli.context import load_settings, start_database, with_database
+from paperclip.cli.context import database_errors, load_settings, start_database, with_database
 from paperclip.cli.costs import costs
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
@@ -73,9 +73,11 @@ def db_current(as_json: bool) -> None:
     """Show the database's revision and the newest one this version knows."""
     from paperclip.db import migrate
 
-    container = start_database(load_settings())
+    settings = load_settings()
+    container = start_database(settings)
     try:
-        current = migrate.current_revision(container.database_url())
+        with database_errors(settings):
+            current = migrate.current_revision(container.database_url())
     finally:
         container.shutdown_resources()
     head = migrate.head_revision()
@@ -98,17 +100,15 @@ def doctor(as_json: bool) -> None:
     It only reads: a database that does not exist or is not running is reported,
     never created or started.
     """
-    from paperclip.cli.doctor import run_checks
+    from paperclip.cli.doctor import print_report, problem, run_checks
 
     report = run_checks(load_settings())
     if as_json:
         emit_json(report)
     else:
-        from paperclip.cli.doctor import print_report
-
         print_report(report)
     if not report["ok"]:
-        raise SystemExit(1)
+        fail(problem(report))
 
 
 @cli.group()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from rich.console import Console
 from rich.markup import escape
@@ -18,9 +18,12 @@ def emit_json(value: Any) -> None:
     sys.stdout.flush()
 
 
-def fail(message: str, *, hint: str | None = None, code: int = 1) -> None:
-    # soft_wrap: a message is one line, whatever the terminal's width (scripts grep it).
-    errors.print(f"[bold red]error:[/] {escape(message)}", soft_wrap=True, highlight=False)
+def fail(message: str, *, hint: str | None = None, code: int = 1) -> NoReturn:
+    """Say what is wrong, then what to do, on one line of stderr, and exit with ``code``."""
+    # One line whatever the terminal's width (soft_wrap): scripts grep it, people read it whole.
+    line = f"[bold red]error:[/] {escape(message)}"
     if hint:
-        errors.print(f"[dim]{escape(hint)}[/]", soft_wrap=True)
+        stop = "" if message.endswith((".", "?", "!")) else "."
+        line += f"{stop} [dim]{escape(hint)}[/]"
+    errors.print(line, soft_wrap=True, highlight=False)
     raise SystemExit(code)

@@ -13,6 +13,7 @@ import uvicorn
 from litestar import Litestar
 
 from paperclip.app import create_app
+from paperclip.cli.context import connection_problem, unreachable
 from paperclip.cli.http_protocol import DeadlineProtocol
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
@@ -103,7 +104,7 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         fail(str(exc), code=2)
     try:
         url = container.database_url()
-        _migrate_when_reachable(url, settings.database_wait_seconds)
+        _migrate_when_reachable(url, settings)
         host, port = sock.getsockname()[:2]
         base_url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = create_app(settings, container=container)
@@ -150,9 +151,11 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         log.info("stopped")
 
 
-def _migrate_when_reachable(url: str, wait_seconds: float) -> None:
+def _migrate_when_reachable(url: str, settings: Settings) -> None:
     """Migrate, waiting for a database that is away (a replica started during an outage,
-    a PostgreSQL still starting): one log line, then a clear failure, never a traceback."""
+    a PostgreSQL still starting): one log line, then a clear failure, never a traceback.
+    One that refuses us (a password, a role, a database that is wrong) fails at once."""
+    wait_seconds = settings.database_wait_seconds
     deadline = time.monotonic() + wait_seconds
     waiting = False
     while True:
@@ -161,6 +164,8 @@ def _migrate_when_reachable(url: str, wait_seconds: float) -> None:
             return
         except Exception as exc:
             if not is_unavailable(exc):
+                if (refused := connection_problem(exc)) is not None:
+                    fail(unreachable(settings, refused), code=2)
                 raise
             if time.monotonic() > deadline:
                 fail(

@@ -79,7 +79,9 @@ async def test_an_identifier_of_no_issue_is_not_found(paperclip_client, company,
     assert comments.json()["items"] == []  # nothing written
 
 
-async def test_an_identifier_is_looked_up_in_the_urls_company_only(paperclip_client, company, issue):
+async def test_an_identifier_is_looked_up_in_the_urls_company_only(
+    paperclip_client, company, issue
+):
     other = (
         await paperclip_client.post("/api/companies", json={"name": "Other", "issue_prefix": "OTH"})
     ).json()
