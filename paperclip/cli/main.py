@@ -1,4 +1,4 @@
-"""``paperclip``: serve, migrate, inspect and manage keys."""
+"""``paperclip``: serve, migrate, inspect and manage keys; and a client of a running server."""
 
 from __future__ import annotations
 
@@ -9,13 +9,17 @@ from typing import Any
 import click
 
 import paperclip
+from paperclip.cli.agents import agents
 from paperclip.cli.chaos import chaos
+from paperclip.cli.companies import companies
 from paperclip.cli.context import database_errors, load_settings, start_database, with_database
 from paperclip.cli.costs import costs
+from paperclip.cli.issues import comments, issues
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.routines import routines
 from paperclip.cli.runner import runner, runners
+from paperclip.cli.runs import runs
 from paperclip.cli.workspace import workspace
 
 
@@ -232,10 +236,10 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 cli.add_command(chaos)
 cli.add_command(plugins)
 cli.add_command(runner)
-cli.add_command(routines)
 cli.add_command(runners)
-cli.add_command(workspace)
-cli.add_command(costs)
+# Clients of a running server (--url, PAPERCLIP_URL, PAPERCLIP_API_KEY).
+for client_group in (companies, agents, issues, comments, runs, workspace, routines, costs):
+    cli.add_command(client_group)
 
 
 def main() -> None:
