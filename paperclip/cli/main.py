@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import click
 
 import paperclip
 from paperclip.cli.agents import agents
+from paperclip.cli.background import stop
 from paperclip.cli.chaos import chaos
 from paperclip.cli.companies import companies
 from paperclip.cli.context import database_errors, load_settings, start_database, with_database
@@ -39,15 +41,63 @@ def cli() -> None:
     default=None,
     help="Start a runner on this machine with the server (default; PAPERCLIP_LOCAL_RUNNER).",
 )
-def serve(host: str | None, port: int | None, as_json: bool, local_runner: bool | None) -> None:
-    """Migrate the database, then serve the API until SIGTERM or Ctrl-C.
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Run in the background: return once it listens (or with its error), its output in "
+    "--log-file; `paperclip stop` stops it.",
+)
+@click.option(
+    "--pid-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Name the server's pid here while it runs, and refuse to start while it names a "
+    "running one (with --detach: <data dir>/serve.pid unless given).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --detach: where its output goes (default <data dir>/serve.log).",
+)
+def serve(
+    host: str | None,
+    port: int | None,
+    as_json: bool,
+    local_runner: bool | None,
+    detach: bool,
+    pid_file: Path | None,
+    log_file: Path | None,
+) -> None:
+    """Migrate the database, then serve the API until SIGTERM or Ctrl-C (or `paperclip stop`).
 
     A local runner is started too (and stopped with the server), so one command
     runs everything; remote runners connect with `paperclip runner`.
     """
+    settings = load_settings(host=host, port=port, local_runner=local_runner)
+    if detach:
+        from paperclip.cli.background import default_files
+        from paperclip.cli.background import detach as run_detached
+
+        default_pid, default_log = default_files(settings.data_dir)
+        options = [
+            *(["--host", host] if host is not None else []),
+            *(["--port", str(port)] if port is not None else []),
+        ]
+        if local_runner is not None:
+            options.append("--runner" if local_runner else "--no-runner")
+        run_detached(
+            options,
+            pid_file or default_pid,
+            log_file or default_log,
+            default=default_pid,
+            wait_seconds=settings.database_wait_seconds + 120,
+            as_json=as_json,
+        )
+        return
+    if log_file is not None:
+        fail("--log-file is for --detach: in the foreground the output is the terminal's", code=2)
     from paperclip.cli.serve import serve as run_server
 
-    run_server(load_settings(host=host, port=port, local_runner=local_runner), as_json=as_json)
+    run_server(settings, as_json=as_json, pid_file=pid_file)
 
 
 @cli.group()
@@ -234,6 +284,7 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 
 
 cli.add_command(chaos)
+cli.add_command(stop)
 cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)

@@ -8,11 +8,13 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 from litestar import Litestar
 
 from paperclip.app import create_app
+from paperclip.cli.background import claim, default_files, release
 from paperclip.cli.context import connection_problem, unreachable
 from paperclip.cli.http_protocol import DeadlineProtocol
 from paperclip.cli.output import console, emit_json, fail
@@ -75,7 +77,20 @@ def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def serve(settings: Settings, *, as_json: bool = False) -> None:
+def serve(settings: Settings, *, as_json: bool = False, pid_file: Path | None = None) -> None:
+    """Serve until a signal; with ``pid_file``, refuse while it names a running server, and
+    name this process in it until the server stops."""
+    if pid_file is None:
+        _serve(settings, as_json)
+        return
+    claim(pid_file, default_files(settings.data_dir)[0])
+    try:
+        _serve(settings, as_json)
+    finally:
+        release(pid_file)
+
+
+def _serve(settings: Settings, as_json: bool) -> None:
     configure_logging(settings.log_level, settings.log_format)
     try:
         settings.check_bind_address()
@@ -93,8 +108,9 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
     except OSError as exc:
         fail(
             f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
-            hint="Another `paperclip serve` may be running there; stop it, or choose another "
-            "port with --port or PAPERCLIP_PORT (0 picks a free one).",
+            hint="Another `paperclip serve` may be running there: stop it (`paperclip stop`, "
+            "or its Ctrl-C), or choose another port with --port or PAPERCLIP_PORT (0 picks a "
+            "free one).",
             code=2,
         )
     try:
