@@ -2,7 +2,7 @@
 
 ``serve --detach`` starts ``paperclip serve`` as a process of its own session
 (a closed terminal or a Ctrl-C does not reach it), its output going to a log
-file, and returns once it listens, saying where, or with its error line when
+file, and returns once it answers, saying where, or with its error line when
 it cannot start (a port in use, a server already running, a setting): never
 silently. The pid file names the server while it runs; ``paperclip stop``
 reads it, stops the server as SIGTERM does, and returns once it is gone. No
@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import click
+import httpx
 import psutil
 
 from paperclip.cli.output import console, emit_json, errors, fail
@@ -77,7 +78,7 @@ def detach(
     wait_seconds: float,
     as_json: bool,
 ) -> None:
-    """Start ``paperclip serve OPTIONS`` in the background; return once it listens."""
+    """Start ``paperclip serve OPTIONS`` in the background; return once it answers."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     start = log_file.stat().st_size if log_file.exists() else 0
     with log_file.open("ab") as log:
@@ -90,7 +91,8 @@ def detach(
         )
     deadline = time.monotonic() + wait_seconds
     try:
-        while (listening := _listening(log_file, start)) is None:
+        # Its address is said once the port is bound; it answers once its startup is done.
+        while (listening := _listening(log_file, start)) is None or not _answers(listening):
             if (code := child.poll()) is not None:
                 said = [line for line in _lines(log_file, start) if line.startswith("error:")]
                 for line in said or [f"error: paperclip serve exited ({code}); see {log_file}"]:
@@ -181,6 +183,15 @@ def _listening(log_file: Path, start: int) -> dict | None:
             with contextlib.suppress(ValueError):
                 return dict(json.loads(line))
     return None
+
+
+def _answers(listening: dict) -> bool:
+    url = str(listening.get("url", "")).replace("://0.0.0.0:", "://127.0.0.1:")
+    url = url.replace("://[::]:", "://[::1]:")
+    try:
+        return httpx.get(f"{url}/api/health", timeout=2).status_code < 500
+    except httpx.HTTPError:
+        return False
 
 
 def _pid_option(pid_file: Path, default: Path) -> str:

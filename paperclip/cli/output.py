@@ -9,7 +9,9 @@ from typing import Any, NoReturn
 from rich.console import Console
 from rich.markup import escape
 
-console = Console()
+# Lines are not wrapped at the terminal's width (80 columns when it is not a terminal): an
+# id or a URL cut in two cannot be copied, nor found by grep.
+console = Console(soft_wrap=True)
 errors = Console(stderr=True)
 
 
