@@ -136,3 +136,33 @@ def test_the_api_document_says_the_path_takes_either():
             (param,) = [p for p in operation["parameters"] if p["name"] == "issue_id"]
             assert param["in"] == "path" and "format" not in param["schema"], (method, path)
             assert "identifier" in param["description"]
+
+
+async def test_a_run_token_reaches_its_own_issue_by_identifier_and_no_other(
+    paperclip_client, paperclip_container
+):
+    from tests.engine.test_run_tokens import make_run
+
+    run = await make_run(paperclip_client, paperclip_container, "Tokens")
+    base = f"/api/companies/{run['company_id']}/issues"
+    own = (await paperclip_client.get(f"{base}/{run['issue_id']}")).json()["identifier"]
+    other = (await paperclip_client.post(base, json={"title": "not the run's"})).json()
+    auth = {"Authorization": f"Bearer {run['token']}"}
+
+    for ref in (own, own.lower(), run["issue_id"]):
+        r = await paperclip_client.get(f"{base}/{ref}", headers=auth)
+        assert r.status_code == 200 and r.json()["id"] == run["issue_id"], ref
+    r = await paperclip_client.post(
+        f"{base}/{own.lower()}/comments", json={"body": "from the agent"}, headers=auth
+    )
+    assert r.status_code == 201, r.text
+
+    for ref in (other["identifier"], other["identifier"].lower(), other["id"]):
+        r = await paperclip_client.get(f"{base}/{ref}", headers=auth)
+        assert r.status_code == 404 and r.json()["code"] == "issue_not_found", ref
+        r = await paperclip_client.post(f"{base}/{ref}/comments", json={"body": "x"}, headers=auth)
+        assert r.status_code == 404 and r.json()["code"] == "issue_not_found", ref
+        r = await paperclip_client.get(f"{base}/{ref}/comments", headers=auth)
+        assert r.status_code == 404, ref
+    theirs = await paperclip_client.get(f"{base}/{other['id']}/comments")
+    assert theirs.json()["items"] == []  # nothing written on the other issue
