@@ -29,8 +29,7 @@ from paperclip.cli.output import errors, fail
 
 IDENTIFIER = re.compile(r"^([A-Za-z][A-Za-z0-9]+)-(\d+)$")
 READ_CAP = 10_000
-"""The most rows a command reads from one list (50 pages): newest-first views read the list
-to its end, which is bounded here."""
+"""The most rows a command reads from one list (50 pages)."""
 
 
 def default_url() -> str:
@@ -116,7 +115,9 @@ class ApiClient:
     def patch(self, path: str, body: dict[str, Any]) -> Any:
         return self.request("PATCH", path, json=body)
 
-    def items(self, path: str, *, cap: int = READ_CAP, **params: Any) -> list[dict[str, Any]]:
+    def items(
+        self, path: str, *, cap: int = READ_CAP, say_cut: bool = True, **params: Any
+    ) -> list[dict[str, Any]]:
         """Every item of a paged list (``next_cursor``), in its order, at most ``cap``."""
         found: list[dict[str, Any]] = []
         cursor = None
@@ -126,12 +127,15 @@ class ApiClient:
             cursor = page.get("next_cursor")
             if cursor is None:
                 return found
-        errors.print(f"[dim](read the first {cap} only)[/]")
+        if say_cut:
+            errors.print(f"[dim](read the first {cap} only)[/]")
         return found
 
     def newest(self, path: str, limit: int, **params: Any) -> list[dict[str, Any]]:
-        """The ``limit`` newest items of a list the API gives oldest first, newest first."""
-        return list(reversed(self.items(path, **params)))[:limit]
+        """The ``limit`` newest items of a list that sorts (``sort=-created``), newest first."""
+        if limit <= 0:
+            return []
+        return self.items(path, cap=limit, say_cut=False, sort="-created", **params)
 
     def stream(
         self, path: str, *, params: dict[str, Any], last_id: str | None = None
@@ -255,14 +259,14 @@ class ApiClient:
                 hint="Give a run id, or an issue identifier (PAP-1) for its latest run.",
             )
         deadline = time.monotonic() + wait
-        while not (runs := self.items(f"{base}/runs", issue_id=issue["id"])):
+        while not (runs := self.newest(f"{base}/runs", 1, issue_id=issue["id"])):
             if time.monotonic() >= deadline:
                 fail(
                     f"{issue['identifier']} has no run yet",
                     hint="A run starts when the issue is assigned to an agent, or commented on.",
                 )
             time.sleep(0.5)
-        return dict(runs[-1])
+        return dict(runs[0])
 
 
 def _is_uuid(ref: str) -> bool:

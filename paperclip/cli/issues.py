@@ -51,7 +51,9 @@ def _project_id(client: ApiClient, company: dict[str, Any], ref: str) -> str:
 )
 @click.option("--assignee", help="Only issues assigned to this agent (name or id).")
 @click.option("--project", help="Only issues of this project (name or id).")
-@click.option("--search", "-q", help="Only issues whose title contains this.")
+@click.option(
+    "--search", "-q", help="Only issues with this in their title, description or identifier."
+)
 @click.option("--limit", default=50, show_default=True, help="At most this many, newest first.")
 @company_option
 @url_option
@@ -76,7 +78,9 @@ def list_issues(
         filters["project_id"] = _project_id(client, found, project)
     path = f"/companies/{found['id']}/issues"
     rows = [
-        row for status in statuses or [None] for row in client.items(path, **filters, status=status)
+        row
+        for status in statuses or [None]
+        for row in client.newest(path, limit, **filters, status=status)
     ]
     rows = sorted(rows, key=lambda r: r["number"], reverse=True)[: max(limit, 0)]
     if as_json:
@@ -104,11 +108,11 @@ def list_issues(
 @url_option
 @json_option
 def show(issue: str, company: str | None, url: str, as_json: bool) -> None:
-    """ISSUE (PAP-1, or an id) with its comments and runs."""
+    """ISSUE (PAP-1, or an id) with its comments and its five latest runs."""
     client, found, row = _issue(url, issue, company)
     base = f"/companies/{found['id']}"
     comments = client.items(f"{base}/issues/{row['id']}/comments")
-    runs = client.items(f"{base}/runs", issue_id=row["id"])
+    runs = list(reversed(client.newest(f"{base}/runs", 5, issue_id=row["id"])))
     if as_json:
         emit_json(row | {"comments": comments, "runs": runs})
         return
@@ -128,7 +132,7 @@ def show(issue: str, company: str | None, url: str, as_json: bool) -> None:
         _print_comments(comments, names)
     if runs:
         console.print()
-        for run in runs[-5:]:
+        for run in runs:
             code = f" ({run['error_code']})" if run["error_code"] else ""
             console.print(
                 f"  run {run['id']}  {run['status']}{code}  {when(run['created_at'])}",
