@@ -278,6 +278,29 @@ class Settings(BaseSettings):
         """What routines and heartbeats read: the system's clock, or the test clock."""
         return parse_test_clock(self.test_clock) if self.test_clock else system_clock
 
+    @field_validator("database_url")
+    @classmethod
+    def _postgresql_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None  # set but empty: the embedded PostgreSQL, as when unset
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        url = value.strip()
+        if url.startswith("postgres://"):  # libpq's short scheme, which SQLAlchemy does not know
+            url = "postgresql://" + url.removeprefix("postgres://")
+        expected = "expected postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+        # Never the value itself in a message: it may hold a password.
+        try:
+            backend = make_url(url).get_backend_name()
+        except ArgumentError:
+            raise ValueError(f"not a URL; {expected}") from None
+        except ValueError:
+            raise ValueError(f"its port is not a number; {expected}") from None
+        if backend != "postgresql":
+            raise ValueError(f"Paperclip needs PostgreSQL, not {backend!r}; {expected}")
+        return url
+
     @field_validator("log_level")
     @classmethod
     def _known_level(cls, value: str) -> str:

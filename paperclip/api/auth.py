@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from litestar.connection import ASGIConnection
@@ -98,8 +99,11 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
         raise NotFoundError.of("agent", params["agent_id"])
     if "run_id" in params and params["run_id"] != actor.run_id:
         raise NotFoundError.of("run", params["run_id"])
-    if "issue_id" in params and params["issue_id"] != actor.issue_id:
-        raise NotFoundError.of("issue", params["issue_id"])
+    if "issue_id" in params and _is_uuid(params["issue_id"]):
+        if uuid.UUID(params["issue_id"]) != actor.issue_id:
+            raise NotFoundError.of("issue", params["issue_id"])
+    # An issue named by its identifier is resolved, then held to the run's issue, by the
+    # one dependency that resolves it (paperclip.api.issue_refs).
     template = _PARAM_TYPE.sub(r"{\1}", connection.scope.get("path_template", ""))
     method = connection.scope.get("method", "GET")
     if (method, template.rstrip("/")) not in RUN_TOKEN_ROUTES:
@@ -116,3 +120,11 @@ def current_actor(request: ASGIConnection[Any, Any, Any, Any]) -> Actor:
     if actor is None:  # a public route asked for an actor: a wiring mistake
         raise UnauthorizedError("this route has no authenticated caller")
     return actor  # type: ignore[no-any-return]
+
+
+def _is_uuid(value: object) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

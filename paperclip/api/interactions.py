@@ -14,6 +14,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
+from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.engine.steering import RunSteering
@@ -79,34 +80,36 @@ class InteractionController(Controller):
     tags = ["interactions"]
 
     @get(
-        "/issues/{issue_id:uuid}/interactions",
+        "/issues/{issue_id:str}/interactions",
         opt=access(Access.READ),
+        dependencies=ISSUE_IN_PATH,
         responses=error_responses(404, 422),
     )
     async def list_interactions(
         self,
         company_id: uuid.UUID,
-        issue_id: uuid.UUID,
+        issue_uuid: uuid.UUID,
         interactions: InteractionService,
         pages: Pages,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[InteractionOut]:
         rows, end = await interactions.list(
-            company_id, issue_id, after=pages.after(cursor), limit=limit
+            company_id, issue_uuid, after=pages.after(cursor), limit=limit
         )
         return pages.page([InteractionOut.of(r) for r in rows], end)
 
     @post(
-        "/issues/{issue_id:uuid}/interactions",
+        "/issues/{issue_id:str}/interactions",
         opt=access(Access.WRITE),
+        dependencies=ISSUE_IN_PATH,
         status_code=HTTP_201_CREATED,
         responses=error_responses(404, 422),
     )
     async def create_interaction(
         self,
         company_id: uuid.UUID,
-        issue_id: uuid.UUID,
+        issue_uuid: uuid.UUID,
         data: InteractionCreate,
         interactions: InteractionService,
         actor: Actor,
@@ -116,7 +119,7 @@ class InteractionController(Controller):
         created = await interactions.create(
             actor,
             company_id,
-            issue_id,
+            issue_uuid,
             kind=data.kind,
             title=data.title,
             body=data.body,

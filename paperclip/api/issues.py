@@ -9,6 +9,7 @@ from litestar.params import Parameter
 from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
+from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor, Sort
 from paperclip.api.schemas import (
@@ -90,15 +91,22 @@ class IssueController(Controller):
         )
         return IssueOut.of(issue)
 
-    @get("/{issue_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
+    @get(
+        "/{issue_id:str}",
+        opt=access(Access.READ),
+        responses=error_responses(404),
+        dependencies=ISSUE_IN_PATH,
+    )
     async def get_issue(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, issue_reads: IssueReads
+        self, company_id: uuid.UUID, issue_uuid: uuid.UUID, issue_reads: IssueReads
     ) -> IssueOut:
-        return IssueOut.of_columns(await issue_reads.issue(company_id, issue_id))
+        """The issue, by its id or its identifier (``PAP-1``, any case)."""
+        return IssueOut.of_columns(await issue_reads.issue(company_id, issue_uuid))
 
     @patch(
-        "/{issue_id:uuid}",
+        "/{issue_id:str}",
         opt=access(Access.WRITE),
+        dependencies=ISSUE_IN_PATH,
         responses=error_responses(404, 409, 422),
         description="Change an issue. 409 ``workspace_exists``: a new ``project_id`` while the "
         "issue's worktree, made from its project's repository, is not released yet.",
@@ -106,15 +114,20 @@ class IssueController(Controller):
     async def update_issue(
         self,
         company_id: uuid.UUID,
-        issue_id: uuid.UUID,
+        issue_uuid: uuid.UUID,
         data: IssueUpdate,
         issues: IssueService,
         actor: Actor,
     ) -> IssueOut:
-        return IssueOut.of(await issues.update(actor, company_id, issue_id, changes(data)))
+        return IssueOut.of(await issues.update(actor, company_id, issue_uuid, changes(data)))
 
-    @delete("/{issue_id:uuid}", opt=access(Access.WRITE), responses=error_responses(404))
+    @delete(
+        "/{issue_id:str}",
+        opt=access(Access.WRITE),
+        responses=error_responses(404),
+        dependencies=ISSUE_IN_PATH,
+    )
     async def delete_issue(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, issues: IssueService, actor: Actor
+        self, company_id: uuid.UUID, issue_uuid: uuid.UUID, issues: IssueService, actor: Actor
     ) -> None:
-        await issues.delete(actor, company_id, issue_id)
+        await issues.delete(actor, company_id, issue_uuid)

@@ -12,6 +12,7 @@ from litestar.status_codes import HTTP_200_OK
 
 from paperclip.api.access import Access, access
 from paperclip.api.errors import error_responses
+from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.services.actor import Actor
 from paperclip.services.workspaces import WorkspaceService, WorkspaceView
 
@@ -99,23 +100,24 @@ class DiffOut(msgspec.Struct):
 
 
 class WorkspaceController(Controller):
-    path = "/companies/{company_id:uuid}/issues/{issue_id:uuid}/workspace"
+    path = "/companies/{company_id:uuid}/issues/{issue_id:str}/workspace"
     tags = ["workspaces"]
+    dependencies = ISSUE_IN_PATH
 
     @get("/", opt=access(Access.READ), responses=error_responses(404))
     async def get_workspace(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, workspaces: WorkspaceService
+        self, company_id: uuid.UUID, issue_uuid: uuid.UUID, workspaces: WorkspaceService
     ) -> WorkspaceOut:
         """The issue's worktree: its runner host, folder, branch, base, and latest work product.
         ``404 workspace_not_found`` for an issue whose runs never had one."""
-        return WorkspaceOut.of(await workspaces.get(company_id, issue_id))
+        return WorkspaceOut.of(await workspaces.get(company_id, issue_uuid))
 
     @get("/diff", opt=access(Access.READ), responses=error_responses(404))
     async def get_diff(
-        self, company_id: uuid.UUID, issue_id: uuid.UUID, workspaces: WorkspaceService
+        self, company_id: uuid.UUID, issue_uuid: uuid.UUID, workspaces: WorkspaceService
     ) -> DiffOut:
         """The latest work product's diff against the base commit (empty before the first turn)."""
-        row = (await workspaces.get(company_id, issue_id)).row
+        row = (await workspaces.get(company_id, issue_uuid)).row
         return DiffOut(
             diff=row.diff or "",
             truncated=row.diff_truncated,
@@ -133,11 +135,11 @@ class WorkspaceController(Controller):
     async def forget_workspace(
         self,
         company_id: uuid.UUID,
-        issue_id: uuid.UUID,
+        issue_uuid: uuid.UUID,
         workspaces: WorkspaceService,
         actor: Actor,
     ) -> WorkspaceOut:
         """Forget the issue's worktree (its runner host is gone for good, say): the next run
         makes a new one on any runner; the old one and its branch stay on their host.
         ``409 run_active`` while a run of the issue is active."""
-        return WorkspaceOut.of(await workspaces.forget(actor, company_id, issue_id))
+        return WorkspaceOut.of(await workspaces.forget(actor, company_id, issue_uuid))

@@ -40,6 +40,19 @@ def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
     }
 
 
+def problem(report: dict[str, Any]) -> str:
+    """What makes the report not ok, in one line with what to do."""
+    db = report["database"]
+    if db["kind"] == "external":
+        todo = (
+            "Check that PostgreSQL runs there and accepts this user, or fix "
+            "PAPERCLIP_DATABASE_URL (unset: the embedded PostgreSQL)."
+        )
+    else:
+        todo = "Check PAPERCLIP_DATA_DIR; `paperclip serve` creates and starts it."
+    return f"the database at {db['location']} is {db['status']}: {db.get('error')}. {todo}"
+
+
 def local_workspaces(settings: Settings) -> dict[str, Any]:
     """The local runner's worktrees and mirrors, the disk they use, and what its host allows."""
     from paperclip.runner.workspaces.disk import usage

@@ -1,21 +1,27 @@
-"""``paperclip``: serve, migrate, inspect and manage keys."""
+"""``paperclip``: serve, migrate, inspect and manage keys; and a client of a running server."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import click
 
 import paperclip
+from paperclip.cli.agents import agents
+from paperclip.cli.background import stop
 from paperclip.cli.chaos import chaos
-from paperclip.cli.context import load_settings, start_database, with_database
+from paperclip.cli.companies import companies
+from paperclip.cli.context import database_errors, load_settings, start_database, with_database
 from paperclip.cli.costs import costs
+from paperclip.cli.issues import comments, issues
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.routines import routines
 from paperclip.cli.runner import runner, runners
+from paperclip.cli.runs import runs
 from paperclip.cli.workspace import workspace
 
 
@@ -35,15 +41,63 @@ def cli() -> None:
     default=None,
     help="Start a runner on this machine with the server (default; PAPERCLIP_LOCAL_RUNNER).",
 )
-def serve(host: str | None, port: int | None, as_json: bool, local_runner: bool | None) -> None:
-    """Migrate the database, then serve the API until SIGTERM or Ctrl-C.
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Run in the background: return once it listens (or with its error), its output in "
+    "--log-file; `paperclip stop` stops it.",
+)
+@click.option(
+    "--pid-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Name the server's pid here while it runs, and refuse to start while it names a "
+    "running one (with --detach: <data dir>/serve.pid unless given).",
+)
+@click.option(
+    "--log-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --detach: where its output goes (default <data dir>/serve.log).",
+)
+def serve(
+    host: str | None,
+    port: int | None,
+    as_json: bool,
+    local_runner: bool | None,
+    detach: bool,
+    pid_file: Path | None,
+    log_file: Path | None,
+) -> None:
+    """Migrate the database, then serve the API until SIGTERM or Ctrl-C (or `paperclip stop`).
 
     A local runner is started too (and stopped with the server), so one command
     runs everything; remote runners connect with `paperclip runner`.
     """
+    settings = load_settings(host=host, port=port, local_runner=local_runner)
+    if detach:
+        from paperclip.cli.background import default_files
+        from paperclip.cli.background import detach as run_detached
+
+        default_pid, default_log = default_files(settings.data_dir)
+        options = [
+            *(["--host", host] if host is not None else []),
+            *(["--port", str(port)] if port is not None else []),
+        ]
+        if local_runner is not None:
+            options.append("--runner" if local_runner else "--no-runner")
+        run_detached(
+            options,
+            pid_file or default_pid,
+            log_file or default_log,
+            default=default_pid,
+            wait_seconds=settings.database_wait_seconds + 120,
+            as_json=as_json,
+        )
+        return
+    if log_file is not None:
+        fail("--log-file is for --detach: in the foreground the output is the terminal's", code=2)
     from paperclip.cli.serve import serve as run_server
 
-    run_server(load_settings(host=host, port=port, local_runner=local_runner), as_json=as_json)
+    run_server(settings, as_json=as_json, pid_file=pid_file)
 
 
 @cli.group()
@@ -73,9 +127,11 @@ def db_current(as_json: bool) -> None:
     """Show the database's revision and the newest one this version knows."""
     from paperclip.db import migrate
 
-    container = start_database(load_settings())
+    settings = load_settings()
+    container = start_database(settings)
     try:
-        current = migrate.current_revision(container.database_url())
+        with database_errors(settings):
+            current = migrate.current_revision(container.database_url())
     finally:
         container.shutdown_resources()
     head = migrate.head_revision()
@@ -98,17 +154,15 @@ def doctor(as_json: bool) -> None:
     It only reads: a database that does not exist or is not running is reported,
     never created or started.
     """
-    from paperclip.cli.doctor import run_checks
+    from paperclip.cli.doctor import print_report, problem, run_checks
 
     report = run_checks(load_settings())
     if as_json:
         emit_json(report)
     else:
-        from paperclip.cli.doctor import print_report
-
         print_report(report)
     if not report["ok"]:
-        raise SystemExit(1)
+        fail(problem(report))
 
 
 @cli.group()
@@ -230,12 +284,13 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 
 
 cli.add_command(chaos)
+cli.add_command(stop)
 cli.add_command(plugins)
 cli.add_command(runner)
-cli.add_command(routines)
 cli.add_command(runners)
-cli.add_command(workspace)
-cli.add_command(costs)
+# Clients of a running server (--url, PAPERCLIP_URL, PAPERCLIP_API_KEY).
+for client_group in (companies, agents, issues, comments, runs, workspace, routines, costs):
+    cli.add_command(client_group)
 
 
 def main() -> None:

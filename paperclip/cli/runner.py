@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from paperclip.cli.context import load_settings
 from paperclip.cli.output import console, emit_json, fail
 
 
@@ -51,9 +52,8 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     from paperclip.runner.runtime import RunnerProcess
     from paperclip.runner.workspace_host import WorkspaceHost
     from paperclip.runner.workspaces.policy import WorkspacePolicy
-    from paperclip.settings import Settings
 
-    settings = Settings()
+    settings = load_settings()
     configure_logging(settings.log_level, settings.log_format)
     credential = os.environ.get("PAPERCLIP_RUNNER_CREDENTIAL", "")
     if credential_file is not None:
@@ -115,7 +115,7 @@ def runners() -> None:
 @click.option("--json", "as_json", is_flag=True)
 def runners_create(name: str, as_json: bool) -> None:
     """Register a runner; its credential is shown once."""
-    from paperclip.cli.context import load_settings, with_database
+    from paperclip.cli.context import with_database
 
     async def work(container: Any) -> tuple[Any, str]:
         return await container.runners().create(name)
@@ -140,7 +140,7 @@ def runners_create(name: str, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def runners_list(as_json: bool) -> None:
     """List runners and where they are connected."""
-    from paperclip.cli.context import load_settings, with_database
+    from paperclip.cli.context import with_database
 
     async def work(container: Any) -> list[Any]:
         return await container.runners().list()
@@ -177,7 +177,7 @@ def runners_list(as_json: bool) -> None:
 @click.argument("runner_id", type=click.UUID)
 def runners_revoke(runner_id: uuid.UUID) -> None:
     """Revoke a runner's credential; it can no longer connect."""
-    from paperclip.cli.context import load_settings, with_database
+    from paperclip.cli.context import with_database
     from paperclip.errors import NotFoundError
 
     async def work(container: Any) -> Any:

@@ -8,11 +8,14 @@ import signal
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import uvicorn
 from litestar import Litestar
 
 from paperclip.app import create_app
+from paperclip.cli.background import claim, default_files, release
+from paperclip.cli.context import connection_problem, unreachable
 from paperclip.cli.http_protocol import DeadlineProtocol
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
@@ -74,7 +77,20 @@ def _raise_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def serve(settings: Settings, *, as_json: bool = False) -> None:
+def serve(settings: Settings, *, as_json: bool = False, pid_file: Path | None = None) -> None:
+    """Serve until a signal; with ``pid_file``, refuse while it names a running server, and
+    name this process in it until the server stops."""
+    if pid_file is None:
+        _serve(settings, as_json)
+        return
+    claim(pid_file, default_files(settings.data_dir)[0])
+    try:
+        _serve(settings, as_json)
+    finally:
+        release(pid_file)
+
+
+def _serve(settings: Settings, as_json: bool) -> None:
     configure_logging(settings.log_level, settings.log_format)
     try:
         settings.check_bind_address()
@@ -92,8 +108,9 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
     except OSError as exc:
         fail(
             f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}",
-            hint="Another `paperclip serve` may be running there; stop it, or choose another "
-            "port with --port or PAPERCLIP_PORT (0 picks a free one).",
+            hint="Another `paperclip serve` may be running there: stop it (`paperclip stop`, "
+            "or its Ctrl-C), or choose another port with --port or PAPERCLIP_PORT (0 picks a "
+            "free one).",
             code=2,
         )
     try:
@@ -103,7 +120,7 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         fail(str(exc), code=2)
     try:
         url = container.database_url()
-        _migrate_when_reachable(url, settings.database_wait_seconds)
+        _migrate_when_reachable(url, settings)
         host, port = sock.getsockname()[:2]
         base_url = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
         app = create_app(settings, container=container)
@@ -150,9 +167,11 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
         log.info("stopped")
 
 
-def _migrate_when_reachable(url: str, wait_seconds: float) -> None:
+def _migrate_when_reachable(url: str, settings: Settings) -> None:
     """Migrate, waiting for a database that is away (a replica started during an outage,
-    a PostgreSQL still starting): one log line, then a clear failure, never a traceback."""
+    a PostgreSQL still starting): one log line, then a clear failure, never a traceback.
+    One that refuses us (a password, a role, a database that is wrong) fails at once."""
+    wait_seconds = settings.database_wait_seconds
     deadline = time.monotonic() + wait_seconds
     waiting = False
     while True:
@@ -161,6 +180,8 @@ def _migrate_when_reachable(url: str, wait_seconds: float) -> None:
             return
         except Exception as exc:
             if not is_unavailable(exc):
+                if (refused := connection_problem(exc)) is not None:
+                    fail(unreachable(settings, refused), code=2)
                 raise
             if time.monotonic() > deadline:
                 fail(

@@ -14,6 +14,7 @@ company is ``issue_not_found``, exactly as a missing one.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -41,6 +42,14 @@ ISSUE = f"SELECT {ISSUE_COLUMNS} FROM issues WHERE id = $2 AND company_id = $1"
 
 
 ISSUE_EXISTS = "SELECT true FROM issues WHERE id = $2 AND company_id = $1"
+
+# By the number (unique in the company, indexed), then the whole identifier: an issue made
+# before its company's prefix changed keeps the identifier it was given.
+ISSUE_ID_BY_IDENTIFIER = (
+    "SELECT id FROM issues WHERE company_id = $1 AND number = $2 AND identifier = $3"
+)
+IDENTIFIER = re.compile(r"^[A-Z][A-Z0-9]{1,9}-([1-9][0-9]{0,8})$")
+"""``<prefix>-<number>``: the prefix as companies have it, a number that fits the column."""
 
 
 def _comments_page(after: bool) -> str:
@@ -75,6 +84,24 @@ class IssueReads:
         if row is None:
             raise NotFoundError.of("issue", issue_id)
         return row
+
+    async def issue_id(self, company_id: uuid.UUID, ref: str) -> uuid.UUID:
+        """The id of the issue ``ref`` names: an id as given (the read that follows finds it in
+        the company, or not), an identifier (``PAP-1``, any case) looked up in the company;
+        ``issue_not_found`` for an identifier no issue of the company has, or anything else."""
+        try:
+            return uuid.UUID(ref)
+        except ValueError:
+            pass
+        identifier = ref.strip().upper()
+        if match := IDENTIFIER.match(identifier):
+            async with plain_connection(self.engine) as connection:
+                found = await connection.fetchval(
+                    ISSUE_ID_BY_IDENTIFIER, company_id, int(match.group(1)), identifier
+                )
+            if found is not None:
+                return uuid.UUID(str(found))
+        raise NotFoundError.of("issue", ref)
 
     async def comments(
         self, company_id: uuid.UUID, issue_id: uuid.UUID, *, after: Cursor | None, limit: int
