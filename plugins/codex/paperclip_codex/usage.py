@@ -62,9 +62,11 @@ class UsageReports:
         self._sent: OrderedDict[str, None] = OrderedDict()
 
     async def send(self, usage: Any) -> None:
-        """Report ``usage`` (a TurnUsage) unless this driver already reported its key."""
+        """Report ``usage`` (a TurnUsage) unless it is empty or this driver reported its key."""
         if usage is None or self._report is None or usage.key in self._sent:
             return
+        if not (usage.input_tokens or usage.output_tokens or usage.cost_micros):
+            return  # a response that used nothing (refused, or aborted before it began)
         self._sent[usage.key] = None
         while len(self._sent) > REMEMBERED:
             self._sent.popitem(last=False)
