@@ -16,9 +16,11 @@ from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import admit, current_actor
 from paperclip.api.board import BOARD_ROUTES
+from paperclip.api.budgets import BudgetController
 from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
+from paperclip.api.costs import CostController, PriceController
 from paperclip.api.cursors import CursorCodec, provide_pages
 from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
@@ -34,6 +36,7 @@ from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
+from paperclip.api.stream_limits import StreamLimits, stream_paths
 from paperclip.api.workspaces import WorkspaceController
 from paperclip.container import Container
 from paperclip.db.availability import when_reachable
@@ -122,6 +125,9 @@ def create_app(
             InteractionController,
             HoldController,
             WorkspaceController,
+            CostController,
+            PriceController,
+            BudgetController,
             recovery_status,
             ApiKeyController,
             PluginController,
@@ -141,6 +147,9 @@ def create_app(
             "projects": _service(container.projects),
             "holds": _service(container.holds),
             "workspaces": _service(container.workspaces),
+            "costs": _service(container.costs),
+            "prices": _service(container.prices),
+            "budgets": _service(container.budgets),
             "comments": _service(container.comments),
             "issue_reads": _service(container.issue_reads),
             "wakes": _service(container.wakes),
@@ -163,7 +172,12 @@ def create_app(
     )
     complete(app, authenticated=authenticated, providers=host.providers())
     app.asgi_handler = RequestGate(
-        app.asgi_handler,
+        StreamLimits(
+            app.asgi_handler,
+            paths=stream_paths(app),
+            per_key=settings.max_streams_per_key,
+            per_address=settings.max_streams_per_address,
+        ),
         local=not authenticated,
         allowed_hosts=settings.allowed_hosts,
         max_body_bytes=settings.max_body_bytes,

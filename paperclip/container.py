@@ -14,13 +14,16 @@ from paperclip.engine.steering import RunSteering
 from paperclip.plugins import PluginHost
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
+from paperclip.services.budgets import BudgetService
 from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
 from paperclip.services.conversations import ConversationService
+from paperclip.services.cost_reports import CostReports
 from paperclip.services.holds import HoldService
 from paperclip.services.interactions import InteractionService
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
+from paperclip.services.prices import PriceService, prices_from_settings
 from paperclip.services.projects import ProjectService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
@@ -63,6 +66,8 @@ class Container(containers.DeclarativeContainer):
     projects = providers.Singleton(ProjectService, sessions)
     holds = providers.Singleton(HoldService, sessions)
     workspaces = providers.Singleton(WorkspaceService, sessions)
+    costs = providers.Singleton(CostReports, sessions)
+    budgets = providers.Singleton(BudgetService, sessions)
     comments = providers.Singleton(CommentService, sessions)
     issue_reads = providers.Singleton(IssueReads, engine)
     wakes = providers.Singleton(WakeService, sessions)
@@ -72,6 +77,8 @@ class Container(containers.DeclarativeContainer):
     interactions = providers.Singleton(InteractionService, sessions)
     runners = providers.Singleton(RunnerService, sessions)
     run_tokens = providers.Singleton(RunTokenService, sessions)
+    configured_prices = providers.Singleton(prices_from_settings, settings.provided.model_prices)
+    prices = providers.Singleton(PriceService, sessions, configured_prices)
     run_engine = providers.Singleton(
         RunEngine,
         sessions,
@@ -84,6 +91,8 @@ class Container(containers.DeclarativeContainer):
         reconcile_seconds=settings.provided.reconcile_seconds,
         workspace_retention_hours=settings.provided.workspace_retention_hours,
         workspace_sweep_seconds=settings.provided.workspace_sweep_seconds,
+        budget_sweep_seconds=settings.provided.budget_sweep_seconds,
+        prices=configured_prices,
         database=engine,
     )
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.

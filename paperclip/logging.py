@@ -1,9 +1,15 @@
-"""Logging for people (rich console) or machines (one JSON object per line)."""
+"""Logging for people (rich console) or machines (one JSON object per line).
+
+Either way no credential is written: a request line's query string (uvicorn
+logs each WebSocket's path with it) keeps its names and loses its values, and
+anything shaped like a Paperclip credential is cut to its prefix.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
 
@@ -23,6 +29,37 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
+CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_")
+"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes)."""
+_CREDENTIAL = re.compile(r"\b(" + "|".join(CREDENTIAL_PREFIXES) + r")[A-Za-z0-9_\-]+")
+_QUERY = re.compile(r"(/[^\s\"'?]*)\?([^\s\"'#]+)")
+REDACTED = "…"
+
+
+def redact(text: str) -> str:
+    """``text`` with query values and credentials replaced by ``…``."""
+
+    def query(match: re.Match[str]) -> str:
+        pairs = [
+            f"{p.split('=', 1)[0]}={REDACTED}" if "=" in p else REDACTED
+            for p in match.group(2).split("&")
+        ]
+        return f"{match.group(1)}?{'&'.join(pairs)}"
+
+    return _CREDENTIAL.sub(lambda m: m.group(1) + REDACTED, _QUERY.sub(query, text))
+
+
+class RedactCredentials(logging.Filter):
+    """A handler's filter: each record's message, redacted (see the module)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
 def configure_logging(level: str, fmt: LogFormat) -> None:
     root = logging.getLogger()
     root.handlers.clear()
@@ -34,6 +71,7 @@ def configure_logging(level: str, fmt: LogFormat) -> None:
         from rich.logging import RichHandler
 
         handler = RichHandler(console=Console(stderr=True), show_path=False, rich_tracebacks=True)
+    handler.addFilter(RedactCredentials())
     root.addHandler(handler)
     root.setLevel(level)
     # Our INFO is the story of the process; the libraries' INFO is noise at that level.

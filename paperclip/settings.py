@@ -68,6 +68,31 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=1_048_576, ge=1024, description="Largest accepted request body."
     )
+    max_streams_per_key: int = Field(
+        default=32,
+        ge=1,
+        description="Event streams one credential may hold open on a replica at once (the "
+        "local operator's, without login); one more is refused with 429 too_many_streams.",
+    )
+    max_streams_per_address: int = Field(
+        default=64,
+        ge=1,
+        description="Event streams one client address may hold open on a replica at once.",
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=600,
+        description="How long a client has to send a request's line and headers, from its "
+        "connection (or its request's first byte); then 408 and the connection is closed.",
+    )
+    body_timeout_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="How long a client has to send a request's body, once its headers are in; "
+        "then 408 and the connection is closed.",
+    )
     instance_id: str = Field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}",
         description="This replica's name in leases and run events.",
@@ -112,6 +137,19 @@ class Settings(BaseSettings):
         le=3600,
         description="How long `paperclip serve` waits at start for a database it cannot reach "
         "(a replica started during an outage) before it gives up.",
+    )
+    model_prices: dict[str, dict[str, float | str]] = Field(
+        default_factory=dict,
+        description="Model prices, as JSON: model -> {input, cached_input, output (currency "
+        "units a million tokens), currency}. The instance's price table (/api/prices) wins; "
+        "a provider that reports its own cost is not priced.",
+    )
+    budget_sweep_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="How often each replica looks for work held by a budget that allows it "
+        "again (raised, or a new month).",
     )
     workspace_retention_hours: float = Field(
         default=24.0,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from litestar.connection import ASGIConnection
@@ -60,11 +61,31 @@ async def authenticate(
     connection.state[ACTOR_KEY] = actor
 
 
-def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor) -> None:
-    """A run token acts only as its own run, agent and company.
+RUN_TOKEN_ROUTES = frozenset(
+    {
+        ("GET", "/api/companies/{company_id}/runs/{run_id}"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/events"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/events/stream"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/turns"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/tool-calls"),
+        ("GET", "/api/companies/{company_id}/agents/{agent_id}"),
+        ("GET", "/api/companies/{company_id}/issues/{issue_id}"),
+        ("GET", "/api/companies/{company_id}/issues/{issue_id}/comments"),
+        ("POST", "/api/companies/{company_id}/issues/{issue_id}/comments"),
+    }
+)
+"""What a run token may do over HTTP: read its own run, agent and issue and the
+issue's comments, and comment there (docs/security.md). Its tools need nothing
+here: they reach the control plane through the runner, as the run's tool calls."""
 
-    Another company's, agent's or run's id in the path is answered like a
-    missing one; what a run may do at all is reading, and commenting.
+_PARAM_TYPE = re.compile(r"\{(\w+):[^}]*\}")
+
+
+def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor) -> None:
+    """A run token acts only as its own run, agent and company, on ``RUN_TOKEN_ROUTES``.
+
+    Another company's, agent's, run's or issue's id in the path is answered
+    like a missing one; any other route is ``run_token_forbidden``.
     """
     params = connection.path_params
     if "company_id" not in params:
@@ -77,14 +98,16 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
         raise NotFoundError.of("agent", params["agent_id"])
     if "run_id" in params and params["run_id"] != actor.run_id:
         raise NotFoundError.of("run", params["run_id"])
-    path = connection.url.path.rstrip("/")
-    if path.endswith("/runs") or "/api-keys" in path:
-        # Other runs' inputs are not this run's to read, nor the company's keys.
-        raise ForbiddenError("a run token reads only its own run", code="run_token_forbidden")
+    if "issue_id" in params and params["issue_id"] != actor.issue_id:
+        raise NotFoundError.of("issue", params["issue_id"])
+    template = _PARAM_TYPE.sub(r"{\1}", connection.scope.get("path_template", ""))
     method = connection.scope.get("method", "GET")
-    commenting = "issue_id" in params and path.endswith("/comments")
-    if method != "GET" and not (method == "POST" and commenting):
-        raise ForbiddenError("a run token may read, and post comments", code="run_token_forbidden")
+    if (method, template.rstrip("/")) not in RUN_TOKEN_ROUTES:
+        raise ForbiddenError(
+            "a run token reads its own run, agent and issue and the issue's comments, and "
+            "comments there",
+            code="run_token_forbidden",
+        )
 
 
 def current_actor(request: ASGIConnection[Any, Any, Any, Any]) -> Actor:

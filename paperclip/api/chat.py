@@ -217,7 +217,7 @@ class ConversationController(Controller):
     @get(
         "/{conversation_id:uuid}/messages/stream",
         opt=access(Access.READ),
-        responses=error_responses(404),
+        responses=error_responses(404, 429),  # 429: paperclip.api.stream_limits
         media_type="text/event-stream",
     )
     async def follow_conversation(

@@ -36,7 +36,9 @@ class CompanyController(Controller):
         self, data: CompanyCreate, companies: CompanyService, actor: Actor
     ) -> CompanyOut:
         return CompanyOut.of(
-            await companies.create(actor, name=data.name, issue_prefix=data.issue_prefix)
+            await companies.create(
+                actor, name=data.name, issue_prefix=data.issue_prefix, time_zone=data.time_zone
+            )
         )
 
     @get("/{company_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
@@ -49,7 +51,7 @@ class CompanyController(Controller):
     ) -> CompanyOut:
         return CompanyOut.of(await companies.update(actor, company_id, changes(data)))
 
-    @delete("/{company_id:uuid}", opt=access(Access.INSTANCE), responses=error_responses(404))
+    @delete("/{company_id:uuid}", opt=access(Access.INSTANCE), responses=error_responses(404, 409))
     async def delete_company(
         self, company_id: uuid.UUID, companies: CompanyService, actor: Actor
     ) -> None:

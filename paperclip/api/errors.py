@@ -43,6 +43,7 @@ HTTP_CODES = {
     403: "forbidden",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     409: "conflict",
     413: "request_too_large",
     415: "unsupported_media_type",

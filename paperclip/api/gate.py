@@ -6,6 +6,7 @@ in the no-login mode (``cross_origin_refused``), NUL in the query
 (``unsupported_media_type``), at most ``max_body_bytes``
 (``request_too_large``), well-formed, bounded and storable JSON
 (``paperclip.api.json_body``). ``HEAD`` is answered as ``GET`` without the body.
+Every answer carries ``X-Content-Type-Options: nosniff``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ class Refusal(Exception):
         self.status, self.code, self.message, self.details = status, code, message, details
 
 
+class ClientGone(Exception):
+    """The client went away before its body was in."""
+
+
 class RequestGate:
     """ASGI middleware around the whole app (routing included)."""
 
@@ -54,6 +59,8 @@ class RequestGate:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
+        if scope["type"] == "http":
+            send = _no_sniffing(send)
         try:
             self._check_origin(headers)
             if scope["type"] == "http":
@@ -62,6 +69,8 @@ class RequestGate:
         except Refusal as refusal:
             await _refuse(scope, receive, send, refusal)
             return
+        except ClientGone:
+            return  # mid-body (or cut off by the server's deadline): no one to answer
         if scope["type"] == "http" and scope["method"] == "HEAD":
             scope = {**scope, "method": "GET"}  # type: ignore[assignment]
             send = _without_body(send)
@@ -115,7 +124,7 @@ class RequestGate:
         while more:
             message = await receive()
             if message["type"] != "http.request":
-                return _replay(b"", message, receive)  # the client went away
+                raise ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
@@ -129,7 +138,7 @@ class RequestGate:
             except BodyRefused as refused:
                 details = field_details(refused.field, refused.message) if refused.field else None
                 raise Refusal(400, refused.code, refused.message, details) from None
-        return _replay(body, None, receive)
+        return _replay(body, receive)
 
     def _too_large(self) -> str:
         return f"the request body is larger than {self.max_body_bytes} bytes"
@@ -161,7 +170,7 @@ def _check_query(scope: Scope) -> None:
             )
 
 
-def _replay(body: bytes, pending: Message | None, receive: Receive) -> Receive:
+def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands over the body read already, then the client's next message."""
     sent = False
 
@@ -169,12 +178,26 @@ def _replay(body: bytes, pending: Message | None, receive: Receive) -> Receive:
         nonlocal sent
         if not sent:
             sent = True
-            if pending is not None:
-                return pending
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
     return replay  # type: ignore[return-value]
+
+
+NOSNIFF = (b"x-content-type-options", b"nosniff")
+
+
+def _no_sniffing(send: Send) -> Send:
+    """Every answer says its ``Content-Type`` is meant: a browser never sniffs JSON into HTML."""
+
+    async def nosniff_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            if not any(name.lower() == NOSNIFF[0] for name, _ in headers):
+                message = {**message, "headers": [*headers, NOSNIFF]}  # type: ignore[typeddict-item]
+        await send(message)
+
+    return nosniff_send  # type: ignore[return-value]
 
 
 def _without_body(send: Send) -> Send:

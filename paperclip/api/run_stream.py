@@ -44,7 +44,7 @@ class RunStreamController(Controller):
     @get(
         "/{run_id:uuid}/events/stream",
         opt=access(Access.READ),
-        responses=error_responses(404),
+        responses=error_responses(404, 429),  # 429: paperclip.api.stream_limits
         media_type="text/event-stream",
     )
     async def stream_run_events(

@@ -20,6 +20,7 @@ from paperclip.api.schemas import (
     RunStatusName,
     RunTurnList,
     RunTurnOut,
+    RunUsageOut,
 )
 from paperclip.models import ToolCall
 from paperclip.services.queries import Cursor
@@ -92,7 +93,9 @@ class RunController(Controller):
 
     @get("/{run_id:uuid}", opt=access(Access.READ), responses=error_responses(404))
     async def get_run(self, company_id: uuid.UUID, run_id: uuid.UUID, runs: RunQueries) -> RunOut:
-        return RunOut.of(await runs.get(company_id, run_id))
+        """The run, with its ``usage`` (tokens and cost, summed over its cost events)."""
+        run, totals = await runs.get_with_usage(company_id, run_id)
+        return RunOut.of(run, msgspec.convert(totals, RunUsageOut, from_attributes=True))
 
     @get("/{run_id:uuid}/events", opt=access(Access.READ), responses=error_responses(404))
     async def list_run_events(

@@ -23,11 +23,16 @@ from paperclip.models import (
     WakeRequest,
 )
 
-Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\S")]
+# Not blank: one character that no regex engine counts as a space. ``\S`` does not do:
+# Python's ``\s`` has \x1c-\x1f and \x85, JavaScript's has \ufeff, so a client (or a
+# fuzzer) reading the document and the server would disagree about a blank text.
+SPACES = r"\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NOT_BLANK = rf"[^{SPACES}]"
+Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=NOT_BLANK)]
 Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
-Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=r"\S")]
+Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=NOT_BLANK)]
 LongText = Annotated[str, Meta(max_length=100_000)]
-Body = Annotated[str, Meta(min_length=1, max_length=100_000, pattern=r"\S")]
+Body = Annotated[str, Meta(min_length=1, max_length=100_000, pattern=NOT_BLANK)]
 ProviderName = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_-]*$")]
 Role = Annotated[str, Meta(max_length=200)]
 ShortText = Annotated[str, Meta(max_length=500)]
@@ -53,14 +58,20 @@ def changes(struct: msgspec.Struct) -> dict[str, Any]:
 # Companies
 
 
+TimeZoneName = Annotated[str, Meta(min_length=1, max_length=64)]
+
+
 class CompanyCreate(msgspec.Struct, forbid_unknown_fields=True):
     name: Name
     issue_prefix: Prefix | None = None
+    time_zone: TimeZoneName = "UTC"
+    """An IANA time zone (``Europe/Paris``): budget months are calendar months there."""
 
 
 class CompanyUpdate(msgspec.Struct, forbid_unknown_fields=True):
     name: Name | UnsetType = UNSET
     issue_prefix: Prefix | UnsetType = UNSET
+    time_zone: TimeZoneName | UnsetType = UNSET
 
 
 class CompanyOut(msgspec.Struct):
@@ -70,12 +81,11 @@ class CompanyOut(msgspec.Struct):
     issue_counter: int
     created_at: datetime
     updated_at: datetime
+    time_zone: str = "UTC"
 
     @classmethod
     def of(cls, row: Company) -> CompanyOut:
-        return cls(
-            row.id, row.name, row.issue_prefix, row.issue_counter, row.created_at, row.updated_at
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
 
 # Agents
@@ -299,6 +309,19 @@ class CommentOut(msgspec.Struct):
 # Runs
 
 
+class RunUsageOut(msgspec.Struct):
+    """A run's usage, summed over its cost events."""
+
+    input_tokens: int
+    cached_input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+    cost_micros: int
+    """In millionths of the currency: the sum of the events whose cost is known."""
+    events: int
+    unpriced_events: int
+
+
 class RunOut(msgspec.Struct):
     id: uuid.UUID
     company_id: uuid.UUID
@@ -330,33 +353,15 @@ class RunOut(msgspec.Struct):
     resume_attempts: int
     """Turns started again after a loss."""
 
+    budget_stop_at: datetime | None = None
+    """When a budget of the run ran out mid-turn: its tool calls are refused since."""
+    usage: RunUsageOut | None = None
+    """What the run used and cost (on a single run's answer)."""
+
     @classmethod
-    def of(cls, row: Run) -> RunOut:
-        return cls(
-            row.id,
-            row.company_id,
-            row.agent_id,
-            row.issue_id,
-            row.status,  # type: ignore[arg-type]
-            row.phase,
-            row.provider,
-            row.session_ref,
-            row.execution_input_schema,
-            row.execution_input,
-            row.result,
-            row.error_code,
-            row.error_message,
-            row.controller_instance,
-            row.controller_epoch,
-            row.started_at,
-            row.finished_at,
-            row.created_at,
-            row.status_reason,
-            row.answer,
-            row.presentation,
-            row.turn,
-            row.resume_attempts,
-        )
+    def of(cls, row: Run, usage: RunUsageOut | None = None) -> RunOut:
+        out = msgspec.convert(row, cls, from_attributes=True)
+        return msgspec.structs.replace(out, usage=usage) if usage is not None else out
 
 
 class RunEventOut(msgspec.Struct):
@@ -443,7 +448,7 @@ KeyName = Annotated[
     Meta(
         min_length=1,
         max_length=200,
-        pattern=r"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$",
+        pattern=rf"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f{SPACES}][^\x00-\x1f\x7f]*$",
         description="Printable, not blank; unique among the company's live keys.",
     ),
 ]

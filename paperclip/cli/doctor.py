@@ -62,7 +62,12 @@ def external_database(url: str) -> dict[str, Any]:
 
 
 def embedded_database(settings: Settings) -> dict[str, Any]:
-    from paperclip.db.access import EmbeddedDatabaseError, require_reachable, server_user
+    from paperclip.db.access import (
+        EmbeddedDatabaseError,
+        require_private,
+        require_reachable,
+        server_user,
+    )
     from paperclip.db.embedded import DATABASE_NAME, running_socket_dir, socket_url
 
     pgdata = settings.pgdata
@@ -81,6 +86,10 @@ def embedded_database(settings: Settings) -> dict[str, Any]:
     socket_dir = running_socket_dir(pgdata)
     if socket_dir is None:
         return report | {"status": "stopped", "note": "`paperclip serve` starts it"}
+    try:
+        require_private(socket_dir, server_user(), "socket folder")
+    except (EmbeddedDatabaseError, OSError) as exc:
+        return report | {"status": "unusable", "error": str(exc)}
     return report | probe_database(socket_url(socket_dir, DATABASE_NAME))
 
 

@@ -11,6 +11,7 @@ import click
 import paperclip
 from paperclip.cli.chaos import chaos
 from paperclip.cli.context import load_settings, start_database, with_database
+from paperclip.cli.costs import costs
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
 from paperclip.cli.runner import runner, runners
@@ -232,6 +233,7 @@ cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)
 cli.add_command(workspace)
+cli.add_command(costs)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import uvicorn
 from litestar import Litestar
 
 from paperclip.app import create_app
+from paperclip.cli.http_protocol import DeadlineProtocol
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.container import Container
 from paperclip.db import migrate
@@ -114,6 +115,10 @@ def serve(settings: Settings, *, as_json: bool = False) -> None:
             lifespan="on",
             # Runner messages are small JSON: compressing each costs more CPU than it saves.
             ws_per_message_deflate=False,
+            # A request's head and body have deadlines: a client that dribbles bytes is closed.
+            http=DeadlineProtocol.with_timeouts(
+                settings.header_timeout_seconds, settings.body_timeout_seconds
+            ),
         )
         server = _Server(config, functools.partial(_begin_stop, app))
         database = "external" if settings.database_url else f"embedded ({settings.pgdata})"

@@ -3,11 +3,13 @@
 PostgreSQL refuses to run as root. Started by root, it runs as the system user
 ``pgserver`` (made on first use); started by anyone else, as that user. Either
 way Paperclip checks the folders on the way instead of changing their modes,
-and says what to do when one is closed.
+and says what to do when one is closed. The folder of the server's socket is
+the opposite case: it must be closed to everyone but that user.
 """
 
 from __future__ import annotations
 
+import grp
 import os
 import pwd
 import stat
@@ -135,3 +137,34 @@ def require_reachable(path: Path, user: ServerUser, what: str) -> None:
         "/var/lib/paperclip, is one), run Paperclip as a regular user, or set "
         "PAPERCLIP_DATABASE_URL to use another PostgreSQL."
     )
+
+
+def require_private(folder: Path, user: ServerUser, what: str) -> None:
+    """Refuse, saying what to do, unless ``folder`` is a folder of ``user`` alone.
+
+    The database trusts every connection on its socket, so the folder holding
+    the socket is the lock: owned by the server's user, no rights for group or
+    others, not a symbolic link (``lstat``: the folder itself is judged).
+    """
+    info = os.lstat(folder)
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == user.uid and not info.st_mode & 0o077:
+        return
+    raise EmbeddedDatabaseError(
+        f"the embedded PostgreSQL's {what} {folder} is {stat.filemode(info.st_mode)}, owned by "
+        f"{_owner(info.st_uid, info.st_gid)}: it must be a folder of {user.name!r} alone "
+        "(mode 0700), because the database trusts every connection on its socket. Paperclip "
+        "does not use or change it: stop the server that listens there, remove the folder, and "
+        "start again."
+    )
+
+
+def _owner(uid: int, gid: int) -> str:
+    try:
+        user = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        user = str(uid)
+    try:
+        group = grp.getgrgid(gid).gr_name
+    except KeyError:
+        group = str(gid)
+    return f"{user}:{group}"

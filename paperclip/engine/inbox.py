@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
 from paperclip.engine.calls import CallPipeline
+from paperclip.engine.costs.usage import UsageRecorder
 from paperclip.engine.endings import RunEndings
 from paperclip.engine.events import NewEvent, append_rows
 from paperclip.engine.fence import lock_run
@@ -41,6 +42,7 @@ from paperclip.wire.messages import (
     ToolCall,
     TurnFinished,
     TurnStarted,
+    Usage,
     WorkspaceReleased,
     WorkspaceReport,
     decode_from_runner,
@@ -63,12 +65,15 @@ class RunnerInbox:
         endings: RunEndings,
         *,
         release_retry: timedelta = timedelta(hours=1),
+        usage: UsageRecorder | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
         self.gate = gate
         self.calls = calls
         self.endings = endings
+        self.usage = usage
+        """Records the usage runners report (None: not recorded, as in some engine tests)."""
         self.release_retry = release_retry
         """When a worktree the runner could not remove is tried again."""
 
@@ -167,6 +172,10 @@ class RunnerInbox:
             await self._steer_result(link, message)
         elif isinstance(message, WorkspaceReport):
             await self._workspace_report(link, message)
+        elif isinstance(message, Usage):
+            if self.usage is not None and await self.gate.controls(link, message.run_id):
+                await self.usage.record(message, self.ownership.epoch(message.run_id))
+            # else: the run ended; what its provider reports after that is not charged
         elif isinstance(message, WorkspaceReleased):
             async with self.sessions.begin() as session:
                 await record_released(

@@ -25,11 +25,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.db.driver import driver_connection
 from paperclip.engine import journal
 from paperclip.engine.callbacks import CallbackMemory
+from paperclip.engine.executor import BUDGET_STOP_MESSAGE
 from paperclip.engine.fence import StaleEpochError, lock_runs
 from paperclip.engine.ownership import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import Run
 from paperclip.plugins import PluginHost
+from paperclip.services.budget_ledger import BUDGET_EXCEEDED
 from paperclip.wire.messages import ToolResult
 
 log = logging.getLogger(__name__)
@@ -128,6 +130,8 @@ class PluginCalls:
             run = await session.get(Run, call.run_id)
         if run is None:
             return _error("run_not_found", "the run no longer exists"), True
+        if run.budget_stop_at is not None:
+            return _error(BUDGET_EXCEEDED, BUDGET_STOP_MESSAGE), True
         request = ToolCall(
             run_id=str(run.id),
             company_id=str(run.company_id),

@@ -22,6 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
 from paperclip.engine import outbox
+from paperclip.engine.costs.admission import (
+    BudgetRefused,
+    admit_run,
+    end_for_budget,
+    next_turn_refusal,
+    wait_for_budget,
+)
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
@@ -78,12 +85,15 @@ class WakeScheduler:
         lease_seconds: float,
         on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
         runners_here: Callable[[], Collection[uuid.UUID]] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.sessions = sessions
         self.engine = engine
         self.ownership = ownership
         self.plugins = plugins
         self.pick_link = pick_link
+        self.clock = clock
+        """Now, for budget months (injectable: tests move it)."""
         self.runners_here = runners_here
         """The runners connected to this replica: a wake pinned to another one's worktree
         is left to it (None: no such filter)."""
@@ -154,6 +164,13 @@ class WakeScheduler:
         started: list[tuple[RunnerLink, int, StartTurn, int]] = []
         async with self.sessions.begin() as session:
             for run in (await session.execute(resumable(CLAIM_BATCH))).scalars():
+                refusal = await next_turn_refusal(session, run, self.clock())
+                if run.budget_stop_at is not None or refusal is not None:
+                    # Taken over (the fence moves) to end it: its earlier controller writes no more.
+                    run.controller_instance = self.instance
+                    run.controller_epoch += 1
+                    await end_for_budget(session, run, refusal)
+                    continue
                 place = await placement_of(session, run.issue_id)
                 link = self.pick_link(
                     run.provider, runner_id=place.runner_id, workspaces=place.workspace
@@ -220,6 +237,9 @@ class WakeScheduler:
                         seq, start = await self._create_run(session, wake, agent, link)
                 except (IntegrityError, WorkspaceElsewhere):
                     continue  # another replica started a run for this issue first
+                except BudgetRefused as refused:
+                    await wait_for_budget(session, wake, refused.refusal)
+                    continue
                 started.append((link, seq, start))
         for link, seq, start in started:
             self.ownership.own(start.run_id, 1)
@@ -304,6 +324,14 @@ class WakeScheduler:
         )
         session.add(run)
         await session.flush()  # the one-active-run-per-issue index decides here
+        await admit_run(
+            session,
+            company_id=wake.company_id,
+            agent_id=agent.id,
+            issue=issue,
+            run_id=run.id,
+            now=self.clock(),
+        )
         await open_turn(session, run, kind=TurnKind.INITIAL, runner_id=link.runner_id)
         await record_wake_snapshot(
             session,

@@ -38,6 +38,7 @@ from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugins import PluginHost, ProviderNotInstalledError
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
 from paperclip.wire.messages import Steer
 
@@ -115,7 +116,7 @@ class RunSteering:
             raise ForbiddenError(
                 "a run's own token cannot steer a run; a person steers", code=STEER_BY_AGENT
             )
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             run = await get_scoped(
                 session, Run, company_id, run_id, "run", for_update=True, source="path"
             )
@@ -154,7 +155,7 @@ class RunSteering:
         self, actor: Actor, company_id: uuid.UUID, interaction_id: uuid.UUID
     ) -> SteerSent:
         """Send an answered card into the live turn of the run that raised it (or find it sent)."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             interaction = await get_scoped(
                 session, Interaction, company_id, interaction_id, "interaction", source="path"
             )

@@ -16,3 +16,5 @@ class Company(UUIDPrimaryKey, Timestamps, Base):
     """Prefix of the company's issue identifiers (``PAP`` in ``PAP-12``)."""
     issue_counter: Mapped[int] = mapped_column(default=0)
     """The number of the last issue created; incremented under a row lock."""
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
+    """An IANA time zone: the company's budget months are calendar months there."""

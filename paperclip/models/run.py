@@ -118,6 +118,9 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     """The seq of the newest run event; bumped under the run's row lock."""
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    budget_stop_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """A budget of the run ran out: its next tool call is answered ``budget_exceeded``, and
+    the run ends so once its turn does."""
 
 
 class RunEvent(Base):

@@ -52,6 +52,8 @@ class OnOverrun(StrEnum):
 
 
 ON_OVERRUN: Mapping[str, OnOverrun] = {
+    # Notifications: the others are told all the same.
+    "paperclip_budget_alert": OnOverrun.WITHOUT,
     # Registration: a plugin whose list cannot be had is a plugin that failed (at startup).
     "paperclip_providers": OnOverrun.FAIL,
     "paperclip_recovery_policies": OnOverrun.FAIL,

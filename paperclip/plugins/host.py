@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pluggy
 from paperclip_hookspecs import HOOK_API, PROJECT_NAME
+from paperclip_hookspecs import budgets as budgets_family
 from paperclip_hookspecs import completion as completion_family
 from paperclip_hookspecs import plugin_tools as plugin_tools_family
 from paperclip_hookspecs import presentation as presentation_family
@@ -26,6 +27,7 @@ from paperclip_hookspecs import providers as providers_family
 from paperclip_hookspecs import receipts as receipts_family
 from paperclip_hookspecs import recovery as recovery_family
 from paperclip_hookspecs import steering as steering_family
+from paperclip_hookspecs.budgets import BudgetAlert
 from paperclip_hookspecs.completion import CompletionCheck, CompletionRefusal
 from paperclip_hookspecs.plugin_tools import PluginTool
 from paperclip_hookspecs.presentation import (
@@ -84,6 +86,7 @@ SPEC_MODULES: tuple[ModuleType, ...] = (
     recovery_family,
     plugin_tools_family,
     steering_family,
+    budgets_family,
 )
 """Every hook family of the contract, in the order of DESIGN.md section 3."""
 
@@ -375,6 +378,13 @@ class PluginHost:
         """May presentation recovery present this committed conversation turn (seed 002)?
         No when no plugin answers."""
         return bool(self._optional("paperclip_accept_unpresented_turn", bool, turn=turn))
+
+    # -- notifications -----------------------------------------------------------------
+
+    def budget_alert(self, alert: BudgetAlert) -> None:
+        """Tell every plugin that implements it that a budget crossed a line; answers ignored."""
+        hook = "paperclip_budget_alert"
+        self._call(getattr(self._pm.hook, hook), alert=alert)
 
     # -- prompt rendering (seed 001): the built-in prompt plugin always answers ------
 

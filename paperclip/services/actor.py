@@ -19,6 +19,8 @@ class Actor:
     """Set for actors bound to one company: company keys, and agents acting through a run token."""
     run_id: uuid.UUID | None = None
     """Set when an agent acts through a run token: it may act only as that run."""
+    issue_id: uuid.UUID | None = None
+    """A run token's run's issue (None for other actors, and runs without one)."""
     role: KeyRole | None = None
     """What a person or key may do (None for agents: a run token's rules are its own)."""
 

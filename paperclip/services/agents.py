@@ -13,7 +13,7 @@ from paperclip.errors import ConflictError
 from paperclip.models import Agent, AgentStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.companies import require_company
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.projects import project_ref
 from paperclip.services.provider_configs import ConfigCheck
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
@@ -37,7 +37,7 @@ class AgentService:
     ) -> Agent:
         """Create an agent; ``check_config`` refuses a provider or config that does not fit."""
         try:
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 await require_company(session, company_id)
                 check_config(provider, provider_config)
                 if default_project_id is not None:
@@ -92,7 +92,7 @@ class AgentService:
         check_config: ConfigCheck,
     ) -> Agent:
         try:
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 agent = await get_scoped(
                     session, Agent, company_id, agent_id, "agent", for_update=True
                 )
@@ -124,7 +124,7 @@ class AgentService:
     async def set_status(
         self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID, status: AgentStatus
     ) -> Agent:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             agent = await get_scoped(session, Agent, company_id, agent_id, "agent", for_update=True)
             if agent.status != status:
                 agent.status = status
@@ -140,7 +140,7 @@ class AgentService:
         return agent
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, agent_id: uuid.UUID) -> None:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             agent = await get_scoped(session, Agent, company_id, agent_id, "agent", for_update=True)
             await session.delete(agent)
             record_activity(

@@ -17,7 +17,7 @@ from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import ApiKey, KeyRole
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
-from paperclip.services.companies import require_company
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.key_cache import KeyCache
 from paperclip.services.queries import Cursor, keyset_page
 
@@ -79,7 +79,7 @@ class ApiKeyService:
             )
         secret = KEY_PREFIX + secrets.token_urlsafe(32)
         try:
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 if company_id is not None:
                     await require_company(session, company_id)
                 key = ApiKey(
@@ -128,7 +128,7 @@ class ApiKeyService:
         self, key_id: uuid.UUID, *, company_id: uuid.UUID | None = None, actor: Actor = SYSTEM
     ) -> ApiKey:
         """Revoke a key (of ``company_id`` when given); revoking it again is a conflict."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             stmt = select(ApiKey).where(ApiKey.id == key_id).with_for_update()
             if company_id is not None:
                 await require_company(session, company_id)

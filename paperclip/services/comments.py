@@ -15,6 +15,7 @@ from paperclip.models import Comment, Issue
 from paperclip.models.comment import body_revision
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
 from paperclip.services.wakes import request_wake
 
@@ -54,7 +55,7 @@ class CommentService:
         """
         for attempt in range(2):
             try:
-                async with self.sessions.begin() as session:
+                async with company_writes(self.sessions, company_id) as session:
                     if idempotency_key is not None:
                         first = await _keyed(session, company_id, issue_id, idempotency_key)
                         if first is not None:
@@ -77,7 +78,7 @@ class CommentService:
         *,
         body: str,
     ) -> Comment:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             comment = await self._own_comment(session, actor, company_id, issue_id, comment_id)
             if comment.deleted_at is not None:
                 raise ConflictError("a deleted comment cannot be edited", code="comment_deleted")
@@ -99,7 +100,7 @@ class CommentService:
     async def delete(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, comment_id: uuid.UUID
     ) -> Comment:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             comment = await self._own_comment(session, actor, company_id, issue_id, comment_id)
             if comment.deleted_at is None:
                 comment.deleted_at = datetime.now(UTC)

@@ -34,6 +34,7 @@ from paperclip.models import (
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.comments import IDEMPOTENCY_KEY_REUSED, add_comment
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.projects import project_on_assignment
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
@@ -77,7 +78,7 @@ class ConversationService:
         title: str,
     ) -> Conversation:
         _person(actor)
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             issue = await get_scoped(
                 session, Issue, company_id, issue_id, "issue", for_update=True, field="issue_id"
             )
@@ -127,6 +128,7 @@ class ConversationService:
         self, company_id: uuid.UUID, *, issue_id: uuid.UUID | None, after: Cursor | None, limit: int
     ) -> tuple[list[Conversation], Cursor | None]:
         async with self.sessions() as session:
+            await require_company(session, company_id)  # a company gone is a 404, not a page
             stmt = select(Conversation).where(Conversation.company_id == company_id)
             if issue_id is not None:
                 await get_scoped(
@@ -156,7 +158,7 @@ class ConversationService:
         """
         _person(actor)
         for _ in range(POST_ATTEMPTS):
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 candidate = await self._live_run_id(session, company_id, conversation_id)
                 run = (
                     await session.get(Run, candidate, with_for_update=True, populate_existing=True)

@@ -20,6 +20,7 @@ from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import HoldSetter, HoldStatus, Issue, TaskHold
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -66,6 +67,24 @@ async def hold_task(
     return hold
 
 
+def resolve_hold(session: AsyncSession, actor: Actor, hold: TaskHold, resolution: str) -> None:
+    """Resolve the (locked, active) ``hold`` in the caller's transaction."""
+    hold.status = HoldStatus.RESOLVED
+    hold.resolution = resolution
+    hold.resolved_by = HoldSetter.SYSTEM if actor.type == "system" else HoldSetter.OPERATOR
+    hold.resolved_by_actor = f"{actor.type}:{actor.id}"
+    hold.resolved_at = datetime.now(UTC)
+    record_activity(
+        session,
+        actor,
+        "hold.resolved",
+        entity_type="task_hold",
+        entity_id=hold.id,
+        company_id=hold.company_id,
+        details={"issue_id": str(hold.issue_id), "resolution": resolution},
+    )
+
+
 class HoldService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
@@ -80,6 +99,7 @@ class HoldService:
         limit: int,
     ) -> tuple[list[TaskHold], Cursor | None]:
         async with self.sessions() as session:
+            await require_company(session, company_id)  # a company gone is a 404, not a page
             if issue_id is not None:
                 await get_scoped(
                     session, Issue, company_id, issue_id, "issue", field="issue_id", source="query"
@@ -99,7 +119,7 @@ class HoldService:
         self, actor: Actor, company_id: uuid.UUID, *, issue_id: uuid.UUID, reason: str
     ) -> TaskHold:
         """An operator's hold: the task starts no run until it is released."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             await get_scoped(session, Issue, company_id, issue_id, "issue", field="issue_id")
             return await hold_task(
                 session,
@@ -114,7 +134,7 @@ class HoldService:
         self, actor: Actor, company_id: uuid.UUID, hold_id: uuid.UUID, *, resolution: str
     ) -> TaskHold:
         """Resolve an active hold (once); its task's queued wakes may start runs again."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             hold = await _hold(session, company_id, hold_id, for_update=True)
             if hold.status != HoldStatus.ACTIVE:
                 raise ConflictError(
@@ -125,20 +145,7 @@ class HoldService:
                 raise ForbiddenError(
                     "an operator's hold is resolved by an operator", code="operator_hold"
                 )
-            hold.status = HoldStatus.RESOLVED
-            hold.resolution = resolution
-            hold.resolved_by = HoldSetter.SYSTEM if actor.type == "system" else HoldSetter.OPERATOR
-            hold.resolved_by_actor = f"{actor.type}:{actor.id}"
-            hold.resolved_at = datetime.now(UTC)
-            record_activity(
-                session,
-                actor,
-                "hold.resolved",
-                entity_type="task_hold",
-                entity_id=hold.id,
-                company_id=company_id,
-                details={"issue_id": str(hold.issue_id), "resolution": resolution},
-            )
+            resolve_hold(session, actor, hold, resolution)
             issue = await session.get(Issue, hold.issue_id)
             if issue is not None and issue.assignee_agent_id is not None and actor.type != "system":
                 # An operator released the task: its agent takes it up again.

@@ -30,6 +30,7 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
@@ -114,8 +115,8 @@ class InteractionService:
         options: list[str],
         conversation_id: uuid.UUID | None,
     ) -> Interaction:
-        """An approval, execution stage or dependency blocker linked to the task (a person's,
-        or the agent's through its run token: a hire approval it submits)."""
+        """An approval, execution stage or dependency blocker linked to the task (a person's:
+        a run token may not call this route, ``paperclip.api.auth.RUN_TOKEN_ROUTES``)."""
         if kind in CARD_KINDS:
             raise InvalidInputError(
                 "question and confirmation cards are raised by the agent "
@@ -123,7 +124,7 @@ class InteractionService:
                 code="interaction_kind_not_allowed",
                 field="kind",
             )
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             await get_scoped(session, Issue, company_id, issue_id, "issue", source="path")
             if conversation_id is not None:
                 conversation = await get_scoped(
@@ -189,7 +190,7 @@ class InteractionService:
             raise ForbiddenError(
                 "a person answers and decides; an agent does not", code=ANSWER_BY_AGENT
             )
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             interaction = await get_scoped(
                 session,
                 Interaction,

@@ -12,6 +12,7 @@ from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotF
 from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.projects import (
     default_project,
     live_workspace,
@@ -79,7 +80,7 @@ class IssueService:
         project_id: uuid.UUID | None = None,
     ) -> Issue:
         """Create an issue; without a project, it gets its assignee's default project (if any)."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             assignee = await self._check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
@@ -178,7 +179,7 @@ class IssueService:
 
         Assigned without a project, it gets the new assignee's default project.
         """
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
             assignee = await self._check_links(
                 session,
@@ -219,7 +220,7 @@ class IssueService:
         return issue
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID) -> None:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
             await session.delete(issue)
             record_activity(

@@ -21,7 +21,7 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
-from paperclip.services.companies import require_company
+from paperclip.services.companies import company_writes, require_company
 from paperclip.services.project_sources import (
     Source,
     check_branches,
@@ -121,7 +121,7 @@ class ProjectService:
         check_source(source)
         check_branches({"branch_prefix": branch_prefix, "default_branch": default_branch})
         try:
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 await require_company(session, company_id)
                 await check_door(session, source)
                 project = Project(
@@ -172,7 +172,7 @@ class ProjectService:
         """
         check_branches(changes)
         try:
-            async with self.sessions.begin() as session:
+            async with company_writes(self.sessions, company_id) as session:
                 project = await get_scoped(
                     session, Project, company_id, project_id, "project", for_update=True
                 )
@@ -210,7 +210,7 @@ class ProjectService:
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, project_id: uuid.UUID) -> None:
         """Delete a project none of whose issues is still open; its ended issues lose it."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             # FOR UPDATE: an issue being put in the project (FOR KEY SHARE) commits first,
             # and the count below sees it.
             project = await get_scoped(

@@ -56,7 +56,7 @@ class RunTokenService:
         async with self.sessions() as session:
             row = (
                 await session.execute(
-                    select(RunToken)
+                    select(RunToken, Run.issue_id)
                     .join(Run, Run.id == RunToken.run_id)
                     .where(
                         RunToken.token_hash == hash_key(token),
@@ -64,9 +64,14 @@ class RunTokenService:
                         Run.status.in_((RunStatus.QUEUED, RunStatus.RUNNING)),
                     )
                 )
-            ).scalar_one_or_none()
+            ).one_or_none()
         if row is None:
             return None
+        token, issue_id = row
         return Actor(
-            type="agent", id=str(row.agent_id), company_id=row.company_id, run_id=row.run_id
+            type="agent",
+            id=str(token.agent_id),
+            company_id=token.company_id,
+            run_id=token.run_id,
+            issue_id=issue_id,
         )

@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn, ToolCall
 from paperclip.services.companies import require_company
+from paperclip.services.cost_reports import Totals, run_totals
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 
@@ -49,6 +50,12 @@ class RunQueries:
     async def get(self, company_id: uuid.UUID, run_id: uuid.UUID) -> Run:
         async with self.sessions() as session:
             return await get_scoped(session, Run, company_id, run_id, "run")
+
+    async def get_with_usage(self, company_id: uuid.UUID, run_id: uuid.UUID) -> tuple[Run, Totals]:
+        """The run and its usage, summed over its cost events."""
+        async with self.sessions() as session:
+            run = await get_scoped(session, Run, company_id, run_id, "run")
+            return run, await run_totals(session, run_id)
 
     async def events(
         self, company_id: uuid.UUID, run_id: uuid.UUID, *, after_seq: int, limit: int

@@ -31,6 +31,7 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
 
 
@@ -241,7 +242,7 @@ class WakeService:
         payload: dict[str, Any],
         idempotency_key: str | None,
     ) -> WakeOutcome:
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             await get_scoped(session, Agent, company_id, agent_id, "agent")
             if issue_id is not None:
                 await get_scoped(session, Issue, company_id, issue_id, "issue", field="issue_id")

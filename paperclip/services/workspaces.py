@@ -27,6 +27,7 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
+from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
 
 FORGOTTEN = "forgotten"
@@ -57,7 +58,7 @@ class WorkspaceService:
         """Stop sending the issue's runs to the host holding its worktree: the next run makes
         a new worktree (from the project's repository) on any runner. The old worktree and its
         branch stay on their host. Refused while a run of the issue is active."""
-        async with self.sessions.begin() as session:
+        async with company_writes(self.sessions, company_id) as session:
             view = await self._view(session, company_id, issue_id, for_update=True)
             row = view.row
             active = await session.scalar(

@@ -52,6 +52,12 @@ BODIES = {
     ("POST", "/api/companies/{company_id}/interactions/{interaction_id}/actions"): {
         "action": "approve"
     },
+    ("POST", "/api/companies/{company_id}/budgets"): {
+        "scope": "company",
+        "monthly_limit_micros": 1,
+    },
+    ("PATCH", "/api/companies/{company_id}/budgets/{budget_id}"): {"monthly_limit_micros": 2},
+    ("PUT", "/api/prices/{model}"): {"input_per_million_micros": 1},
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -101,6 +107,20 @@ REFERENCES = {
     ],
     ("POST", "/api/companies/{company_id}/issues/{issue_id}/interactions"): [
         {"json": {"kind": "approval", "title": "t", "conversation_id": "{conversation_id}"}},
+    ],
+    ("POST", "/api/companies/{company_id}/budgets"): [
+        {"json": {"scope": "agent", "scope_id": "{agent_id}", "monthly_limit_micros": 1}},
+        {"json": {"scope": "project", "scope_id": "{project_id}", "monthly_limit_micros": 1}},
+    ],
+    ("GET", "/api/companies/{company_id}/costs"): [
+        {"params": {"agent_id": "{agent_id}"}},
+        {"params": {"project_id": "{project_id}"}},
+        {"params": {"issue_id": "{issue_id}"}},
+        {"params": {"run_id": "{run_id}"}},
+    ],
+    ("GET", "/api/companies/{company_id}/cost-events"): [
+        {"params": {"agent_id": "{agent_id}"}},
+        {"params": {"run_id": "{run_id}"}},
     ],
 }
 
@@ -200,6 +220,12 @@ async def make_company(client, container, name: str) -> dict[str, str]:
             json={"kind": "approval", "title": f"{name} approval"},
         )
     ).json()
+    budget = (
+        await client.post(
+            f"/api/companies/{cid}/budgets",
+            json={"scope": "agent", "scope_id": agent["id"], "monthly_limit_micros": 10**9},
+        )
+    ).json()
     key, _ = await container.api_keys().create(
         f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
     )
@@ -214,6 +240,8 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "conversation_id": conversation["id"],
         "interaction_id": interaction["id"],
         "key_id": str(key.id),
+        "budget_id": budget["id"],
+        "model": "tenancy-model",
         "name": name,
     }
 

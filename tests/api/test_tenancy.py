@@ -6,6 +6,8 @@ Nothing of B is leaked and nothing is written. Keys of one company are in
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.api.tenancy import (
@@ -71,3 +73,19 @@ async def test_lists_show_only_the_company_own_rows(
         )
     ).json()["items"]
     assert [c["body"] for c in comments] == ["Alpha body"]
+
+
+async def test_every_list_of_a_company_that_does_not_exist_is_a_404(
+    paperclip_client, paperclip_app
+):
+    missing = str(uuid.uuid4())
+    walked = 0
+    for route in http_routes(paperclip_app):
+        if route.method != "GET" or route.names != ["company_id"]:
+            continue
+        r = await paperclip_client.get(route.url({"company_id": missing}))
+        if "text/event-stream" in r.headers.get("content-type", ""):
+            continue
+        assert (r.status_code, r.json()["code"]) == (404, "company_not_found"), (route, r.text)
+        walked += 1
+    assert walked >= 10

@@ -6,7 +6,9 @@ import asyncio
 import uuid
 
 from paperclip_hookspecs.completion import CompletionReport, CompletionStage
-from sqlalchemy import insert
+from sqlalchemy import column as sa_column
+from sqlalchemy import insert, text
+from sqlalchemy import table as sa_table
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from paperclip.db import migrate
@@ -44,13 +46,33 @@ async def _old_run(url: str) -> uuid.UUID:
             # Only the columns of 0004: the models have grown since (an INSERT of every
             # column would name ones the old schema does not have). In FK order.
             for row in (company, agent, issue, run):
-                model = type(row)
-                values = {
-                    c.key: getattr(row, c.key)
-                    for c in model.__table__.columns
-                    if getattr(row, c.key, None) is not None
-                }
-                await session.execute(insert(model).values(**values))
+                table = type(row).__table__
+                present = set(
+                    (
+                        await session.execute(
+                            text(
+                                "SELECT column_name FROM information_schema.columns "
+                                "WHERE table_name = :name"
+                            ),
+                            {"name": table.name},
+                        )
+                    ).scalars()
+                )
+                values = {}
+                for column in table.columns:
+                    if column.name not in present:
+                        continue
+                    value = getattr(row, column.key, None)
+                    default = column.default
+                    if value is None and default is not None and default.is_scalar:
+                        value = default.arg
+                    elif value is None and default is not None and default.is_callable:
+                        value = default.arg(None)
+                    if value is not None:
+                        values[column.name] = value
+                # A bare table of the old columns: the model's defaults name newer ones.
+                old = sa_table(table.name, *(sa_column(n, table.c[n].type) for n in values))
+                await session.execute(insert(old).values(**values))
             await session.execute(
                 insert(Comment).values(
                     company_id=company.id,

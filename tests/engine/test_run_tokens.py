@@ -176,3 +176,73 @@ async def test_run_token_cannot_list_other_runs(paperclip_client, two_runs):
         f"/api/companies/{a['company_id']}/runs", headers={"Authorization": f"Bearer {a['token']}"}
     )
     assert r.status_code == 403 and r.json()["code"] == "run_token_forbidden"
+
+
+async def test_a_run_token_reads_only_its_run_agent_issue_and_the_issue_comments(
+    paperclip_app, paperclip_client, two_runs
+):
+    """Every route of the app, with the run's own ids (and others of its company where the
+    route takes another kind): exactly the run's own reads, and its comment, succeed."""
+    from paperclip.api.access import Access
+    from tests.api.tenancy import http_routes
+
+    a, _ = two_runs
+    base = f"/api/companies/{a['company_id']}"
+    # Another agent's chat about another task of the same company, with a comment.
+    other_issue = (await paperclip_client.post(f"{base}/issues", json={"title": "theirs"})).json()
+    chat = await paperclip_client.post(
+        f"{base}/conversations",
+        json={"issue_id": other_issue["id"], "agent_id": a["other_agent_id"], "title": "c"},
+    )
+    assert chat.status_code == 201, chat.text
+    ids = {
+        "company_id": a["company_id"],
+        "agent_id": a["agent_id"],
+        "run_id": a["run_id"],
+        "issue_id": a["issue_id"],
+        "conversation_id": chat.json()["id"],
+    }
+    auth = {"Authorization": f"Bearer {a['token']}"}
+    answered = {}
+    for route in http_routes(paperclip_app):
+        if not route.path.startswith("/api/") or route.access is Access.PUBLIC:
+            continue
+        path = route.path
+        for name, value in ids.items():
+            path = path.replace("{" + name + "}", value)
+        path = path.replace("{", "").replace("}", "")  # any other id: one that does not exist
+        if route.path.endswith("/stream"):
+            path += "?wait=0"
+        body = {"body": "from the agent"} if route.takes_body else None
+        r = await paperclip_client.request(route.method, path, json=body, headers=auth)
+        answered[(route.method, route.path)] = r.status_code
+    allowed = {route for route, status in answered.items() if status < 400}
+    assert allowed == {
+        ("GET", "/api/companies/{company_id}/runs/{run_id}"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/events"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/events/stream"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/turns"),
+        ("GET", "/api/companies/{company_id}/runs/{run_id}/tool-calls"),
+        ("GET", "/api/companies/{company_id}/agents/{agent_id}"),
+        ("GET", "/api/companies/{company_id}/issues/{issue_id}"),
+        ("GET", "/api/companies/{company_id}/issues/{issue_id}/comments"),
+        ("POST", "/api/companies/{company_id}/issues/{issue_id}/comments"),
+    }
+    refused = {answered[r] for r in answered if r not in allowed}
+    assert refused <= {403, 404, 405}, answered
+    # The lists of its company, another task and another agent's chat: not the run's to read.
+    for path in (
+        "/issues",
+        f"/issues/{other_issue['id']}",
+        f"/issues/{other_issue['id']}/comments",
+        "/conversations",
+        f"/conversations/{chat.json()['id']}/messages",
+        "",
+    ):
+        r = await paperclip_client.get(base + path, headers=auth)
+        assert r.status_code in (403, 404), (path, r.status_code)
+        assert "theirs" not in r.text
+    r = await paperclip_client.post(
+        f"{base}/issues/{other_issue['id']}/comments", json={"body": "x"}, headers=auth
+    )
+    assert r.status_code == 404 and r.json()["code"] == "issue_not_found"

@@ -12,5 +12,6 @@ BUILTIN_PLUGINS: tuple[tuple[str, str], ...] = (
     ("tool-recovery", "paperclip.plugins.builtin.tool_recovery"),
     ("completion-guard", "paperclip.plugins.builtin.completion_guard"),
     ("presentation", "paperclip.plugins.builtin.presentation"),
+    ("budget-alerts", "paperclip.plugins.builtin.budget_alerts"),
 )
 """(name, module) of every built-in plugin, in registration order."""
