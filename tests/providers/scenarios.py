@@ -365,12 +365,13 @@ def assert_usage_recorded(
     sent: list[Usage],
     *,
     per_response: bool = True,
+    runs: int = 1,
     reasoning: bool = True,
 ) -> list[dict[str, Any]]:
     """The control plane recorded the run's usage as the endpoint sent it, once: the run's
     sums (``GET …/runs/{id}``'s ``usage``), and its cost events, one per model response
-    (``per_response``; else one per gateway run, summing its responses), each priced from
-    :data:`PRICE`. ``reasoning``: the provider reports reasoning tokens apart (Pi does not:
+    (``per_response``; else one per gateway run, summing its responses: ``runs`` of them),
+    each priced from :data:`PRICE`. ``reasoning``: the provider reports reasoning tokens apart (Pi does not:
     they are within the output). Returns the cost events."""
     assert sent, "the endpoint sent no usage"
     expected = total(sent)
@@ -398,7 +399,7 @@ def assert_usage_recorded(
         counts = [u.as_dict() | ({} if reasoning else {"reasoning_tokens": 0}) for u in sent]
         assert [{k: e[k] for k in USAGE_COUNTS} for e in events] == counts
     else:
-        assert len(events) == 1
+        assert len(events) == runs, events
     for event in events:
         assert event["cost_source"] == "priced", event
         assert event["cost_micros"] == priced({k: event[k] for k in USAGE_COUNTS}), event

@@ -91,6 +91,7 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(gateway_sta
         say("Done, with the changelog."),
     ]
     ctx = start(gateway_stack, model_endpoint, steps)
+    set_price(gateway_stack, ctx["model"])
     gateway_stack.assign(ctx)
     gate = model_endpoint.gate("slow-step")
     gate.wait_reached(WAIT)
@@ -108,6 +109,12 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(gateway_sta
     events = gateway_stack.events(ctx, run["id"])
     run_ids = {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")}
     assert run_ids == {run["id"], f"{run['id']}:follow-up:steer-1"}
+    # Each gateway run's usage, from its own request's final answer.
+    sent = model_endpoint.usage_sent(ctx["model"])
+    recorded = assert_usage_recorded(
+        gateway_stack, ctx, run["id"], sent, per_response=False, runs=2
+    )
+    assert {e["key"] for e in recorded} == run_ids
 
 
 def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(

@@ -86,6 +86,7 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(
         say("Done, with the changelog."),
     ]
     ctx = new_agent(opencode_stack, model_endpoint, steps)
+    set_price(opencode_stack, ctx["model"])
     opencode_stack.assign(ctx)
     gate = model_endpoint.gate("slow-step")
     gate.wait_reached(WAIT)
@@ -108,6 +109,8 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(
         if e["type"] == "message.updated" and e["payload"]["info"]["role"] == "user"
     }
     assert len(users) == 2  # the prompt and the follow-up, in one turn
+    # The follow-up's answers are the turn's too: every response counted, once.
+    assert_usage_recorded(opencode_stack, ctx, run["id"], model_endpoint.usage_sent(ctx["model"]))
 
 
 def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
