@@ -29,9 +29,12 @@ from paperclip.api.holds import HoldController
 from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
 from paperclip.api.openapi import complete, openapi_config
+from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
 from paperclip.api.projects import ProjectController
+from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
+from paperclip.api.routines import RoutineController
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
@@ -117,6 +120,7 @@ def create_app(
             AgentController,
             IssueController,
             ProjectController,
+            RoutineController,
             CommentController,
             RunController,
             RunStreamController,
@@ -124,6 +128,7 @@ def create_app(
             ConversationController,
             InteractionController,
             HoldController,
+            OverviewController,
             WorkspaceController,
             CostController,
             PriceController,
@@ -131,6 +136,7 @@ def create_app(
             recovery_status,
             ApiKeyController,
             PluginController,
+            ProviderController,
             runner_connect,
         ],
     )
@@ -145,6 +151,7 @@ def create_app(
             "agents": _service(container.agents),
             "issues": _service(container.issues),
             "projects": _service(container.projects),
+            "routines": _service(container.routines),
             "holds": _service(container.holds),
             "workspaces": _service(container.workspaces),
             "costs": _service(container.costs),
@@ -158,6 +165,9 @@ def create_app(
             "steering": _service(container.steering),
             "conversations": _service(container.conversations),
             "interactions": _service(container.interactions),
+            "inbox": _service(container.inbox),
+            "dashboard": _service(container.dashboard),
+            "agent_checks": _service(container.agent_checks),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,

@@ -12,6 +12,7 @@ from paperclip.db.engine import create_engine, create_session_factory
 from paperclip.engine.engine import RunEngine
 from paperclip.engine.steering import RunSteering
 from paperclip.plugins import PluginHost
+from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
 from paperclip.services.budgets import BudgetService
@@ -19,12 +20,15 @@ from paperclip.services.comments import CommentService
 from paperclip.services.companies import CompanyService
 from paperclip.services.conversations import ConversationService
 from paperclip.services.cost_reports import CostReports
+from paperclip.services.dashboard import DashboardQueries
 from paperclip.services.holds import HoldService
+from paperclip.services.inbox import InboxQueries
 from paperclip.services.interactions import InteractionService
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 from paperclip.services.prices import PriceService, prices_from_settings
 from paperclip.services.projects import ProjectService
+from paperclip.services.routines import RoutineService
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
@@ -59,11 +63,14 @@ class Container(containers.DeclarativeContainer):
     database_url = providers.Resource(database_url, settings=settings)
     engine = providers.Singleton(create_engine, database_url)
     sessions = providers.Singleton(create_session_factory, engine)
+    # What routines and heartbeats read as now: the system's clock unless a test sets one.
+    clock = providers.Singleton(lambda settings: settings.clock(), settings)
 
     companies = providers.Singleton(CompanyService, sessions)
     agents = providers.Singleton(AgentService, sessions)
     issues = providers.Singleton(IssueService, sessions)
     projects = providers.Singleton(ProjectService, sessions)
+    routines = providers.Singleton(RoutineService, sessions, clock)
     holds = providers.Singleton(HoldService, sessions)
     workspaces = providers.Singleton(WorkspaceService, sessions)
     costs = providers.Singleton(CostReports, sessions)
@@ -72,6 +79,9 @@ class Container(containers.DeclarativeContainer):
     issue_reads = providers.Singleton(IssueReads, engine)
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
+    inbox = providers.Singleton(InboxQueries, sessions)
+    dashboard = providers.Singleton(DashboardQueries, sessions)
+    agent_checks = providers.Singleton(AgentChecks, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions, engine)
     conversations = providers.Singleton(ConversationService, sessions)
     interactions = providers.Singleton(InteractionService, sessions)
@@ -94,6 +104,9 @@ class Container(containers.DeclarativeContainer):
         budget_sweep_seconds=settings.provided.budget_sweep_seconds,
         prices=configured_prices,
         database=engine,
+        clock=clock,
+        routine_grace_seconds=settings.provided.routine_grace_seconds,
+        routine_pass_seconds=settings.provided.routine_pass_seconds,
     )
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
     steering = providers.Singleton(

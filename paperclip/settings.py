@@ -13,6 +13,7 @@ import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from paperclip.clock import Clock, parse_test_clock, system_clock
 from paperclip.wire.workspace_rules import path_problem
 
 
@@ -165,6 +166,26 @@ class Settings(BaseSettings):
         le=3600,
         description="How often each replica looks for ended issues' worktrees to remove.",
     )
+    routine_grace_seconds: float = Field(
+        default=60.0,
+        ge=1,
+        le=86_400,
+        description="A routine's cron slot found this late or less runs on time; a later one "
+        "is missed, and its routine's catch-up policy decides (docs/routines.md).",
+    )
+    routine_pass_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="The routine scheduler looks at least this often (it wakes for each due "
+        "slot and heartbeat on its own); how soon a queued execution starts once the open one "
+        "closed.",
+    )
+    test_clock: str | None = Field(
+        default=None,
+        description="Tests only: the time routines and heartbeats read, "
+        "'<ISO start>@<unix anchor>x<speed>' (paperclip/clock.py). Unset: the system's.",
+    )
     local_runner: bool = Field(
         default=True,
         description="`paperclip serve` starts a runner on this machine (`--no-runner` leaves it out).",
@@ -245,6 +266,17 @@ class Settings(BaseSettings):
             if problem := path_problem(root):
                 raise ValueError(problem.replace("a repository folder", "a workspace root"))
         return roots
+
+    @field_validator("test_clock")
+    @classmethod
+    def _clock_spec(cls, value: str | None) -> str | None:
+        if value:
+            parse_test_clock(value)
+        return value or None
+
+    def clock(self) -> Clock:
+        """What routines and heartbeats read: the system's clock, or the test clock."""
+        return parse_test_clock(self.test_clock) if self.test_clock else system_clock
 
     @field_validator("log_level")
     @classmethod

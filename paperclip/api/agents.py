@@ -64,6 +64,7 @@ class AgentController(Controller):
             provider_config=data.provider_config,
             check_config=ProviderConfigs(plugin_host.providers()).check,
             default_project_id=data.default_project_id,
+            heartbeat_seconds=data.heartbeat_seconds,
         )
         return AgentOut.of(agent, plugin_host.providers())
 

@@ -4,7 +4,7 @@
 id); the MAC is an HMAC-SHA256 over the endpoint and the payload, keyed with
 the installation's ``cursor`` secret (``paperclip.services.server_secrets``).
 A cursor altered, forged, or taken to another endpoint (another list, another
-company's list) is ``422 invalid_cursor``.
+company's list, the same list in another sort) is ``422 invalid_cursor``.
 """
 
 from __future__ import annotations
@@ -74,6 +74,10 @@ class Pages:
 
     def after(self, cursor: str | None) -> Cursor | None:
         return self.codec.decode(cursor, self.scope) if cursor else None
+
+    def sorted(self, sort: str) -> Pages:
+        """The cursors of this list in ``sort``'s order: a position means nothing in another."""
+        return self if sort == "created" else Pages(self.codec, f"{self.scope}?sort={sort}")
 
     def page(self, items: list[Any], next_position: Cursor | None) -> Page[Any]:
         token = self.codec.encode(next_position, self.scope) if next_position else None

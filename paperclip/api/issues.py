@@ -10,8 +10,15 @@ from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import IssueCreate, IssueOut, IssueStatusName, IssueUpdate, changes
+from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor, Sort
+from paperclip.api.schemas import (
+    IssueCreate,
+    IssueOut,
+    IssuePriorityName,
+    IssueStatusName,
+    IssueUpdate,
+    changes,
+)
 from paperclip.services.actor import Actor
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
@@ -31,8 +38,13 @@ class IssueController(Controller):
         assignee_agent_id: uuid.UUID | None = None,
         parent_id: uuid.UUID | None = None,
         project_id: uuid.UUID | None = None,
+        priority: IssuePriorityName | None = None,
         q: Annotated[
-            str | None, Parameter(max_length=200, description="Text in the title.")
+            str | None,
+            Parameter(
+                max_length=200,
+                description="Text in the title, the description or the identifier (any case).",
+            ),
         ] = None,
         identifier: Annotated[
             str | None,
@@ -41,19 +53,23 @@ class IssueController(Controller):
                 description="The issue's identifier (`PAP-1`, any case): at most one issue.",
             ),
         ] = None,
+        sort: Sort = "created",
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[IssueOut]:
+        pages = pages.sorted(sort)
         rows, end = await issues.list(
             company_id,
             status=status,
             assignee_agent_id=assignee_agent_id,
             parent_id=parent_id,
             project_id=project_id,
+            priority=priority,
             q=q,
             identifier=identifier,
             after=pages.after(cursor),
             limit=limit,
+            sort=sort,
         )
         return pages.page([IssueOut.of(r) for r in rows], end)
 

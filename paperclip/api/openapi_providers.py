@@ -30,7 +30,7 @@ def describe_providers(components: Components, kinds: Sequence[ProviderKind]) ->
     configs: dict[str, Reference] = {}
     for kind in sorted(kinds, key=lambda k: k.name):
         component = f"ProviderConfig.{kind.name}"
-        components.schemas[component] = _as_schema(_config_schema(kind), component)
+        components.schemas[component] = _as_schema(config_schema_of(kind), component)
         configs[kind.name] = Reference(ref=f"#/components/schemas/{component}")
     create = components.schemas.get("AgentCreate")
     if create is not None:
@@ -40,7 +40,9 @@ def describe_providers(components: Components, kinds: Sequence[ProviderKind]) ->
         components.schemas["AgentUpdate"] = _variants(update, configs, require=False)
 
 
-def _config_schema(kind: ProviderKind) -> dict[str, Any]:
+def config_schema_of(kind: ProviderKind) -> dict[str, Any]:
+    """The JSON Schema of an agent's config for ``kind``: the plugin's, with the core's
+    ``launch`` key (a JSON object of any keys when the plugin declares none)."""
     schema = copy.deepcopy(dict(kind.config_schema or {"type": "object"}))
     schema.pop("$schema", None)
     schema.pop("$id", None)

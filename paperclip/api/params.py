@@ -6,6 +6,8 @@ from typing import Annotated
 
 from litestar.params import Parameter
 
+from paperclip.services.queries import SortKey
+
 PAGE_SIZE_MAX = 200
 PAGE_SIZE_DEFAULT = 50
 
@@ -15,4 +17,12 @@ Limit = Annotated[
 PageCursor = Annotated[
     str | None,
     Parameter(max_length=200, description="The next_cursor of the previous page."),
+]
+
+Sort = Annotated[
+    SortKey,
+    Parameter(
+        description="The order: `created` (oldest first, the default), `-created` (newest "
+        "first), `updated`, `-updated` (the last changed first).",
+    ),
 ]

@@ -12,7 +12,7 @@ from paperclip.api.access import Access, access
 from paperclip.api.cursors import Pages
 from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor
+from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor, Sort
 from paperclip.api.schemas import (
     RunEventOut,
     RunEventPage,
@@ -78,9 +78,12 @@ class RunController(Controller):
         agent_id: uuid.UUID | None = None,
         issue_id: uuid.UUID | None = None,
         status: RunStatusName | None = None,
+        sort: Sort = "created",
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[RunOut]:
+        """The company's runs, filtered; ``sort=-created`` lists the newest first."""
+        pages = pages.sorted(sort)
         rows, end = await runs.list(
             company_id,
             agent_id=agent_id,
@@ -88,6 +91,7 @@ class RunController(Controller):
             status=status,
             after=pages.after(cursor),
             limit=limit,
+            sort=sort,
         )
         return pages.page([RunOut.of(r) for r in rows], end)
 

@@ -37,6 +37,7 @@ ProviderName = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z
 Role = Annotated[str, Meta(max_length=200)]
 ShortText = Annotated[str, Meta(max_length=500)]
 IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=200)]
+HeartbeatSeconds = Annotated[int, Meta(ge=60, le=7 * 86_400)]
 JsonObject = dict[str, Any]
 
 IssueStatusName = Literal[
@@ -98,6 +99,8 @@ class AgentCreate(msgspec.Struct, forbid_unknown_fields=True):
     provider_config: JsonObject = msgspec.field(default_factory=dict)
     default_project_id: uuid.UUID | None = None
     """The project of the issues it is given without one."""
+    heartbeat_seconds: HeartbeatSeconds | None = None
+    """Wake it this often while it is idle, to look at its open issues (null: never)."""
 
 
 class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -106,6 +109,7 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
     provider: ProviderName | UnsetType = UNSET
     provider_config: JsonObject | UnsetType = UNSET
     default_project_id: uuid.UUID | UnsetType | None = UNSET
+    heartbeat_seconds: HeartbeatSeconds | UnsetType | None = UNSET
 
 
 class CapabilitiesOut(msgspec.Struct):
@@ -133,6 +137,8 @@ class AgentOut(msgspec.Struct):
     """The project of an issue created for (or assigned to) it without one."""
     capabilities: CapabilitiesOut | None = None
     """The provider's capabilities; null when no installed plugin provides it."""
+    heartbeat_seconds: int | None = None
+    heartbeat_due_at: datetime | None = None
 
     @classmethod
     def of(cls, row: Agent, kinds: Sequence[ProviderKind] = ()) -> AgentOut:
@@ -149,6 +155,8 @@ class AgentOut(msgspec.Struct):
             row.created_at,
             row.updated_at,  # type: ignore[arg-type]
             default_project_id=row.default_project_id,
+            heartbeat_seconds=row.heartbeat_seconds,
+            heartbeat_due_at=row.heartbeat_due_at,
             capabilities=None
             if caps is None
             else CapabilitiesOut(

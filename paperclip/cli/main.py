@@ -14,6 +14,7 @@ from paperclip.cli.context import load_settings, start_database, with_database
 from paperclip.cli.costs import costs
 from paperclip.cli.output import console, emit_json, fail
 from paperclip.cli.plugins import plugins
+from paperclip.cli.routines import routines
 from paperclip.cli.runner import runner, runners
 from paperclip.cli.workspace import workspace
 
@@ -231,6 +232,7 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 cli.add_command(chaos)
 cli.add_command(plugins)
 cli.add_command(runner)
+cli.add_command(routines)
 cli.add_command(runners)
 cli.add_command(workspace)
 cli.add_command(costs)

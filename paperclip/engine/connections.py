@@ -26,6 +26,7 @@ from paperclip.engine.fence import StaleEpochError, lock_run
 from paperclip.engine.inbox import RunnerInbox
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.runner_offers import offers_of
 from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.engine.turns import RUNNER_RESTARTED, end_turn
 from paperclip.models import Run, TurnStatus
@@ -33,6 +34,7 @@ from paperclip.models import Runner as RunnerRow
 from paperclip.wire.messages import (
     CLOSE_PROTOCOL_ERROR,
     CLOSE_REPLACED,
+    FEATURE_PROVIDER_REPORT,
     FEATURE_WORKSPACES,
     PROTOCOL,
     Hello,
@@ -139,7 +141,7 @@ class RunnerConnections:
                 Welcome(
                     replica=self.instance,
                     acked_seq=link.last_in,
-                    features=[FEATURE_WORKSPACES],
+                    features=[FEATURE_WORKSPACES, FEATURE_PROVIDER_REPORT],
                 )
             )
             await self._adopt_runs_of(link, hello)
@@ -183,8 +185,11 @@ class RunnerConnections:
         async with self.sessions.begin() as session:
             row = await session.get(RunnerRow, runner_id, with_for_update=True)
             assert row is not None
-            if row.instance != hello.runner_instance:
+            same_process = row.instance == hello.runner_instance
+            if not same_process:
                 row.in_seq = 0  # a new runner process starts its numbering again
+            # What it hosts, for a check of an agent answered by any replica.
+            row.offers = offers_of(hello, row.offers, same_process)
             row.instance, row.replica = hello.runner_instance, self.instance
             row.last_seen_at = datetime.now(UTC)
             if FEATURE_WORKSPACES in hello.features:

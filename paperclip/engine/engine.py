@@ -12,6 +12,7 @@
 - ``workspaces``: the worktrees of ended issues, released once their retention passed;
 - ``usage``, ``budgets``: the usage runners report, recorded and charged once; work a budget
   held, let go once the budget allows it again.
+- ``routines``: routines' due cron slots, their queued executions, agents' heartbeats.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -23,12 +24,13 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.clock import Clock, system_clock
 from paperclip.db.availability import log_failure
 from paperclip.engine.boots import BootRegistry
 from paperclip.engine.call_recovery import CallRecovery
@@ -47,6 +49,7 @@ from paperclip.engine.presentation_recovery import PresentationRecovery
 from paperclip.engine.reconciler import Reconciler
 from paperclip.engine.recovery_port import ControlPlanePort
 from paperclip.engine.resumption import Limits
+from paperclip.engine.routines import RoutineScheduler
 from paperclip.engine.scheduler import WakeScheduler
 from paperclip.engine.transport import Transport, TransportClosed
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
@@ -76,8 +79,10 @@ class RunEngine:
         workspace_sweep_seconds: float = 60.0,
         budget_sweep_seconds: float = 60.0,
         prices: Mapping[str, Price] | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         database: AsyncEngine | None = None,
+        clock: Clock = system_clock,
+        routine_grace_seconds: float = 60.0,
+        routine_pass_seconds: float = 1.0,
     ) -> None:
         self.instance = instance
         self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
@@ -166,6 +171,12 @@ class RunEngine:
             retention=retention,
             pass_seconds=workspace_sweep_seconds,
         )
+        self.routines = RoutineScheduler(
+            sessions,
+            clock=clock,
+            grace_seconds=routine_grace_seconds,
+            pass_seconds=routine_pass_seconds,
+        )
         self._loops: list[asyncio.Task[Any]] = []
         self._adoptions: set[asyncio.Task[None]] = set()
 
@@ -197,6 +208,7 @@ class RunEngine:
             asyncio.create_task(self.presentations.run(), name="presentation-recovery"),
             asyncio.create_task(self.workspaces.run(), name="workspace-keeper"),
             asyncio.create_task(self.budgets.run(), name="budget-keeper"),
+            asyncio.create_task(self.routines.run(), name="routine-scheduler"),
         ]
 
     def begin_stop(self) -> None:

@@ -27,6 +27,7 @@ from paperclip.engine.fenced_tx import FencedTransaction
 from paperclip.engine.gate import ControlGate
 from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.runner_offers import record_provider_report
 from paperclip.engine.transport import TransportClosed
 from paperclip.engine.turns import turn_started
 from paperclip.engine.workspaces.reports import record_released, record_report, record_status
@@ -37,6 +38,7 @@ from paperclip.wire.messages import (
     Event,
     Hello,
     ProtocolError,
+    ProviderReport,
     RunnerStatus,
     SteerResult,
     ToolCall,
@@ -102,6 +104,8 @@ class RunnerInbox:
                     messages.append(message)
                 elif isinstance(message, RunnerStatus):
                     await self._runner_status(link, message)
+                elif isinstance(message, ProviderReport):
+                    await self._provider_report(link, message)
                 elif isinstance(message, Hello):
                     await link.send(Error(message="hello is only the first message"))
             if messages:
@@ -239,6 +243,13 @@ class RunnerInbox:
                 await record_status(session, link.runner_id, message)
         except Exception as exc:  # a figure for people: never worth the connection
             log_failure(log, "recording runner %s's disk use failed", exc, link.runner_id)
+
+    async def _provider_report(self, link: RunnerLink, message: ProviderReport) -> None:
+        try:
+            async with self.sessions.begin() as session:
+                await record_provider_report(session, link.runner_id, link.instance, message)
+        except Exception as exc:  # what a check reports: never worth the connection
+            log_failure(log, "recording runner %s's provider probes failed", exc, link.runner_id)
 
     async def _steer_result(self, link: RunnerLink, message: SteerResult) -> None:
         event = Event(

@@ -75,8 +75,9 @@ def build_execution_input(
     run_id: str,
     hooks: Any = None,
     workspace: ExecutionWorkspace | None = None,
+    queue: list[Issue] | None = None,
 ) -> AssembledInput:
-    """Assemble a fresh session's input.
+    """Assemble a fresh session's input (``queue``: a heartbeat's open assigned issues).
 
     The current wake comments are the ones written by others since this agent's
     previous run on the issue started; earlier ones are history.
@@ -88,7 +89,7 @@ def build_execution_input(
         id=str(issue.id) if issue else str(wake.id),
         identifier=issue.identifier if issue else "",
         title=issue.title if issue else (wake.reason or "Wake"),
-        description=issue.description if issue else "",
+        description=issue.description if issue else queue_brief(queue),
         status=issue.status if issue else "",
         priority=issue.priority if issue else "",
         parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
@@ -108,6 +109,37 @@ def build_execution_input(
         history=tuple(comment_source(c, agent_names) for c in history),
     )
     return assemble_execution_input(request, hooks)
+
+
+QUEUE_SHOWN = 50
+"""A heartbeat's brief lists at most this many of the agent's open issues."""
+OPEN = ("backlog", "todo", "in_progress", "in_review", "blocked")
+
+
+def queue_brief(queue: list[Issue] | None) -> str:
+    """A heartbeat's task: the agent's open assigned issues, most urgent first."""
+    if queue is None:
+        return ""
+    if not queue:
+        return "You have no open assigned issue."
+    lines = [f"Your open assigned issues ({len(queue)}, most urgent first):"]
+    lines += [f"- {i.identifier} [{i.status}, {i.priority}] {i.title}" for i in queue]
+    return "\n".join(lines)
+
+
+async def open_assigned(session: AsyncSession, agent: Agent) -> list[Issue]:
+    rank = {"urgent": 0, "high": 1, "medium": 2, "low": 3}
+    rows = await session.execute(
+        select(Issue)
+        .where(
+            Issue.company_id == agent.company_id,
+            Issue.assignee_agent_id == agent.id,
+            Issue.status.in_(OPEN),
+        )
+        .order_by(Issue.updated_at.desc())
+        .limit(QUEUE_SHOWN)
+    )
+    return sorted(rows.scalars(), key=lambda i: rank.get(i.priority, 4))
 
 
 def carriers_of(hooks: Any, provider: str) -> ProviderCarriers:
@@ -163,7 +195,9 @@ async def assemble_for_run(
         if author_ids
         else {}
     )
+    queue = await open_assigned(session, agent) if wake.source == "heartbeat" else None
     assembled = build_execution_input(
+        queue=queue,
         agent=agent,
         issue=issue,
         parent=parent,

@@ -37,6 +37,14 @@ from paperclip.models.recovery import (
     RecoveryItemStatus,
     RecoverySettlement,
 )
+from paperclip.models.routine import (
+    CatchUp,
+    Concurrency,
+    ExecutionStatus,
+    Routine,
+    RoutineExecution,
+    Trigger,
+)
 from paperclip.models.run import ACTIVE_RUN_STATUSES, Run, RunEvent, RunStatus
 from paperclip.models.runner import Runner, RunnerMessage, RunToken
 from paperclip.models.server_secret import ServerSecret
@@ -61,8 +69,10 @@ __all__ = [
     "Budget",
     "BudgetMonth",
     "BudgetScope",
+    "CatchUp",
     "Comment",
     "Company",
+    "Concurrency",
     "ControllerBoot",
     "Conversation",
     "ConversationMessage",
@@ -70,6 +80,7 @@ __all__ = [
     "ConversationTurnRecord",
     "CostEvent",
     "CostSource",
+    "ExecutionStatus",
     "HoldSetter",
     "HoldStatus",
     "Interaction",
@@ -85,6 +96,8 @@ __all__ = [
     "RecoveryItem",
     "RecoveryItemStatus",
     "RecoverySettlement",
+    "Routine",
+    "RoutineExecution",
     "Run",
     "RunEvent",
     "RunReservation",
@@ -99,6 +112,7 @@ __all__ = [
     "ToolCall",
     "ToolCallStatus",
     "ToolReceipt",
+    "Trigger",
     "TurnKind",
     "TurnStatus",
     "WakeCommentRead",

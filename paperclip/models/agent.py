@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
+from sqlalchemy import DateTime, ForeignKey, Index, String, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
@@ -20,7 +21,14 @@ class Agent(UUIDPrimaryKey, Timestamps, Base):
     """A configured worker of a company, driven through one provider."""
 
     __tablename__ = "agents"
-    __table_args__ = (UniqueConstraint("company_id", "name"),)
+    __table_args__ = (
+        UniqueConstraint("company_id", "name"),
+        Index(
+            "ix_agents_heartbeat_due",
+            "heartbeat_due_at",
+            postgresql_where=text("heartbeat_seconds IS NOT NULL"),
+        ),
+    )
 
     company_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("companies.id", ondelete="CASCADE"), index=True
@@ -34,3 +42,7 @@ class Agent(UUIDPrimaryKey, Timestamps, Base):
         ForeignKey("projects.id", ondelete="SET NULL")
     )
     """The project of an issue created for (or assigned to) this agent without one."""
+    heartbeat_seconds: Mapped[int | None]
+    """Wake it every this many seconds while it is idle and not paused (None: never)."""
+    heartbeat_due_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """Its next heartbeat; None: the scheduler sets it (from its clock) one interval ahead."""

@@ -37,6 +37,9 @@ class Runner(UUIDPrimaryKey, Timestamps, Base):
     """Disk its worktrees and mirrors use, as it last reported."""
     workspace_count: Mapped[int | None] = mapped_column()
     status_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    offers: Mapped[dict[str, Any] | None] = mapped_column()
+    """What its process said it offers: ``providers``, ``launch_profiles`` (names by
+    provider) and, once probed, ``probes`` (each profile's CLI found, its version, a hint)."""
 
 
 class RunnerMessage(Base):

@@ -40,6 +40,13 @@ class WakeRequest(UUIDPrimaryKey, Timestamps, Base):
             unique=True,
             postgresql_where=text("status = 'queued' AND issue_id IS NOT NULL"),
         ),
+        # At most one queued heartbeat per agent: a later one coalesces into it.
+        Index(
+            "uq_wake_requests_heartbeat",
+            "agent_id",
+            unique=True,
+            postgresql_where=text("status = 'queued' AND source = 'heartbeat'"),
+        ),
         Index("ix_wake_requests_queue", "status", "created_at"),
     )
 
@@ -49,7 +56,8 @@ class WakeRequest(UUIDPrimaryKey, Timestamps, Base):
     agent_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
     issue_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("issues.id", ondelete="CASCADE"))
     source: Mapped[str] = mapped_column(String(40))
-    """What woke the agent: ``comment``, ``assignment``, ``manual``, ``schedule``, ``chat``."""
+    """What woke the agent: ``comment``, ``assignment``, ``manual``, ``routine``, ``heartbeat``,
+    ``chat``."""
     reason: Mapped[str] = mapped_column(String(500), default="")
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     idempotency_key: Mapped[str | None] = mapped_column(String(200))

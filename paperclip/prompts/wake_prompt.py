@@ -96,6 +96,12 @@ def _facts(wake: WakeSource, task: TaskSource) -> str:
         lines.append(f"- Comments: {deleted:,} deleted, none current; continue from the task.")
     else:
         lines.append("- Comments: none in this wake; continue from the task.")
+    if wake.reason == "heartbeat":
+        lines.append(
+            "- Heartbeat: nobody asked for anything new. This is your periodic wake to look at "
+            "your open assigned issues (listed in the task above): move the most urgent one "
+            "forward, or finish at once if none needs you now."
+        )
     if wake.omitted_count:
         lines.append(
             f"- Omitted: {count(wake.omitted_count, 'earlier comment')} of this wake "

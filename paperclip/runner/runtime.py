@@ -37,6 +37,7 @@ from paperclip.failpoints import failpoint
 from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
+from paperclip.runner.offers import ProviderOffers
 from paperclip.runner.records import TurnRecords
 from paperclip.runner.reports import session_reporter, usage_reporter
 from paperclip.runner.steer_order import SteerOrder
@@ -94,6 +95,7 @@ class RunnerProcess:
         """Provider kinds by name (from the runner's plugin host)."""
         self.launch = launch if launch is not None else LaunchPolicy.build(providers)
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
+        self.offers = ProviderOffers(providers, self.launch)
         self.workspaces = workspaces
         """This host's worktrees (None: turns run in their run's folder only)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -155,15 +157,9 @@ class RunnerProcess:
 
     # The connection
 
-    def _ws_url(self, base: str) -> str:
-        base = base.rstrip("/")
-        if base.startswith("http"):
-            base = "ws" + base[4:]
-        return base + wire.PATH
-
     async def _session(self, url: str) -> None:
         async with connect(
-            self._ws_url(url),
+            wire.connect_url(url),
             additional_headers={"Authorization": f"Bearer {self.credential}"},
             max_size=wire.MAX_MESSAGE_BYTES,
             compression=None,  # small JSON messages: deflate costs more CPU than it saves
@@ -185,6 +181,7 @@ class RunnerProcess:
                             for r in self.runs.values()
                         ],
                         **(self.workspaces.hello() if self.workspaces is not None else {}),
+                        **self.offers.hello(),
                     )
                 )
             )
@@ -202,6 +199,7 @@ class RunnerProcess:
                     replayed = message.seq
             self._ws = ws  # no await since the last check: nothing can slip in between
             self.connected.set()
+            self.offers.connected(welcome.features, self._send)
             if self.workspaces is not None:
                 self.workspaces.connected(welcome.features, self._send)
             async for raw in ws:

@@ -34,6 +34,7 @@ class AgentService:
         provider_config: dict[str, Any],
         check_config: ConfigCheck,
         default_project_id: uuid.UUID | None = None,
+        heartbeat_seconds: int | None = None,
     ) -> Agent:
         """Create an agent; ``check_config`` refuses a provider or config that does not fit."""
         try:
@@ -53,6 +54,7 @@ class AgentService:
                     provider_config=provider_config,
                     status=AgentStatus.ACTIVE,
                     default_project_id=default_project_id,
+                    heartbeat_seconds=heartbeat_seconds,
                 )
                 session.add(agent)
                 await session.flush()
@@ -103,6 +105,10 @@ class AgentService:
                     )
                 if (project_id := changes.get("default_project_id")) is not None:
                     await project_ref(session, company_id, project_id, field="default_project_id")
+                if changes.get("heartbeat_seconds", agent.heartbeat_seconds) != (
+                    agent.heartbeat_seconds
+                ):
+                    agent.heartbeat_due_at = None  # the scheduler counts from its own clock
                 for field, value in changes.items():
                     setattr(agent, field, value)
                 await session.flush()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
@@ -19,7 +19,7 @@ from paperclip.services.projects import (
     project_on_assignment,
     project_ref,
 )
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
+from paperclip.services.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
@@ -62,6 +62,63 @@ async def settle_after_run(
         issue.status = IssueStatus.TODO
 
 
+async def create_issue(
+    session: AsyncSession,
+    actor: Actor,
+    company_id: uuid.UUID,
+    *,
+    title: str,
+    description: str,
+    status: str,
+    priority: str,
+    assignee: Agent | None,
+    parent_id: uuid.UUID | None = None,
+    project_id: uuid.UUID | None = None,
+) -> Issue:
+    """Write an issue in the caller's transaction (its references checked by the caller); its
+    number comes from the company's counter row. Without a project, it gets its assignee's
+    default project (if any). Nobody is woken here."""
+    if project_id is None and assignee is not None:
+        project_id = await default_project(session, company_id, assignee)
+    # The counter row is the lock: concurrent creations get distinct numbers.
+    allocated = (
+        await session.execute(
+            update(Company)
+            .where(Company.id == company_id)
+            .values(issue_counter=Company.issue_counter + 1)
+            .returning(Company.issue_counter, Company.issue_prefix)
+        )
+    ).one_or_none()
+    if allocated is None:
+        raise NotFoundError.of("company", company_id)
+    number, prefix = allocated
+    issue = Issue(
+        id=uuid.uuid4(),
+        company_id=company_id,
+        number=number,
+        identifier=f"{prefix}-{number}",
+        title=title,
+        description=description,
+        status=status,
+        priority=priority,
+        assignee_agent_id=assignee.id if assignee is not None else None,
+        parent_id=parent_id,
+        project_id=project_id,
+    )
+    session.add(issue)
+    await session.flush()
+    record_activity(
+        session,
+        actor,
+        "issue.created",
+        entity_type="issue",
+        entity_id=issue.id,
+        company_id=company_id,
+        details={"identifier": issue.identifier},
+    )
+    return issue
+
+
 class IssueService:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
@@ -84,43 +141,17 @@ class IssueService:
             assignee = await self._check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
-            if project_id is None and assignee is not None:
-                project_id = await default_project(session, company_id, assignee)
-            # The counter row is the lock: concurrent creations get distinct numbers.
-            allocated = (
-                await session.execute(
-                    update(Company)
-                    .where(Company.id == company_id)
-                    .values(issue_counter=Company.issue_counter + 1)
-                    .returning(Company.issue_counter, Company.issue_prefix)
-                )
-            ).one_or_none()
-            if allocated is None:
-                raise NotFoundError.of("company", company_id)
-            number, prefix = allocated
-            issue = Issue(
-                id=uuid.uuid4(),
-                company_id=company_id,
-                number=number,
-                identifier=f"{prefix}-{number}",
+            issue = await create_issue(
+                session,
+                actor,
+                company_id,
                 title=title,
                 description=description,
                 status=status,
                 priority=priority,
-                assignee_agent_id=assignee_agent_id,
+                assignee=assignee,
                 parent_id=parent_id,
                 project_id=project_id,
-            )
-            session.add(issue)
-            await session.flush()
-            record_activity(
-                session,
-                actor,
-                "issue.created",
-                entity_type="issue",
-                entity_id=issue.id,
-                company_id=company_id,
-                details={"identifier": issue.identifier},
             )
             if assignee_agent_id is not None:
                 await request_wake(
@@ -146,7 +177,11 @@ class IssueService:
         limit: int,
         project_id: uuid.UUID | None = None,
         identifier: str | None = None,
+        priority: str | None = None,
+        sort: SortKey = "created",
     ) -> tuple[list[Issue], Cursor | None]:
+        """A page of the company's issues, filtered; ``q`` is text in the title, the
+        description or the identifier, in any case."""
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
@@ -165,12 +200,20 @@ class IssueService:
                 stmt = stmt.where(Issue.project_id == project_id)
             if identifier is not None:
                 stmt = stmt.where(Issue.identifier == identifier.strip().upper())
+            if priority is not None:
+                stmt = stmt.where(Issue.priority == priority)
             if q:
                 pattern = (
                     "%" + q.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
                 )
-                stmt = stmt.where(Issue.title.ilike(pattern, escape="\\"))
-            return await keyset_page(session, stmt, Issue, after, limit)
+                stmt = stmt.where(
+                    or_(
+                        Issue.title.ilike(pattern, escape="\\"),
+                        Issue.description.ilike(pattern, escape="\\"),
+                        Issue.identifier.ilike(pattern, escape="\\"),
+                    )
+                )
+            return await keyset_page(session, stmt, Issue, after, limit, sort)
 
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]

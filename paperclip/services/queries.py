@@ -1,6 +1,7 @@
 """Query helpers shared by services: company-scoped lookups and keyset pages.
 
-Pages follow (created_at, id) order; a page ends at a :class:`Cursor`.
+Pages follow (created_at, id) order unless a list offers another sort (a
+timestamp column, either way); a page ends at a :class:`Cursor`.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import Select, and_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -22,7 +23,9 @@ M = TypeVar("M")
 class Cursor:
     """A position in (created_at, id) order: the last row of a page.
 
-    Clients see it only signed and bound to its endpoint (``paperclip.api.cursors``).
+    In a list sorted by another timestamp, ``created_at`` holds that column's value.
+    Clients see it only signed and bound to its endpoint and its sort
+    (``paperclip.api.cursors``).
     """
 
     created_at: datetime
@@ -57,23 +60,38 @@ async def get_scoped(
     return row
 
 
+SortKey = Literal["created", "-created", "updated", "-updated"]
+"""A list's order: ``created`` (oldest first, the default) or ``updated``; ``-`` reverses."""
+
+
 async def keyset_page(
-    session: AsyncSession, stmt: Select[Any], model: Any, after: Cursor | None, limit: int
+    session: AsyncSession,
+    stmt: Select[Any],
+    model: Any,
+    after: Cursor | None,
+    limit: int,
+    sort: SortKey = "created",
 ) -> tuple[list[Any], Cursor | None]:
-    """One page of ``stmt`` in (created_at, id) order after ``after``, and where the next starts."""
+    """One page of ``stmt`` in (``sort``'s column, id) order after ``after``, and where the
+    next starts. The id breaks ties in the same direction, so the order is total."""
+    descending = sort.startswith("-")
+    column = getattr(model, f"{sort.lstrip('-')}_at")
     if after is not None:
-        stmt = stmt.where(
-            or_(
-                model.created_at > after.created_at,
-                and_(model.created_at == after.created_at, model.id > after.id),
+        if descending:
+            stmt = stmt.where(
+                or_(
+                    column < after.created_at, and_(column == after.created_at, model.id < after.id)
+                )
             )
-        )
-    rows = list(
-        (await session.execute(stmt.order_by(model.created_at, model.id).limit(limit + 1)))
-        .scalars()
-        .all()
-    )
+        else:
+            stmt = stmt.where(
+                or_(
+                    column > after.created_at, and_(column == after.created_at, model.id > after.id)
+                )
+            )
+    order = (column.desc(), model.id.desc()) if descending else (column, model.id)
+    rows = list((await session.execute(stmt.order_by(*order).limit(limit + 1))).scalars().all())
     if len(rows) > limit:
         rows = rows[:limit]
-        return rows, Cursor(rows[-1].created_at, rows[-1].id)
+        return rows, Cursor(getattr(rows[-1], column.key), rows[-1].id)
     return rows, None

@@ -10,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn, ToolCall
 from paperclip.services.companies import require_company
 from paperclip.services.cost_reports import Totals, run_totals
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
+from paperclip.services.queries import Cursor, SortKey, get_scoped, keyset_page
 
 
 class RunQueries:
@@ -26,6 +26,7 @@ class RunQueries:
         status: str | None,
         after: Cursor | None,
         limit: int,
+        sort: SortKey = "created",
     ) -> tuple[list[Run], Cursor | None]:
         async with self.sessions() as session:
             await require_company(session, company_id)
@@ -45,7 +46,7 @@ class RunQueries:
                 stmt = stmt.where(Run.issue_id == issue_id)
             if status is not None:
                 stmt = stmt.where(Run.status == status)
-            return await keyset_page(session, stmt, Run, after, limit)
+            return await keyset_page(session, stmt, Run, after, limit, sort)
 
     async def get(self, company_id: uuid.UUID, run_id: uuid.UUID) -> Run:
         async with self.sessions() as session:

@@ -160,8 +160,8 @@ async def claimable_wakes(
 
     Skipped: wakes other transactions hold (``SKIP LOCKED``: replicas claim
     side by side), wakes of paused agents, wakes of an issue that already
-    has an active run (they wait for it to end), wakes of a held issue
-    (they wait for the hold to be resolved), and, when ``runners`` is given,
+    has an active run (they wait for it to end), heartbeats of an agent with an
+    active run, wakes of a held issue (they wait for the hold to be resolved), and, when ``runners`` is given,
     wakes of an issue whose worktree lives on a runner not among them or is
     being removed (they wait for that runner, and never hold up the others).
     """
@@ -199,6 +199,15 @@ async def claimable_wakes(
                 and_(
                     TaskHold.issue_id == WakeRequest.issue_id, TaskHold.status == HoldStatus.ACTIVE
                 )
+            )
+        )
+        .where(
+            # A heartbeat is for an idle agent: it waits while a run of the agent is active.
+            or_(
+                WakeRequest.source != "heartbeat",
+                ~exists().where(
+                    and_(Run.agent_id == WakeRequest.agent_id, Run.status.in_(ACTIVE_RUN_STATUSES))
+                ),
             )
         )
         .where(*pinned)

@@ -29,6 +29,8 @@ CLOSE_REPLACED = 4409
 FEATURE_WORKSPACES = "workspaces"
 """A peer that says so in ``hello`` / ``welcome`` speaks the workspace messages below and
 runs a turn in the worktree its ``start_turn`` names."""
+FEATURE_PROVIDER_REPORT = "provider_report"
+"""A control plane that says so in ``welcome`` keeps a runner's ``provider_report``."""
 
 
 class ProtocolError(Exception):
@@ -128,6 +130,8 @@ class Hello(Message, tag="hello"):
     """The folders this host lets repositories come from (its own decision)."""
     workspace_remotes: list[str] = []
     """The clone URL patterns this host lets repositories be fetched from."""
+    launch_profiles: dict[str, list[str]] = {}
+    """The launch profiles this host offers, by provider: their names, never their commands."""
 
 
 class Event(DataMessage, tag="event"):
@@ -221,6 +225,25 @@ class RunnerStatus(Message, tag="runner_status"):
     workspace_bytes: int
     workspace_count: int
     mirror_bytes: int = 0
+
+
+class ProviderProbe(msgspec.Struct, kw_only=True):
+    """Whether one launch profile's executable is installed on the runner's host."""
+
+    provider: str
+    profile: str
+    found: bool | None
+    """None: the plugin cannot tell (no probe), or its probe failed."""
+    version: str | None = None
+    hint: str = ""
+    """What to do when it is missing or unusable."""
+
+
+class ProviderReport(Message, tag="provider_report"):
+    """The runner's launch profiles, probed once after the process starts (as ``paperclip
+    doctor`` probes them), sent after each ``welcome`` of a control plane that keeps it."""
+
+    probes: list[ProviderProbe]
 
 
 class SteerResult(DataMessage, tag="steer_result"):
@@ -318,6 +341,7 @@ FromRunner = (
     | WorkspaceReleased
     | Usage
     | RunnerStatus
+    | ProviderReport
     | Ack
     | Error
 )
@@ -329,6 +353,14 @@ ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorks
 _from_runner = msgspec.json.Decoder(FromRunner)
 _to_runner = msgspec.json.Decoder(ToRunner)
 _encoder = msgspec.json.Encoder()
+
+
+def connect_url(base: str) -> str:
+    """The runner endpoint's WebSocket URL on the control plane at ``base`` (http or ws)."""
+    base = base.rstrip("/")
+    if base.startswith("http"):
+        base = "ws" + base[4:]
+    return base + PATH
 
 
 def encode(message: Message) -> str:

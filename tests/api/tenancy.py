@@ -58,6 +58,13 @@ BODIES = {
     },
     ("PATCH", "/api/companies/{company_id}/budgets/{budget_id}"): {"monthly_limit_micros": 2},
     ("PUT", "/api/prices/{model}"): {"input_per_million_micros": 1},
+    ("POST", "/api/companies/{company_id}/routines"): {
+        "name": "n",
+        "agent_id": "00000000-0000-4000-8000-000000000000",
+        "title": "t",
+    },
+    ("PATCH", "/api/companies/{company_id}/routines/{routine_id}"): {"title": "x"},
+    ("POST", "/api/companies/{company_id}/routines/{routine_id}/run"): {},
 }
 
 # Ids of company B that may appear in a body or query of a company-A route.
@@ -122,6 +129,21 @@ REFERENCES = {
         {"params": {"agent_id": "{agent_id}"}},
         {"params": {"run_id": "{run_id}"}},
     ],
+    ("POST", "/api/companies/{company_id}/routines"): [
+        {"json": {"name": "n", "agent_id": "{agent_id}", "title": "t"}},
+        {
+            "json": {
+                "name": "n",
+                "agent_id": "{agent_id}",
+                "title": "t",
+                "project_id": "{project_id}",
+            }
+        },
+    ],
+    ("PATCH", "/api/companies/{company_id}/routines/{routine_id}"): [
+        {"json": {"agent_id": "{agent_id}"}},
+        {"json": {"project_id": "{project_id}"}},
+    ],
 }
 
 
@@ -157,7 +179,8 @@ def http_routes(app) -> Iterator[Route]:
 
 
 async def make_company(client, container, name: str) -> dict[str, str]:
-    """A company with a project, an agent, an issue, a comment, a run with an event, and a key."""
+    """A company with a project, an agent, an issue, a comment, a run with an event, a routine
+    and a key."""
     company = (await client.post("/api/companies", json={"name": name})).json()
     cid = company["id"]
     project = (
@@ -226,6 +249,12 @@ async def make_company(client, container, name: str) -> dict[str, str]:
             json={"scope": "agent", "scope_id": agent["id"], "monthly_limit_micros": 10**9},
         )
     ).json()
+    routine = (
+        await client.post(
+            f"/api/companies/{cid}/routines",
+            json={"name": f"{name} routine", "agent_id": agent["id"], "title": f"{name} report"},
+        )
+    ).json()
     key, _ = await container.api_keys().create(
         f"{name} key", company_id=uuid.UUID(cid), role=KeyRole.VIEWER
     )
@@ -239,6 +268,7 @@ async def make_company(client, container, name: str) -> dict[str, str]:
         "hold_id": str(hold.id),
         "conversation_id": conversation["id"],
         "interaction_id": interaction["id"],
+        "routine_id": routine["id"],
         "key_id": str(key.id),
         "budget_id": budget["id"],
         "model": "tenancy-model",

@@ -44,6 +44,13 @@ Documented exceptions, configured below and nowhere else:
   workspace_not_found`` before). The other phases test them; ``--checks all``
   outranks a check turned off in the configuration, so the phase is what is
   turned off.
+- ``positive_data_acceptance`` accepts ``422`` on ``POST`` and ``PATCH`` of a
+  routine: its ``cron`` is five valid fields, its ``timezone`` a known zone,
+  its templates' placeholders known ones, which the document describes but
+  cannot state as a schema (``invalid_cron``, ``unknown_timezone``,
+  ``unknown_placeholder``); and ``401`` on a routine's webhook, whose body
+  must be signed with the routine's secret (``invalid_signature``), which no
+  generated request knows. ``tests/api/test_routines.py`` tests them.
 - ``positive_data_acceptance`` accepts ``422`` on ``PATCH`` of an agent: a new
   ``provider_config`` alone is checked against the agent's own provider, while
   the document offers every installed provider's schema (it cannot know the
@@ -76,7 +83,7 @@ pytestmark = [pytest.mark.process, pytest.mark.timeout(600)]
 
 SEED = 20261130
 MAX_EXAMPLES = 15
-LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/runs/\{run_id\}/tool-calls|/api-keys|/projects))?$"
+LISTS = r"^/api/companies(/\{company_id\}(/agents|/issues|/issues/\{issue_id\}/comments|/runs|/runs/\{run_id\}/tool-calls|/api-keys|/projects|/routines|/routines/\{routine_id\}/executions))?$"
 
 
 def expected_operations() -> set[str]:
@@ -182,7 +189,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\}|/budgets|/costs|/cost-events)$'",
+            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\}|/budgets|/costs|/cost-events|/routines|/routines/\\{routine_id\\}|/run|/webhook|/webhook-secret)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",

@@ -56,7 +56,7 @@ async def test_every_route_refuses_foreign_ids(
     assert await table_fingerprint(paperclip_container) == before
 
 
-@pytest.mark.parametrize("resource", ["agents", "issues", "runs", "projects"])
+@pytest.mark.parametrize("resource", ["agents", "issues", "runs", "projects", "routines"])
 async def test_lists_show_only_the_company_own_rows(
     paperclip_client, paperclip_container, resource
 ):

@@ -37,6 +37,8 @@ PUBLIC = {
     # The board's page and files: no data in them; the page calls the API with a key.
     ("GET", "/"),
     ("GET", "/board/{name}"),
+    # A routine's webhook: signed with the routine's secret instead of a key.
+    ("POST", "/api/companies/{company_id}/routines/{routine_id}/webhook"),
 }
 
 

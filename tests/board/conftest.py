@@ -84,3 +84,13 @@ def stack(paperclip_database_url, tmp_path):
     s = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="module")
+def shared_stack(paperclip_database_url, tmp_path_factory):
+    """One control plane, its local runner and the fake Codex for a whole module: tests that
+    need no restart share them (each makes its own company), which keeps the module fast."""
+    s = Stack(database_url=paperclip_database_url, tmp=tmp_path_factory.mktemp("board"))
+    s.start_server(local_runner=True)
+    yield s
+    s.stop()

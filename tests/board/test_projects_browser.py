@@ -75,7 +75,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     page.get_by_role("link", name="Agents").click()
     expect(page.get_by_role("heading", name="Agents")).to_be_visible()
     page.get_by_label("Name", exact=True).fill("coder")
-    page.get_by_label("Provider", exact=True).fill("codex")
+    page.get_by_label("Provider", exact=True).select_option("codex")
     page.get_by_label("Default project (of").select_option(label="Website")
     page.get_by_role("button", name="Create agent").click()
     expect(page.get_by_label("Default project of coder")).to_have_value(projects["Website"]["id"])

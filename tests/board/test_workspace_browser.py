@@ -127,10 +127,11 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
 
     # The run page says what each report held, in a line.
     page.locator("ul.runs a").first.click()
-    state = page.locator("ol.events li[data-type='workspace.state']")
+    # The run page's own log (the issue page holds one too, of its latest run).
+    state = page.locator(".run ol.events li[data-type='workspace.state']")
     expect(state).to_contain_text(f"{branch} at ")
     expect(state).to_contain_text("0 ahead · 2 files changed · uncommitted changes")
-    ready = page.locator("ol.events li[data-type='workspace.ready']")
+    ready = page.locator(".run ol.events li[data-type='workspace.ready']")
     expect(ready).to_contain_text("0 files changed · clean")
 
     # Once the run has ended, the worktree may be forgotten.

@@ -2,23 +2,34 @@
 
 import { ApiError, setApiKey } from "./api.js";
 import { clear, errorBox, field, h } from "./dom.js";
-import { companiesView, companyNav } from "./views/companies.js";
+import { installShortcuts } from "./keys.js";
+import { companiesView, companyNav, currentCompany } from "./views/companies.js";
+import { dashboardView } from "./views/dashboard.js";
+import { inboxView } from "./views/inbox.js";
 import { issuesView } from "./views/issues.js";
 import { issueView } from "./views/issue.js";
+import { kanbanView } from "./views/kanban.js";
 import { agentsView } from "./views/agents.js";
 import { projectsView } from "./views/projects.js";
+import { routinesView, routineView } from "./views/routines.js";
 import { runView } from "./views/run.js";
 import { pluginsView, recoveryView } from "./views/system.js";
 
 const ROUTES = [
   // Each view is called with the route's groups, then an AbortSignal for leaving the page.
+  // An issue is named by its identifier (ACM-12) or its id; a list's filters ride in `?…`.
   [/^\/$/, companiesView],
   [/^\/plugins$/, pluginsView],
   [/^\/recovery$/, recoveryView],
   [/^\/c\/([0-9a-f-]{36})$/, issuesView],
+  [/^\/c\/([0-9a-f-]{36})\/kanban$/, kanbanView],
+  [/^\/c\/([0-9a-f-]{36})\/inbox$/, inboxView],
+  [/^\/c\/([0-9a-f-]{36})\/dashboard$/, dashboardView],
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
   [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
-  [/^\/c\/([0-9a-f-]{36})\/issues\/([0-9a-f-]{36})$/, issueView],
+  [/^\/c\/([0-9a-f-]{36})\/routines$/, routinesView],
+  [/^\/c\/([0-9a-f-]{36})\/routines\/([0-9a-f-]{36})$/, routineView],
+  [/^\/c\/([0-9a-f-]{36})\/issues\/([0-9a-f-]{36}|[A-Za-z][A-Za-z0-9]{1,9}-\d+)$/, issueView],
   [/^\/c\/([0-9a-f-]{36})\/runs\/([0-9a-f-]{36})$/, runView],
 ];
 
@@ -35,33 +46,57 @@ function keyForm() {
     field("API key", input), h("button", { type: "submit" }, "Use this key"));
 }
 
+/** The header's link to the page shown says so (aria-current), for eyes and screen readers;
+ * an issue's page counts as its company's issue list. */
+function markCurrent() {
+  const path = (location.hash || "#/").slice(1).split("?")[0];
+  for (const link of document.querySelectorAll("#nav a")) {
+    const target = link.getAttribute("href").slice(1);
+    const current = target === path || (/^\/c\/[^/]+$/.test(target) && path.startsWith(`${target}/issues/`));
+    if (current) link.setAttribute("aria-current", "page"); else link.removeAttribute("aria-current");
+  }
+}
+// The company's links arrive after the page (their name is read first).
+new MutationObserver(markCurrent).observe(document.getElementById("nav"), { childList: true });
+
 async function render() {
   const hash = location.hash || "#/";
   if (!hash.startsWith("#/")) return; // an in-page anchor (the skip link), not a route
-  const path = hash.slice(1);
+  const path = hash.slice(1).split("?")[0];
   if (teardown) { teardown(); teardown = null; }
   const stop = new AbortController();
   teardown = () => stop.abort();
   const companyMatch = path.match(/^\/c\/([0-9a-f-]{36})/);
-  companyNav(companyMatch ? companyMatch[1] : null);
+  companyNav(currentCompany(companyMatch ? companyMatch[1] : null));
+  // While the next page loads, the last one stays in sight but cannot be acted on: a press
+  // meant for the next page never lands on the one leaving.
+  main.inert = true;
+  main.setAttribute("aria-busy", "true");
+  const show = (node) => {
+    clear(main).append(node);
+    main.inert = false;
+    main.removeAttribute("aria-busy");
+  };
   for (const [pattern, view] of ROUTES) {
     const m = path.match(pattern);
     if (!m) continue;
     try {
       const node = await view(...m.slice(1), stop.signal);
       if (stop.signal.aborted) return;
-      clear(main).append(node);
+      show(node);
       main.dataset.view = pattern.source;
+      markCurrent();
     } catch (error) {
       if (stop.signal.aborted) return;
-      clear(main).append(error instanceof ApiError && error.status === 401 ? keyForm() : errorBox(error));
+      show(error instanceof ApiError && error.status === 401 ? keyForm() : errorBox(error));
     }
     return;
   }
-  clear(main).append(h("p", {}, "No such page. ", h("a", { href: "#/" }, "Companies")));
+  show(h("p", {}, "No such page. ", h("a", { href: "#/" }, "Companies")));
 }
 
 // The skip link moves the focus without changing the route.
 document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
 window.addEventListener("hashchange", render);
+installShortcuts();
 render();

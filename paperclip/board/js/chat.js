@@ -2,7 +2,7 @@
 // Both panels poll while they are on the page; a request that fails says why and retries.
 
 import { all, get, keyFor, post, q } from "./api.js";
-import { clear, field, h } from "./dom.js";
+import { badge, clear, field, h, statusName, when } from "./dom.js";
 
 const POLL_MS = 1500;
 
@@ -33,7 +33,7 @@ export function renderChat({ companyId, issue }) {
     const assignee = issue.assignee_agent_id;
     start.hidden = Boolean(conversation) || !assignee;
     box.disabled = send.disabled = !conversation;
-    clear(state).append(conversation ? conversation.state : "no chat");
+    clear(state).append(conversation ? statusName(conversation.state) : "No chat");
     state.dataset.chatState = conversation ? conversation.state : "";
     if (!assignee && !conversation) clear(note).append("Assign an agent to chat with it.");
   }
@@ -90,13 +90,68 @@ export function renderChat({ companyId, issue }) {
 }
 
 const ACTIONS = {
-  question: ["answer"],
-  confirmation: ["answer"],
   approval: ["approve", "reject", "request_revision"],
   execution_stage: ["resolve"],
   dependency: ["resolve"],
 };
-const LABELS = { answer: "Answer", approve: "Approve", reject: "Reject", request_revision: "Request revision", resolve: "Resolve" };
+const LABELS = { approve: "Approve", reject: "Reject", request_revision: "Request revision", resolve: "Resolve" };
+const CARDS = ["question", "confirmation"];
+const DONE = {
+  answered: "Answered", approved: "Approved", rejected: "Rejected", resolved: "Resolved",
+  revision_requested: "Revision requested",
+};
+
+/** What was answered or decided, once it was: the answer, or the decision and its note. */
+function outcome(i) {
+  const response = i.response || {};
+  const who = i.resolved_by ? ` by ${i.resolved_by.startsWith("agent:") ? "the agent" : "a person"}` : "";
+  const said = response.answer ?? response.note;
+  return h("div", { class: "outcome", "data-outcome": i.status },
+    h("strong", {}, DONE[i.status] || statusName(i.status)), who,
+    said ? [": ", h("q", { class: "answer" }, said)] : "",
+    i.status === "revision_requested" ? h("span", { class: "muted" }, " · waiting for the agent to resubmit") : "");
+}
+
+/**
+ * The controls of one interaction: a pending card's options as buttons (a text box only when it
+ * offers none); an approval's decisions (with a note); a stage's or blocker's Resolve; and, once
+ * answered or decided, what was. `onDone()` runs after an action; a refusal goes to `note`.
+ */
+export function interactionActions(companyId, i, onDone, note) {
+  const act = async (button, body) => {
+    button.disabled = true;
+    try {
+      await post(`/companies/${companyId}/interactions/${i.id}/actions`, body);
+      clear(note);
+      await onDone();
+    } catch (error) {
+      clear(note).append(refusal(error));
+      button.disabled = false;
+    }
+  };
+  if (i.status !== "pending") return outcome(i);
+  if (CARDS.includes(i.kind)) {
+    const options = (i.options || []).map(String);
+    if (options.length) {
+      return h("div", { class: "options", role: "group", "aria-label": `Answers to ${i.title}` },
+        options.map((option) => h("button", {
+          type: "button", class: "option", "data-option": option, "aria-label": `${option} (answer to ${i.title})`,
+          onclick: (e) => act(e.currentTarget, { action: "answer", answer: option }),
+        }, option)));
+    }
+    const answer = h("input", { type: "text", "aria-label": `Answer to ${i.title}`, maxlength: 20000 });
+    const send = h("button", { type: "button", "aria-label": `Answer: ${i.title}` }, "Answer");
+    send.addEventListener("click", () => { if (answer.value.trim()) act(send, { action: "answer", answer: answer.value }); });
+    answer.addEventListener("keydown", (e) => { if (e.key === "Enter") send.click(); });
+    return h("div", { class: "free-answer" }, answer, " ", send);
+  }
+  const actions = ACTIONS[i.kind] || [];
+  const noteBox = i.kind === "approval" ? h("input", { type: "text", "aria-label": `Note on ${i.title}`, placeholder: "A note (optional)", maxlength: 20000 }) : null;
+  return h("div", { class: "decisions" }, noteBox, actions.map((action) => h("button", {
+    type: "button", "aria-label": `${LABELS[action]}: ${i.title}`,
+    onclick: (e) => act(e.currentTarget, noteBox && noteBox.value.trim() ? { action, note: noteBox.value } : { action }),
+  }, LABELS[action])));
+}
 
 /** The issue's cards, approvals, stages and blockers; a pending one can be acted on. */
 export function renderInteractions({ companyId, issue }) {
@@ -105,30 +160,18 @@ export function renderInteractions({ companyId, issue }) {
   const note = h("p", { class: "muted", role: "status" });
 
   function item(i) {
-    const actions = i.status === "pending" ? ACTIONS[i.kind] || [] : [];
-    const answer = h("input", { type: "text", "aria-label": `Answer to ${i.title}` });
-    const buttons = actions.map((action) => h("button", {
-      type: "button",
-      "aria-label": `${LABELS[action]}: ${i.title}`,
-      onclick: async () => {
-        try {
-          await post(`${base}/interactions/${i.id}/actions`, action === "answer" ? { action, answer: answer.value } : { action });
-          clear(note);
-          await refresh();
-        } catch (error) {
-          clear(note).append(refusal(error));
-        }
-      },
-    }, LABELS[action]));
-    return h("li", { "data-interaction": i.id, "data-status": i.status },
-      h("div", { class: "meta" }, i.kind, " · ", h("span", { class: "badge" }, i.status)),
-      h("div", { class: "body" }, i.title),
-      actions.includes("answer") ? answer : null,
-      buttons);
+    return h("li", { "data-interaction": i.id, "data-status": i.status, "data-kind": i.kind },
+      h("div", { class: "meta" }, statusName(i.kind), " · ", badge(i.status), " · ", when(i.created_at)),
+      h("div", { class: "title" }, h("strong", {}, i.title)),
+      i.body ? h("div", { class: "body" }, i.body) : null,
+      interactionActions(companyId, i, refresh, note));
   }
 
   async function refresh() {
     const items = await all(`${base}/issues/${issue.id}/interactions`);
+    items.reverse(); // newest first
+    if (list.dataset.sig === JSON.stringify(items)) return;
+    list.dataset.sig = JSON.stringify(items);
     clear(list).append(...items.map(item));
     if (!items.length) list.append(h("li", { class: "muted" }, "Nothing waits for you."));
   }

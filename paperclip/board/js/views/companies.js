@@ -22,8 +22,28 @@ export async function companiesView() {
     companies.length ? list : h("p", { class: "muted" }, "No company yet."), form);
 }
 
-/** The header's links for the company being looked at. */
+/** The company pages the header links to, in order; a later page (costs, routines) adds a line. */
+export const COMPANY_LINKS = [
+  ["", (name) => `${name}: issues`],
+  ["/kanban", () => "Kanban"],
+  ["/inbox", () => "Inbox"],
+  ["/dashboard", () => "Dashboard"],
+  ["/agents", () => "Agents"],
+  ["/projects", () => "Projects"],
+  ["/routines", () => "Routines"],
+];
+
+const LAST_COMPANY = "paperclip.company";
 let navFor = null;
+
+/** The company the header links to: the one in the URL, else the last one looked at (so the
+ * links stay on the instance's own pages too). */
+export function currentCompany(fromUrl) {
+  if (fromUrl) localStorage.setItem(LAST_COMPANY, fromUrl);
+  return fromUrl || localStorage.getItem(LAST_COMPANY);
+}
+
+/** The header's links for the company being looked at (or last looked at). */
 export async function companyNav(companyId) {
   const nav = document.getElementById("nav");
   if (navFor === companyId) return;
@@ -31,11 +51,13 @@ export async function companyNav(companyId) {
   nav.querySelectorAll("[data-company]").forEach((el) => el.remove());
   if (!companyId) return;
   let name = "Company";
-  try { name = (await get(`/companies/${companyId}`)).name; } catch { /* the view says why */ }
+  try { name = (await get(`/companies/${companyId}`)).name; } catch {
+    if (navFor === companyId && localStorage.getItem(LAST_COMPANY) === companyId) localStorage.removeItem(LAST_COMPANY);
+    return; // gone, or not this key's: the view says why
+  }
   if (navFor !== companyId) return; // another company was opened meanwhile
-  nav.append(
-    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}` }, `${name}: issues`)),
-    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/agents` }, "Agents")),
-    h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}/projects` }, "Projects")));
+  const first = nav.firstElementChild;
+  for (const [suffix, label] of COMPANY_LINKS) {
+    nav.insertBefore(h("li", { "data-company": companyId }, h("a", { href: `#/c/${companyId}${suffix}`, "data-nav": suffix || "/issues" }, label(name))), first);
+  }
 }
-

@@ -1,4 +1,4 @@
-// One line per run event: its seq, its type and what it says, briefly.
+// One line per run event (the transcript's "raw" view): its seq, its type and what it says, briefly.
 
 import { h } from "../dom.js";
 
@@ -24,6 +24,7 @@ function summary(event) {
   if (item.type === "commandExecution") return item.command || "";
   if (item.type === "userMessage") return "user message";
   if (WORKSPACE_EVENTS.includes(event.type)) return workProductLine(p);
+  if (event.type === "progress") return p.summary || "";
   if (event.type === "run.finished") return [p.status, p.outcome, p.reason].filter(Boolean).join(" · ");
   if (p.delta && typeof p.delta === "string") return p.delta;
   if (p.turn && p.turn.status) return p.turn.status;

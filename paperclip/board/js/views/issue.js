@@ -1,12 +1,12 @@
-// One issue: what it is, who has it, its comments, runs (the latest one live), its workspace,
-// holds, and the slots for the chat and the agent's questions.
+// One issue: what it is, who has it, its comments, runs (newest first, the latest one's
+// transcript live), its workspace, what holds it, and the slots for the chat and the cards.
 
 import { all, get, keyFor, patch, post } from "../api.js";
-import { badge, clear, errorBox, field, h, when } from "../dom.js";
+import { badge, clear, errorBox, field, h, statusName, when } from "../dom.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
-import { eventList } from "./events.js";
-import { ISSUE_STATUSES, agentOptions } from "./issues.js";
+import { transcript } from "../transcript.js";
+import { ISSUE_STATUSES, agentOptions, resolveIssue } from "./issues.js";
 import { projectName, projectOptions } from "./projects.js";
 import { workspacePanel } from "./workspace.js";
 
@@ -30,10 +30,20 @@ function sending(statusBox, action) {
   };
 }
 
-export async function issueView(companyId, issueId, signal) {
+/** What holds the task beside its holds: an interaction waiting for a person (or, an approval
+ * sent back, for the agent) keeps the agent from finishing it. */
+function holdingItem(i) {
+  const waitsOn = i.status === "revision_requested" ? "the agent's revision" : "a person";
+  return h("li", { "data-holding-interaction": i.id, "data-status": "active" },
+    badge("active"), " ", h("strong", {}, statusName(i.kind)), ": ", i.title,
+    h("span", { class: "muted" }, ` · holds the task until ${i.status === "revision_requested" ? "resubmitted" : "answered"} (waits on ${waitsOn}; see Questions and approvals)`));
+}
+
+export async function issueView(companyId, issueRef, signal) {
   const base = `/companies/${companyId}`;
+  const issue = await resolveIssue(companyId, issueRef);
+  const issueId = issue.id;
   const path = `${base}/issues/${issueId}`;
-  let issue = await get(path);
   const [agents, projects] = await Promise.all([all(`${base}/agents`), all(`${base}/projects`)]);
   const agentName = (id) => (agents.find((a) => a.id === id) || { name: "an agent" }).name;
 
@@ -64,7 +74,7 @@ export async function issueView(companyId, issueId, signal) {
   // Assign and change status.
   assignee = h("select", { name: "assignee_agent_id" }, agentOptions(agents, issue.assignee_agent_id));
   statusSelect = h("select", { name: "status" },
-    ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, s)));
+    ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, statusName(s))));
   projectSelect = h("select", { name: "project_id" }, projectOptions(projects, issue.project_id));
   const editStatus = h("div", { "aria-live": "polite" });
   const editForm = h("form", {
@@ -75,7 +85,7 @@ export async function issueView(companyId, issueId, signal) {
       if (statusSelect.value !== issue.status) body.status = statusSelect.value;
       if ((projectSelect.value || null) !== issue.project_id) body.project_id = projectSelect.value || null;
       if (!Object.keys(body).length) return;
-      issue = await patch(path, body);
+      Object.assign(issue, await patch(path, body));
       showIssue();
     }),
   }, field("Assignee", assignee), field("Status", statusSelect), field("Project", projectSelect),
@@ -118,7 +128,7 @@ export async function issueView(companyId, issueId, signal) {
       },
     }, "Resolve");
     const li = h("li", { "data-hold": hold.id, "data-status": hold.status },
-      badge(hold.status), " ", h("strong", {}, hold.kind), ": ", hold.reason,
+      badge(hold.status), " ", h("strong", {}, statusName(hold.kind)), ": ", hold.reason,
       h("span", { class: "muted" }, ` set by ${hold.set_by}`, hold.replay_forbidden ? " · no replay" : "",
         hold.resolution ? ` · ${hold.resolution} by ${hold.resolved_by}` : ""),
       hold.status === "active" ? [" ", resolve] : []);
@@ -128,44 +138,58 @@ export async function issueView(companyId, issueId, signal) {
   // The worktree its runs work in; its events say when it changed.
   const workspace = workspacePanel(companyId, issueId);
 
-  // Runs, and the latest one live.
+  // Runs, newest first, and the latest one's transcript live.
   const runList = h("ul", { class: "runs", "aria-label": "Runs" });
   const livePanel = h("div", { class: "live-run" });
   let liveRunId = null;
+  let live = null;
+  let journalRead = null;
   let stopFollowing = null;
   function follow(run) {
     if (liveRunId === run.id) return;
     if (stopFollowing) stopFollowing();
     liveRunId = run.id;
-    const list = eventList(run.id);
+    live = transcript(run.id, { compact: true });
     const state = h("span", { class: "stream-state", "data-state": "connecting" }, "connecting");
     clear(livePanel).append(
-      h("h3", {}, "Live: run ", h("a", { href: `#/c/${companyId}/runs/${run.id}` }, run.id.slice(0, 8)), " ", state),
-      list);
+      h("h3", {}, "Latest run ", h("a", { href: `#/c/${companyId}/runs/${run.id}` }, run.id.slice(0, 8)), " ", state),
+      live);
     stopFollowing = followRun(companyId, run.id, {
-      onEvent: (event) => { list.add(event); workspace.runEvent(event); },
+      onEvent: (event) => { live.add(event); workspace.runEvent(event); },
       onState: (s) => { state.dataset.state = s; clear(state).append(s); },
     });
   }
 
   async function refresh() {
-    const [fresh, comments, runs, holds] = await Promise.all([
-      get(path), all(`${path}/comments`), all(`${base}/runs?issue_id=${issueId}`), all(`${base}/holds?issue_id=${issueId}`),
+    const [fresh, comments, runs, holds, interactions] = await Promise.all([
+      get(path), all(`${path}/comments`), all(`${base}/runs?issue_id=${issueId}&sort=-created`),
+      all(`${base}/holds?issue_id=${issueId}`), all(`${path}/interactions`),
     ]);
-    issue = fresh;
+    Object.assign(issue, fresh); // the same object the slots were given: they see it too
     showIssue();
     workspace.follow(issue, runs);
-    if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, holds)) return;
+    if (runs.length) follow(runs[0]);
+    // The latest run's journal, while it works and once more when it ended.
+    const journalKey = runs.length ? `${runs[0].id}:${runs[0].status}` : null;
+    if (live && journalKey && (journalKey !== journalRead || ["queued", "running"].includes(runs[0].status))) {
+      journalRead = journalKey;
+      all(`${base}/runs/${runs[0].id}/tool-calls`).then(live.journal).catch(() => { journalRead = null; });
+    }
+    const holding = interactions.filter((i) => i.status === "pending" || i.status === "revision_requested");
+    if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, [holds, holding])) return;
     clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
       h("div", { class: "meta" }, c.author_agent_id ? agentName(c.author_agent_id) : "operator", " · ", when(c.created_at)),
       h("div", { class: "body" }, c.deleted_at ? "(deleted)" : c.body))));
     clear(runList).append(...runs.map((r) => h("li", { "data-run": r.id, "data-status": r.status },
       h("a", { href: `#/c/${companyId}/runs/${r.id}` }, r.id.slice(0, 8)), " ", badge(r.status), " ",
-      h("span", { class: "muted" }, agentName(r.agent_id), " · ", when(r.created_at), r.error_code ? ` · ${r.error_code}` : ""))));
+      h("span", { class: "muted" }, agentName(r.agent_id), " · ", when(r.created_at),
+        r.status_reason ? ` · ${statusName(r.status_reason)}` : "", r.error_code ? ` · ${r.error_code}` : ""))));
     if (!runs.length) runList.append(h("li", { class: "muted" }, "No run yet."));
-    clear(holdList).append(...holds.map(holdItem));
-    if (!holds.length) holdList.append(h("li", { class: "muted" }, "No hold."));
-    if (runs.length) follow(runs[runs.length - 1]);
+    clear(holdList).append(...holding.map(holdingItem), ...holds.map(holdItem));
+    const standing = holds.filter((x) => x.status === "active").length + holding.length;
+    holdList.dataset.holding = String(standing);
+    if (!holds.length && !holding.length) holdList.append(h("li", { class: "muted" }, "Nothing holds this task."));
+    else if (!standing) holdList.append(h("li", { class: "muted" }, "Nothing holds this task now."));
   }
   await refresh();
 
@@ -173,9 +197,10 @@ export async function issueView(companyId, issueId, signal) {
   signal.addEventListener("abort", () => { clearInterval(timer); if (stopFollowing) stopFollowing(); });
 
   const ctx = { companyId, issue };
-  return h("div", { class: "issue", "data-issue": issueId },
+  return h("div", { class: "issue", "data-issue": issueId, "data-identifier": issue.identifier },
     title,
-    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText, " · project ", projectText),
+    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText, " · project ", projectText,
+      " · priority ", h("span", { id: "issue-priority" }, statusName(issue.priority))),
     description,
     editForm,
     h("div", { class: "columns" },

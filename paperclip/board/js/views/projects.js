@@ -2,7 +2,7 @@
 // and branches; make one, change one, delete one (the API's refusal is shown in its row).
 
 import { all, api, patch, post } from "../api.js";
-import { clear, errorBox, field, h } from "../dom.js";
+import { clear, errorBox, field, h, scrollTable } from "../dom.js";
 
 export function projectOptions(projects, selected, none = "No project") {
   return [h("option", { value: "" }, none),
@@ -149,8 +149,8 @@ export async function projectsView(companyId) {
   await load();
 
   return h("div", {}, h("h1", {}, "Projects"),
-    h("div", { class: "scroll" }, h("table", { class: "projects" },
+    scrollTable(h("table", { class: "projects" },
       h("caption", { class: "sr-only" }, "Projects"),
       h("thead", {}, h("tr", {}, ["Name", "Repository", "Default branch", "Branch prefix", "Git hooks", ""].map((t) => h("th", { scope: "col" }, t)))),
-      tbody)), form);
+      tbody), "Projects"), form);
 }

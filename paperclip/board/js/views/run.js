@@ -1,37 +1,65 @@
-// One run: its summary, its turns (with the steer slot on a running one) and its events, live.
+// One run: its summary, its turns and how each ended (with the steer slot on a running one), its
+// transcript, live (raw events a click away), and its tool journal.
 
-import { get } from "../api.js";
-import { badge, clear, h, when } from "../dom.js";
+import { all, get } from "../api.js";
+import { badge, clear, duration, h, scrollTable, statusName, when } from "../dom.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
-import { eventList } from "./events.js";
+import { transcript } from "../transcript.js";
+
+const ENDED = ["succeeded", "failed", "cancelled"];
+const took = (from, to) => (from && to ? duration(Date.parse(to) - Date.parse(from)) : "");
+const fold = (label, value) => h("details", { class: "fold" }, h("summary", {}, label),
+  h("pre", { class: "out" }, JSON.stringify(value, null, 2)));
+
+/** The run's tool journal as a table: what the model asked, what it got, and how long it took. */
+export function journalRows(calls) {
+  if (!calls.length) return [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No tool call journaled yet."))];
+  return calls.map((c) => h("tr", { "data-call": c.call_id, "data-tool": c.tool, "data-status": c.status, "data-error": c.is_error ? "" : null },
+    h("th", { scope: "row" }, h("code", {}, c.tool)),
+    h("td", {}, c.is_error ? h("span", { class: "error" }, `Refused: ${c.result?.error?.code || "error"}`) : statusName(c.status)),
+    h("td", {}, took(c.created_at, c.settled_at)),
+    h("td", {}, fold("Arguments", c.arguments)),
+    h("td", {}, c.status === "settled" ? fold(c.is_error ? "Error" : "Result", c.result) : h("span", { class: "muted" }, "waiting"))));
+}
 
 export async function runView(companyId, runId, signal) {
   const base = `/companies/${companyId}`;
   let run = await get(`${base}/runs/${runId}`);
   const agent = await get(`${base}/agents/${run.agent_id}`);
+  const issue = run.issue_id ? await get(`${base}/issues/${run.issue_id}`).catch(() => null) : null;
   const summary = h("dl", { class: "facts" });
   const turns = h("tbody");
+  const calls = h("tbody");
   const steer = h("div");
+  const log = transcript(runId);
   let steerPanel = null;
 
   async function refresh() {
     run = await get(`${base}/runs/${runId}`);
-    const { items } = await get(`${base}/runs/${runId}/turns`);
+    const [{ items }, journal] = await Promise.all([
+      get(`${base}/runs/${runId}/turns`), all(`${base}/runs/${runId}/tool-calls`),
+    ]);
+    const issueLink = issue
+      ? h("a", { href: `#/c/${companyId}/issues/${issue.identifier}` }, `${issue.identifier} · ${issue.title}`)
+      : run.issue_id ? h("a", { href: `#/c/${companyId}/issues/${run.issue_id}` }, "open the issue") : "none";
     const facts = [
-      ["Status", badge(run.status)], ["Phase", run.phase], ["Agent", `${agent.name} (${run.provider})`],
-      ["Issue", run.issue_id ? h("a", { href: `#/c/${companyId}/issues/${run.issue_id}` }, "open the issue") : "none"],
-      ["Controller", `${run.controller_instance || "none"} · epoch ${run.controller_epoch}`],
+      ["Status", badge(run.status)], ["Agent", `${agent.name} (${run.provider})`], ["Issue", issueLink],
       ["Started", when(run.started_at)], ["Finished", when(run.finished_at)],
-      ["Outcome", [run.status_reason, run.error_code, run.error_message].filter(Boolean).join(" · ")],
+      ["Took", took(run.started_at, run.finished_at)],
+      ["Outcome", [statusName(run.status_reason), run.error_code, run.error_message].filter(Boolean).join(" · ")],
       ["Answer", run.answer || ""],
+      ["Phase", statusName(run.phase)], ["Controller", `${run.controller_instance || "none"} · epoch ${run.controller_epoch}`],
     ];
     clear(summary).append(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
     summary.dataset.status = run.status;
-    clear(turns).append(...items.map((t) => h("tr", { "data-turn": t.number },
-      h("td", {}, t.number), h("td", {}, t.kind), h("td", {}, badge(t.status)),
-      h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""),
-      h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ")))));
+    clear(turns).append(...items.map((t) => h("tr", { "data-turn": t.number, "data-status": t.status },
+      h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
+      h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
+      h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ") || (t.status === "completed" ? "Ended normally" : "")),
+      h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""))));
+    clear(calls).append(...journalRows(journal));
+    log.journal(journal);
     const running = items.find((t) => t.status === "running") || null;
     const context = { companyId, run, agent, turn: running };
     if (steerPanel) steerPanel.update(context);
@@ -39,25 +67,30 @@ export async function runView(companyId, runId, signal) {
   }
   await refresh();
 
-  const list = eventList(runId);
   const state = h("span", { class: "stream-state", "data-state": "connecting" }, "connecting");
   const stop = followRun(companyId, runId, {
-    onEvent: (event) => list.add(event),
+    onEvent: (event) => log.add(event),
     onState: (s) => {
       state.dataset.state = s; clear(state).append(s);
       if (s === "ended" || s === "live") refresh().catch(() => {});
     },
   });
-  const ended = () => ["succeeded", "failed", "cancelled"].includes(run.status);
-  const timer = setInterval(() => { if (!document.hidden && !ended()) refresh().catch(() => {}); }, 2000);
+  const timer = setInterval(() => { if (!document.hidden && !ENDED.includes(run.status)) refresh().catch(() => {}); }, 2000);
   signal.addEventListener("abort", () => { stop(); clearInterval(timer); });
 
   return h("div", { class: "run", "data-run": runId },
-    h("h1", {}, `Run ${runId.slice(0, 8)}`), summary,
-    h("section", { class: "panel", "aria-label": "Turns" }, h("h2", {}, "Turns"),
-      h("div", { class: "scroll" }, h("table", {},
-        h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Runner", "Provider turn", "Error"].map((t) => h("th", { scope: "col" }, t)))),
-        turns))),
-    steer,
-    h("section", { class: "panel", "aria-label": "Events" }, h("h2", {}, "Events ", state), list));
+    h("h1", {}, `Run ${runId.slice(0, 8)}`, issue ? h("span", { class: "muted" }, ` · ${issue.identifier}`) : ""), summary,
+    h("div", { class: "columns" },
+      h("section", { class: "panel", "aria-label": "Transcript" }, h("h2", {}, "Transcript ", state), log),
+      h("div", {},
+        h("section", { class: "panel", "aria-label": "Turns" }, h("h2", {}, "Turns"),
+          scrollTable(h("table", {},
+            h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Took", "How it ended", "Runner", "Provider turn"].map((t) => h("th", { scope: "col" }, t)))),
+            turns), "Turns")),
+        steer)),
+    h("section", { class: "panel", "aria-label": "Tool calls" }, h("h2", {}, "Tool calls"),
+      h("p", { class: "muted" }, "The run's tool journal: every call of a Paperclip tool, as the control plane kept it."),
+      scrollTable(h("table", { class: "journal" },
+        h("thead", {}, h("tr", {}, ["Tool", "Status", "Took", "Arguments", "Result"].map((t) => h("th", { scope: "col" }, t)))),
+        calls), "Tool calls")));
 }

@@ -1,12 +1,12 @@
 // Instance-wide pages: the plugins this server loaded, and what its reconciler is doing.
 
 import { get } from "../api.js";
-import { badge, h, when } from "../dom.js";
+import { badge, h, scrollTable, when } from "../dom.js";
 
 function table(caption, headers, rows) {
-  return h("div", { class: "scroll" }, h("table", {}, h("caption", {}, caption),
+  return scrollTable(h("table", {}, h("caption", {}, caption),
     h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, rows)));
+    h("tbody", {}, rows)), caption);
 }
 
 export async function pluginsView() {

@@ -1,0 +1,134 @@
+// A company's routines: each one's schedule, next runs and policies, a Run now button, and
+// a routine's page with its next runs and the history of its executions; make one.
+
+import { all, get, keyFor, post } from "../api.js";
+import { badge, clear, errorBox, field, h, when } from "../dom.js";
+
+function schedule(r) {
+  if (!r.enabled) return badge("disabled");
+  if (!r.cron) return h("span", { class: "muted" }, "no schedule");
+  return [h("code", {}, r.cron), h("span", { class: "muted" }, ` ${r.timezone}`)];
+}
+
+/** A "Run now" button: one press, one execution (a retry after a lost answer keeps its key).
+ * What it did goes to `status`, a live region the page keeps across reloads of the list. */
+function runButton(base, r, onDone, status) {
+  let sent = null;
+  const button = h("button", {
+    type: "button", "aria-label": `Run ${r.name} now`,
+    onclick: async () => {
+      button.disabled = true;
+      clear(status);
+      sent = keyFor(sent, r.id);
+      try {
+        const e = await post(`${base}/${r.id}/run`, { idempotency_key: sent.key });
+        sent = null; // done: the next press is a new execution
+        status.append(`${r.name}: `, badge(e.status), e.reason ? h("span", { class: "muted" }, ` ${e.reason.replace(/_/g, " ")}`) : "");
+        await onDone();
+      } catch (error) { status.append(errorBox(error)); } finally { button.disabled = false; }
+    },
+  }, "Run now");
+  return button;
+}
+
+export async function routinesView(companyId) {
+  const base = `/companies/${companyId}/routines`;
+  const agents = await all(`/companies/${companyId}/agents`);
+  const agentName = (id) => (agents.find((a) => a.id === id) || { name: "?" }).name;
+  const tbody = h("tbody");
+  const ran = h("p", { class: "ran", "aria-live": "polite" });
+
+  async function load() {
+    const routines = await all(base);
+    clear(tbody).append(...routines.map((r) => h("tr", { "data-routine": r.id },
+      h("th", { scope: "row" }, h("a", { href: `#/c/${companyId}/routines/${r.id}` }, r.name)),
+      h("td", {}, schedule(r)),
+      h("td", {}, r.next_runs.length ? when(r.next_runs[0]) : h("span", { class: "muted" }, "-")),
+      h("td", {}, agentName(r.agent_id)),
+      h("td", {}, `${r.concurrency.replace(/_/g, " ")}, ${r.catch_up.replace(/_/g, " ")}`),
+      h("td", {}, r.webhook ? "yes" : "no"),
+      h("td", { class: "actions" }, runButton(base, r, load, ran)))));
+    if (!routines.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No routine yet.")));
+  }
+  await load();
+
+  const name = h("input", { name: "name", required: true, maxlength: 200 });
+  const agent = h("select", { name: "agent_id", required: true },
+    agents.map((a) => h("option", { value: a.id }, a.name)));
+  const title = h("input", { name: "title", required: true, maxlength: 500, placeholder: "Triage {{date}}" });
+  const description = h("textarea", { name: "description", rows: 3 });
+  const cron = h("input", { name: "cron", maxlength: 200, placeholder: "0 9 * * 1-5", spellcheck: "false" });
+  const zone = h("input", { name: "timezone", maxlength: 64, value: Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC", spellcheck: "false" });
+  const concurrency = h("select", { name: "concurrency" },
+    ["skip_if_open", "queue", "allow"].map((v) => h("option", { value: v }, v.replace(/_/g, " "))));
+  const catchUp = h("select", { name: "catch_up" },
+    ["skip_missed", "run_latest_once", "run_all"].map((v) => h("option", { value: v }, v.replace(/_/g, " "))));
+  const webhook = h("input", { type: "checkbox", name: "webhook" });
+  const status = h("div", { "aria-live": "polite" });
+  const form = h("form", {
+    class: "panel", "aria-label": "New routine",
+    onsubmit: async (e) => {
+      e.preventDefault();
+      clear(status);
+      const body = {
+        name: name.value, agent_id: agent.value, title: title.value, description: description.value,
+        cron: cron.value.trim() || null, timezone: zone.value.trim() || "UTC",
+        concurrency: concurrency.value, catch_up: catchUp.value, webhook: webhook.checked,
+      };
+      try {
+        const made = await post(base, body);
+        form.reset();
+        if (made.webhook_secret) {
+          status.append(h("p", { class: "panel secret", role: "status" },
+            "Webhook secret (shown this once): ", h("code", {}, made.webhook_secret),
+            h("br"), "POST signed bodies to ", h("code", {}, made.webhook_path)));
+        }
+        await load();
+      } catch (error) { status.append(errorBox(error)); }
+    },
+  }, h("h2", {}, "New routine"), field("Name", name), field("Agent", agent),
+  field("Issue title", title), field("Issue description", description),
+  h("div", { class: "filters" }, field("Cron (five fields; empty: no schedule)", cron), field("Time zone", zone)),
+  h("div", { class: "filters" }, field("When the last issue is open", concurrency), field("After downtime", catchUp)),
+  h("label", { class: "check" }, webhook, " A signed webhook"),
+  h("p", { class: "muted hint" }, "Placeholders: {{date}}, {{time}}, {{datetime}}, {{weekday}}, {{routine}}, {{trigger}}."),
+  h("button", { type: "submit", disabled: !agents.length }, "Create routine"), status);
+
+  return h("div", {}, h("h1", {}, "Routines"), ran,
+    h("div", { class: "scroll" }, h("table", { class: "routines" },
+      h("caption", { class: "sr-only" }, "Routines"),
+      h("thead", {}, h("tr", {}, ["Name", "Schedule", "Next run", "Agent", "Policies", "Webhook", ""].map((t) => h("th", { scope: "col" }, t)))),
+      tbody)), form);
+}
+
+export async function routineView(companyId, routineId) {
+  const base = `/companies/${companyId}/routines`;
+  const history = h("tbody");
+  const next = h("ul", { "aria-label": "Next runs" });
+  const head = h("div");
+  const ran = h("p", { class: "ran", "aria-live": "polite" });
+
+  async function load() {
+    const r = await get(`${base}/${routineId}`);
+    const executions = await get(`${base}/${routineId}/executions?limit=50`);
+    clear(head).append(h("h1", {}, r.name),
+      h("p", {}, schedule(r), r.missed_slots ? h("span", { class: "muted" }, ` · ${r.missed_slots} late slot(s) not run`) : ""),
+      h("p", {}, "Issue: ", h("strong", {}, r.title), h("span", { class: "muted" }, ` (${r.priority})`)),
+      r.webhook_path ? h("p", {}, "Webhook: ", h("code", {}, `POST ${r.webhook_path}`)) : "",
+      h("div", { class: "buttons" }, runButton(base, r, load, ran)), ran);
+    clear(next).append(...(r.next_runs.length ? r.next_runs.map((t) => h("li", {}, when(t)))
+      : [h("li", { class: "muted" }, "none")]));
+    clear(history).append(...executions.items.map((e) => h("tr", { "data-execution": e.id },
+      h("td", {}, when(e.slot_at)), h("td", {}, e.trigger), h("td", {}, badge(e.status)),
+      h("td", {}, e.reason ? e.reason.replace(/_/g, " ") : ""),
+      h("td", {}, e.issue_id ? h("a", { href: `#/c/${companyId}/issues/${e.issue_id}` }, "issue") : ""))));
+    if (!executions.items.length) history.append(h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No execution yet.")));
+  }
+  await load();
+
+  return h("div", {}, head, h("h2", {}, "Next runs"), next, h("h2", {}, "History"),
+    h("div", { class: "scroll" }, h("table", { class: "executions" },
+      h("caption", { class: "sr-only" }, "Executions, newest first"),
+      h("thead", {}, h("tr", {}, ["Slot", "Trigger", "Status", "Why", ""].map((t) => h("th", { scope: "col" }, t)))),
+      history)));
+}

@@ -1,0 +1,59 @@
+"""Routines on the board in headless Chromium, against a real ``paperclip serve``.
+
+Make a routine with a schedule and a webhook (its secret shown once), see its
+next run, press Run now (an execution, its issue), press again (skipped: the
+first issue is open), open its page (next runs, history newest first), and a
+bad cron is refused with the API's code in the form.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
+
+expect = pytest.importorskip("playwright.sync_api").expect
+
+
+def test_make_a_routine_run_it_now_and_read_its_history(stack, page, screenshots):
+    stack.start_server()
+    ctx = stack.setup_issue({"turns": []})  # a company and an agent (no runner: nothing runs)
+    cid = ctx["company"]["id"]
+    page.goto(f"{stack.url()}/#/c/{cid}")
+    page.get_by_role("link", name="Routines").click()
+    expect(page.get_by_role("heading", name="Routines")).to_be_visible()
+
+    form = page.get_by_role("form", name="New routine")
+    form.get_by_label("Name", exact=True).fill("Morning triage")
+    form.get_by_label("Issue title").fill("Triage {{date}}")
+    form.get_by_label("Cron (five fields; empty: no schedule)").fill("not a cron")
+    form.get_by_label("Time zone").fill("Europe/Paris")
+    form.get_by_role("button", name="Create routine").click()
+    expect(form.locator(".error")).to_contain_text("invalid_cron")
+    rows = page.locator("tr[data-routine]")
+    expect(rows).to_have_count(0)
+
+    form.get_by_label("Cron (five fields; empty: no schedule)").fill("0 9 * * 1-5")
+    form.get_by_label("A signed webhook").check()
+    form.get_by_role("button", name="Create routine").click()
+    expect(form.get_by_role("status")).to_contain_text("pcwh_")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("0 9 * * 1-5")
+    expect(rows.first).to_contain_text("skip if open, skip missed")
+
+    ran = page.locator("p.ran")
+    rows.first.get_by_role("button", name="Run Morning triage now").click()
+    expect(ran).to_have_text("Morning triage: started")
+    rows.first.get_by_role("button", name="Run Morning triage now").click()
+    expect(ran).to_have_text("Morning triage: skipped open execution")
+    screenshots(page, "routines")
+
+    rows.first.get_by_role("link", name="Morning triage").click()
+    expect(page.get_by_role("heading", name="Morning triage")).to_be_visible()
+    expect(page.get_by_role("list", name="Next runs").locator("li")).to_have_count(5)
+    history = page.locator("tr[data-execution]")
+    expect(history).to_have_count(2)
+    expect(history.first).to_contain_text("skipped")
+    expect(history.last).to_contain_text("started")
+    history.last.get_by_role("link", name="issue").click()
+    expect(page.get_by_role("heading", name="Triage")).to_be_visible()
