@@ -4,7 +4,8 @@ Control plane, runner and provider are separate processes; a real CLI's model
 is :class:`tests.support.model_endpoint.ModelEndpoint` on 127.0.0.1. Each
 scenario ends with the same checks: the run succeeded, its comment was posted
 exactly once, its final prose presented once, every tool call journaled and
-settled once, the event log without gaps or duplicates.
+settled once, the event log without gaps or duplicates. What a run used is
+checked against what the endpoint sent (:func:`assert_usage_recorded`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from paperclip_hookspecs.completion import READ_CURRENT_WAKE_COMMENTS
 
 from paperclip.testing import connect
 from tests.support.db import query
-from tests.support.model_endpoint_script import FunctionCall, Step, calls, reply, say
+from tests.support.model_endpoint_script import FunctionCall, Step, Usage, calls, reply, say, total
 from tests.support.processes import wait_until
 
 WAIT = 120.0
@@ -311,3 +312,96 @@ def assert_model_followed_the_correction(endpoint, model: str) -> None:
     page = last_tool_result(requests[3])
     assert page["complete"] and page["next_cursor"] is None
     assert last_tool_result(requests[4])["accepted"]
+
+
+# Usage: what the control plane recorded of a run, against what the model endpoint sent.
+
+USAGE_COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+PRICE = {
+    "input_per_million_micros": 2_000_000,
+    "cached_input_per_million_micros": 1_000_000,
+    "output_per_million_micros": 3_000_000,
+}
+"""Whole micro-units per token (2, 1 and 3), so a run's cost is exact to the unit."""
+
+
+def set_price(stack, model: str) -> None:
+    """Put :data:`PRICE` in the price table for ``model`` (no provider here says a cost)."""
+    with stack.api() as api:
+        response = api.put(f"/prices/{model}", json=PRICE)
+        assert response.status_code == 200, response.text
+
+
+def priced(counts: dict[str, int]) -> int:
+    """What :data:`PRICE` makes of these counts: cached input tokens at their own price."""
+    per = {k: v // 1_000_000 for k, v in PRICE.items()}
+    fresh = counts["input_tokens"] - counts["cached_input_tokens"]
+    return (
+        fresh * per["input_per_million_micros"]
+        + counts["cached_input_tokens"] * per["cached_input_per_million_micros"]
+        + counts["output_tokens"] * per["output_per_million_micros"]
+    )
+
+
+def cost_events(stack, ctx, run_id: str) -> list[dict[str, Any]]:
+    """The run's cost events, as ``GET …/cost-events?run_id=`` pages them."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {"run_id": run_id, "limit": 100}
+    with stack.api() as api:
+        while True:
+            response = api.get(f"/companies/{ctx['company']['id']}/cost-events", params=params)
+            assert response.status_code == 200, response.text
+            page = response.json()
+            items += page["items"]
+            if page["next_cursor"] is None:
+                return items
+            params["cursor"] = page["next_cursor"]
+
+
+def assert_usage_recorded(
+    stack,
+    ctx,
+    run_id: str,
+    sent: list[Usage],
+    *,
+    per_response: bool = True,
+    runs: int = 1,
+    reasoning: bool = True,
+) -> list[dict[str, Any]]:
+    """The control plane recorded the run's usage as the endpoint sent it, once: the run's
+    sums (``GET …/runs/{id}``'s ``usage``), and its cost events, one per model response
+    (``per_response``; else one per gateway run, summing its responses: ``runs`` of them),
+    each priced from :data:`PRICE`. ``reasoning``: the provider reports reasoning tokens apart (Pi does not:
+    they are within the output). Returns the cost events."""
+    assert sent, "the endpoint sent no usage"
+    expected = total(sent)
+    if not reasoning:
+        expected["reasoning_tokens"] = 0
+
+    def run_usage() -> dict[str, Any]:
+        with stack.api() as api:
+            response = api.get(f"/companies/{ctx['company']['id']}/runs/{run_id}")
+        assert response.status_code == 200, response.text
+        return response.json()["usage"]
+
+    def recorded() -> dict[str, Any] | None:
+        usage = run_usage()
+        return usage if {k: usage[k] for k in USAGE_COUNTS} == expected else None
+
+    try:
+        usage = wait_until(recorded, WAIT, 0.2, "the run's usage to be recorded")
+    except TimeoutError:
+        raise AssertionError(f"recorded {run_usage()}, the model sent {expected}") from None
+    events = cost_events(stack, ctx, run_id)
+    assert len({e["key"] for e in events}) == len(events), events  # each response once
+    assert {e["model"] for e in events} == {ctx["model"]}
+    if per_response:
+        counts = [u.as_dict() | ({} if reasoning else {"reasoning_tokens": 0}) for u in sent]
+        assert [{k: e[k] for k in USAGE_COUNTS} for e in events] == counts
+    else:
+        assert len(events) == runs, events
+    for event in events:
+        assert event["cost_source"] == "priced", event
+        assert event["cost_micros"] == priced({k: event[k] for k in USAGE_COUNTS}), event
+    assert usage["cost_micros"] == priced(expected) == sum(e["cost_micros"] for e in events)
+    return events

@@ -4,7 +4,9 @@ The real CLIs (Codex, OpenCode, Pi, OpenClaw) run a full turn against it with a
 dummy key: each request of a model's conversation gets that model's next
 scripted step (assistant text, shell calls, MCP tool calls, errors, slow or
 held responses), so a real CLI drives a real turn, deterministically, offline.
-Every request is recorded for the test to inspect.
+Every request is recorded for the test to inspect, and so is the usage each
+response reported (:meth:`ModelEndpoint.usage_sent`), for a test to compare
+with what the CLI and the control plane recorded.
 
 Served:
 
@@ -40,9 +42,11 @@ from typing import Any
 from tests.support.model_endpoint_script import (
     Conversation,
     Step,
+    Usage,
     chat_chunks,
     load_script,
     responses_events,
+    usage_of,
 )
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -129,6 +133,7 @@ class ModelEndpoint:
         self._conversations: dict[str, Conversation] = {}
         self._gates: dict[str, Gate] = {}
         self._received: list[Received] = []
+        self._usage_sent: list[tuple[str, int, Usage]] = []
         self._hold_limit = hold_limit
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -190,6 +195,12 @@ class ModelEndpoint:
         """The requests of ``model`` that a step answered, in order."""
         return [r for r in self.received(model) if r.step is not None]
 
+    def usage_sent(self, model: str) -> list[Usage]:
+        """The usage each response of ``model`` reported, in the order the responses ended
+        (a response cut short, or a chat stream that did not ask for usage, reported none)."""
+        with self._lock:
+            return [usage for m, _, usage in self._usage_sent if m == model]
+
     def position(self, model: str) -> int:
         """How many requests of ``model``'s conversation have been answered or started."""
         with self._lock:
@@ -216,6 +227,10 @@ class ModelEndpoint:
     def _record(self, received: Received) -> None:
         with self._lock:
             self._received.append(received)
+
+    def _record_usage(self, model: str, index: int, usage: Usage) -> None:
+        with self._lock:
+            self._usage_sent.append((model, index, usage))
 
     def _take_step(self, model: str | None) -> tuple[int | None, Step | None, bool]:
         """(index, step, known model) for the next request of ``model``'s conversation."""
@@ -250,6 +265,7 @@ def _handler_for(endpoint: ModelEndpoint) -> type[BaseHTTPRequestHandler]:
 class _Handler(BaseHTTPRequestHandler):
     owner: ModelEndpoint
     protocol_version = "HTTP/1.1"
+    _broken = False
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # recorded in Received instead
@@ -297,11 +313,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(500, f"the script of {model!r} has no step {index}", "script_exhausted")
         elif step.error is not None:
             self._error(step.error.status, step.error.message, step.error.code)
-        elif wire == "responses":
-            self._stream_responses(step, str(model))
         else:
-            options = body.get("stream_options") or {}
-            self._stream_chat(step, str(model), bool(options.get("include_usage")))
+            assert index is not None
+            usage = usage_of(step, index)
+            if wire == "chat" and not (body.get("stream_options") or {}).get("include_usage"):
+                usage = None
+            streamed = (self._stream_responses if wire == "responses" else self._stream_chat)(
+                step, str(model), usage
+            )
+            if streamed and usage is not None:
+                self.owner._record_usage(str(model), index, usage)
 
     def _received(self, path: str, body: Mapping[str, Any], step: int | None) -> Received:
         model = body.get("model")
@@ -316,8 +337,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # Streams
 
-    def _stream_responses(self, step: Step, model: str) -> None:
-        events = responses_events(step, model)
+    def _stream_responses(self, step: Step, model: str, usage: Usage | None) -> bool:
+        """Stream the step; True when it ended as scripted (its usage was sent)."""
+        assert usage is not None  # a Responses stream always ends with its usage
+        events = responses_events(step, model, usage)
         created = next(events)
         self._open_stream()
         self._sse(created, event=created["type"])
@@ -329,9 +352,11 @@ class _Handler(BaseHTTPRequestHandler):
             for event in events:
                 self._sse(event, event=event["type"])
         self._end_stream()
+        return problem is None and not self._broken
 
-    def _stream_chat(self, step: Step, model: str, include_usage: bool) -> None:
-        chunks = chat_chunks(step, model, include_usage)
+    def _stream_chat(self, step: Step, model: str, usage: Usage | None) -> bool:
+        """Stream the step; True when it ended as scripted (its usage, if asked, was sent)."""
+        chunks = chat_chunks(step, model, usage)
         self._open_stream()
         self._sse(next(chunks))
         problem = self.owner._wait_at(step)
@@ -342,6 +367,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._sse(chunk)
         self._chunk(b"data: [DONE]\n\n")
         self._end_stream()
+        return problem is None and not self._broken
 
     def _open_stream(self) -> None:
         self.send_response(200)
@@ -359,6 +385,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
+            self._broken = True  # the client went away: what it did not read was not sent
             self.close_connection = True
 
     def _end_stream(self) -> None:

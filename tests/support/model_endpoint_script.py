@@ -3,7 +3,10 @@
 A script is a list of :class:`Step` objects, one per model request of a
 conversation. A step holds the outputs of one model response (assistant text,
 function calls: a shell command, an MCP tool) or an error, and may be slow
-(``delay``) or held at a named gate until the test releases it.
+(``delay``) or held at a named gate until the test releases it. Each response
+reports its :class:`Usage` (the step's own, or one derived from the step and
+its place in the conversation: :func:`usage_of`), so a test can compare what a
+CLI recorded with what the endpoint sent.
 
 The same step renders as a Responses API stream (``/v1/responses``, what Codex
 and Pi speak) and as a Chat Completions stream (``/v1/chat/completions``, what
@@ -61,6 +64,73 @@ class HttpError:
 
 
 @dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens one response reports, in OpenAI's accounting: cached input tokens are
+    part of the input tokens, reasoning tokens part of the output tokens."""
+
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.cached_input_tokens <= self.input_tokens:
+            raise ValueError(f"cached input tokens must be within the input tokens: {self}")
+        if not 0 <= self.reasoning_tokens <= self.output_tokens:
+            raise ValueError(f"reasoning tokens must be within the output tokens: {self}")
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        """The four counts by the names the control plane's API uses."""
+        return {
+            "input_tokens": self.input_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "output_tokens": self.output_tokens,
+            "reasoning_tokens": self.reasoning_tokens,
+        }
+
+    def responses_wire(self) -> dict[str, Any]:
+        """``response.completed``'s ``usage`` (Responses API)."""
+        return {
+            "input_tokens": self.input_tokens,
+            "input_tokens_details": {"cached_tokens": self.cached_input_tokens},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+            "total_tokens": self.total_tokens,
+        }
+
+    def chat_wire(self) -> dict[str, Any]:
+        """The usage chunk's ``usage`` (Chat Completions, ``stream_options.include_usage``)."""
+        return {
+            "prompt_tokens": self.input_tokens,
+            "completion_tokens": self.output_tokens,
+            "total_tokens": self.total_tokens,
+            "prompt_tokens_details": {"cached_tokens": self.cached_input_tokens},
+            "completion_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Usage:
+        known = {"input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens"}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown usage key(s) {sorted(unknown)}; known: {sorted(known)}")
+        return cls(**{key: int(value) for key, value in data.items()})
+
+
+def total(usages: Sequence[Usage]) -> dict[str, int]:
+    """The sums of a run's usages, by the names the control plane's API uses."""
+    sums = dict.fromkeys(Usage(0, 0).as_dict(), 0)
+    for usage in usages:
+        for key, value in usage.as_dict().items():
+            sums[key] += value
+    return sums
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """One model response."""
 
@@ -70,8 +140,8 @@ class Step:
     """Seconds to wait after the stream opened, before the first output (a slow model)."""
     hold: str | None = None
     """A gate name: the stream opens, then waits until the test releases the gate."""
-    usage: tuple[int, int] = (100, 20)
-    """Input and output tokens reported at the end."""
+    usage: Usage | None = None
+    """The tokens the response reports at its end; None: derived (:func:`usage_of`)."""
     respond: Callable[[Any], Step] | None = None
     """A model that reads its conversation: the response is made, when the request
     arrives, from the request (a ``model_endpoint.Received``), e.g. to follow a
@@ -80,7 +150,7 @@ class Step:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Step:
         """A step from its JSON form (see :func:`load_script`)."""
-        known = {"text", "shell", "tool", "call", "error", "delay", "hold", "outputs"}
+        known = {"text", "shell", "tool", "call", "error", "delay", "hold", "outputs", "usage"}
         unknown = set(data) - known
         if unknown:
             raise ValueError(f"unknown step key(s) {sorted(unknown)}; known: {sorted(known)}")
@@ -93,6 +163,7 @@ class Step:
             error=HttpError(int(error["status"]), str(error["message"])) if error else None,
             delay=float(data.get("delay", 0.0)),
             hold=data.get("hold"),
+            usage=Usage.from_json(data["usage"]) if data.get("usage") else None,
         )
 
 
@@ -148,8 +219,28 @@ def load_script(data: Sequence[Mapping[str, Any]]) -> list[Step]:
     """Steps from JSON: ``[{"text": ...} | {"tool": {"name", "arguments", "server"}} |
     {"shell": "cmd"} | {"call": {"name", "arguments", "namespace"}} |
     {"error": {"status", "message"}} | {"outputs": [...]}, ...]``, each with optional
-    ``delay`` (seconds) and ``hold`` (a gate name)."""
+    ``delay`` (seconds), ``hold`` (a gate name) and ``usage`` (``{"input_tokens",
+    "output_tokens", "cached_input_tokens", "reasoning_tokens"}``)."""
     return [Step.from_json(item) for item in data]
+
+
+def usage_of(step: Step, index: int) -> Usage:
+    """What the ``index``-th response of a conversation reports: the step's own usage, or
+    one derived from the step: the input grows with the conversation (and from the second
+    request on, part of it is cached), the output with what the step says; every count
+    differs from one step to the next, so a usage counted twice or lost shows."""
+    if step.usage is not None:
+        return step.usage
+    said = sum(
+        len(o.text) if isinstance(o, Text) else len(o.name) + len(json.dumps(dict(o.arguments)))
+        for o in step.outputs
+    )
+    return Usage(
+        input_tokens=1000 + 150 * index,
+        output_tokens=10 * (index + 2) + said % 10,
+        cached_input_tokens=100 * index,
+        reasoning_tokens=2 + index,
+    )
 
 
 # Rendering: each function yields the SSE ``data`` payloads of one response.
@@ -159,8 +250,9 @@ def _chunks(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text) or [""]
 
 
-def responses_events(step: Step, model: str) -> Iterator[dict[str, Any]]:
-    """The Responses API stream of a step: created, items added/streamed/done, completed."""
+def responses_events(step: Step, model: str, usage: Usage) -> Iterator[dict[str, Any]]:
+    """The Responses API stream of a step: created, items added/streamed/done, completed
+    (with ``usage``)."""
     response_id = _next_id("resp")
     base = {"id": response_id, "object": "response", "model": model, "created_at": int(time.time())}
     yield {"type": "response.created", "response": {**base, "status": "in_progress", "output": []}}
@@ -171,20 +263,13 @@ def responses_events(step: Step, model: str) -> Iterator[dict[str, Any]]:
         else:
             item = yield from _responses_call(output, index)
         done_items.append(item)
-    tokens_in, tokens_out = step.usage
     yield {
         "type": "response.completed",
         "response": {
             **base,
             "status": "completed",
             "output": done_items,
-            "usage": {
-                "input_tokens": tokens_in,
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": tokens_out,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": tokens_in + tokens_out,
-            },
+            "usage": usage.responses_wire(),
         },
     }
 
@@ -234,8 +319,9 @@ def _responses_call(output: FunctionCall, index: int) -> Iterator[dict[str, Any]
     return done
 
 
-def chat_chunks(step: Step, model: str, include_usage: bool) -> Iterator[dict[str, Any]]:
-    """The Chat Completions stream of a step: role, content or tool-call deltas, finish, usage."""
+def chat_chunks(step: Step, model: str, usage: Usage | None) -> Iterator[dict[str, Any]]:
+    """The Chat Completions stream of a step: role, content or tool-call deltas, finish, and
+    the usage chunk (when the client asked for it: ``usage`` is not None)."""
     base = {
         "id": _next_id("chatcmpl"),
         "object": "chat.completion.chunk",
@@ -262,14 +348,8 @@ def chat_chunks(step: Step, model: str, include_usage: bool) -> Iterator[dict[st
         yield chunk({"tool_calls": [call]})
         tool_index += 1
     yield chunk({}, "tool_calls" if tool_index else "stop")
-    if include_usage:
-        tokens_in, tokens_out = step.usage
-        usage = {
-            "prompt_tokens": tokens_in,
-            "completion_tokens": tokens_out,
-            "total_tokens": tokens_in + tokens_out,
-        }
-        yield {**base, "choices": [], "usage": usage}
+    if usage is not None:
+        yield {**base, "choices": [], "usage": usage.chat_wire()}
 
 
 @dataclass(slots=True)

@@ -16,12 +16,15 @@ from tests.support.model_endpoint_script import (
     HttpError,
     Step,
     Text,
+    Usage,
     calls,
     codex_shell,
     load_script,
     mcp_tool,
     reply,
     say,
+    total,
+    usage_of,
 )
 
 WAIT = 10.0
@@ -70,7 +73,15 @@ def test_responses_wire_streams_text_then_completes(endpoint: ModelEndpoint) -> 
     assert done["role"] == "assistant" and done["content"][0]["text"] == "Hello there."
     completed = events[-1]["response"]
     assert completed["status"] == "completed" and completed["output"] == [done]
-    assert completed["usage"]["total_tokens"] == 120
+    usage = usage_of(say("Hello there."), 0)
+    assert completed["usage"] == {
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    assert endpoint.usage_sent("m") == [usage]
 
 
 def test_responses_wire_carries_namespaced_tool_calls(endpoint: ModelEndpoint) -> None:
@@ -92,7 +103,14 @@ def test_chat_wire_streams_tool_calls_usage_and_done(endpoint: ModelEndpoint) ->
     chunks = sse(post(endpoint, "/chat/completions", body))
     assert chunks[-1] == "[DONE]"
     usage = chunks[-2]
-    assert usage["choices"] == [] and usage["usage"]["total_tokens"] == 120
+    (sent,) = endpoint.usage_sent("m")
+    assert usage["choices"] == [] and usage["usage"] == {
+        "prompt_tokens": sent.input_tokens,
+        "completion_tokens": sent.output_tokens,
+        "total_tokens": sent.input_tokens + sent.output_tokens,
+        "prompt_tokens_details": {"cached_tokens": sent.cached_input_tokens},
+        "completion_tokens_details": {"reasoning_tokens": sent.reasoning_tokens},
+    }
     deltas = [c["choices"][0]["delta"] for c in chunks[:-2]]
     assert deltas[0]["role"] == "assistant"
     assert "".join(d.get("content") or "" for d in deltas) == "Looking."
@@ -107,6 +125,7 @@ def test_chat_wire_without_usage_ends_with_stop(endpoint: ModelEndpoint) -> None
     assert chunks[-1] == "[DONE]"
     assert chunks[-2]["choices"][0]["finish_reason"] == "stop"
     assert all("usage" not in c for c in chunks[:-1])
+    assert endpoint.usage_sent("m") == []  # not asked for, not sent
 
 
 def test_each_request_takes_the_next_step_and_is_recorded(endpoint: ModelEndpoint) -> None:
@@ -212,3 +231,46 @@ def test_a_reply_step_is_made_from_the_request_that_arrives(endpoint: ModelEndpo
     events = sse(post(endpoint, "/responses", body))
     assert events[-1]["response"]["output"][0]["content"][0]["text"] == "The tool said p2."
     assert endpoint.scripted("m")[0].step == 0
+
+
+def test_each_response_reports_its_step_s_usage_or_one_derived_from_the_step(
+    endpoint: ModelEndpoint,
+) -> None:
+    mine = Usage(input_tokens=5000, output_tokens=70, cached_input_tokens=4000, reasoning_tokens=9)
+    steps = [say("one"), calls(mcp_tool("finish", {}), usage=mine), say("one")]
+    endpoint.script("m", steps)
+    for _ in steps:
+        post(endpoint, "/responses", {"model": "m", "input": []})
+    first, second, third = endpoint.usage_sent("m")
+    assert second == mine
+    # Derived, deterministically: the same step elsewhere in the conversation differs.
+    assert first == usage_of(steps[0], 0) and third == usage_of(steps[2], 2)
+    assert len({first.input_tokens, third.input_tokens}) == 2
+    assert len({first.output_tokens, third.output_tokens}) == 2
+    assert first.cached_input_tokens == 0 < third.cached_input_tokens <= third.input_tokens
+    assert 0 < third.reasoning_tokens <= third.output_tokens
+    assert total([first, second]) == {
+        "input_tokens": first.input_tokens + 5000,
+        "cached_input_tokens": 4000,
+        "output_tokens": first.output_tokens + 70,
+        "reasoning_tokens": first.reasoning_tokens + 9,
+    }
+
+
+def test_a_response_cut_short_reports_no_usage() -> None:
+    with ModelEndpoint(hold_limit=0.2) as endpoint:
+        endpoint.script("m", [say("never", hold="forgotten"), Step(error=HttpError(500, "x"))])
+        post(endpoint, "/responses", {"model": "m", "input": []})
+        post(endpoint, "/responses", {"model": "m", "input": []})
+        assert endpoint.usage_sent("m") == []
+
+
+def test_usage_loads_from_json_and_must_add_up() -> None:
+    (step,) = load_script([{"text": "hi", "usage": {"input_tokens": 10, "output_tokens": 2}}])
+    assert step.usage == Usage(input_tokens=10, output_tokens=2)
+    with pytest.raises(ValueError, match="unknown usage key"):
+        load_script([{"text": "hi", "usage": {"input": 10}}])
+    with pytest.raises(ValueError, match="cached input tokens"):
+        Usage(input_tokens=10, output_tokens=2, cached_input_tokens=11)
+    with pytest.raises(ValueError, match="reasoning tokens"):
+        Usage(input_tokens=10, output_tokens=2, reasoning_tokens=3)

@@ -24,6 +24,8 @@ from paperclip_codex.errors import ErrorCode, TurnAborted
 from paperclip_codex.jsonrpc import ConnectionClosed, JsonRpcError
 from paperclip_codex.results import describe, dig, failed, turn_result
 from paperclip_codex.session import Launch, Session, spawn
+from paperclip_codex.usage import METHOD as USAGE
+from paperclip_codex.usage import UsageReports, turn_usage
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +56,9 @@ class CodexDriver:
         self._idle.set()
         self._closed = False
         self._close_task: asyncio.Task[None] | None = None
+        self._usage = UsageReports(context)
+        self._model: str | None = None
+        """The model answering the running turn, as Codex names it (for the usage reports)."""
 
     # ProviderDriver
 
@@ -215,6 +220,7 @@ class CodexDriver:
             overrides["developerInstructions"] = turn.system
         ref = turn.session_ref
         if ref is not None and ref == session.thread_id:
+            self._model = settings.model or self._model
             return ref  # already loaded in this process
         if ref is not None:
             try:
@@ -243,6 +249,8 @@ class CodexDriver:
             raise TurnAborted(ErrorCode.THREAD_START_FAILED, f"{method} returned no thread id")
         session.thread_id = thread_id
         self._thread_id = thread_id
+        model = result.get("model") if isinstance(result, Mapping) else None
+        self._model = model if isinstance(model, str) else self._settings.model
         if self._context.report_session is not None:
             # Durable at the runner before the turn starts: a lost turn resumes this thread.
             await self._context.report_session(thread_id)
@@ -336,10 +344,16 @@ class CodexDriver:
                 text = dig(payload, "item", "text")
                 if isinstance(text, str) and text.strip():
                     self._answer = text  # the last one is the turn's final prose
-            if method == "turn/completed" and "id" not in item and self._is_this_turn(payload):
-                return ("completed", payload)
+            if method == USAGE and self._is_this_turn(payload.get("turnId")):
+                # Only this turn's: a resumed thread replays an earlier turn's usage.
+                await self._usage.send(turn_usage(payload, self._model))
+            elif method == "model/rerouted" and self._is_this_turn(payload.get("turnId")):
+                self._model = str(payload.get("toModel") or self._model)
+            elif method == "turn/completed" and "id" not in item:
+                if self._is_this_turn(dig(payload, "turn", "id")):
+                    return ("completed", payload)
 
-    def _is_this_turn(self, payload: Mapping[str, Any]) -> bool:
+    def _is_this_turn(self, turn_id: Any) -> bool:
         # The turn/start response always precedes its turn's notifications on the
         # wire, and the reader settles it before reading further, so the future is
         # already done when this turn's turn/completed comes through.
@@ -351,7 +365,6 @@ class CodexDriver:
             or future.exception() is not None
         ):
             return False
-        turn_id = dig(payload, "turn", "id")
         return isinstance(turn_id, str) and turn_id == dig(future.result(), "turn", "id")
 
     async def _finish_pump(

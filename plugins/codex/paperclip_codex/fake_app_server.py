@@ -28,7 +28,6 @@ import asyncio
 import itertools
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -42,11 +41,11 @@ from typing import IO, Any
 from paperclip_codex import __version__
 from paperclip_codex.fake_sandbox import Shell, sandbox_mode, sandbox_policy
 from paperclip_codex.fake_script import ScriptError, ScriptSource
+from paperclip_codex.fake_threads import ThreadStore
 from paperclip_codex.fake_tools import McpClient
 from paperclip_codex.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
 from paperclip_codex.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, decode, encode
 
-_THREAD_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 FAKE_VERSION = f"paperclip-fake-codex {__version__}"
 
 
@@ -137,6 +136,7 @@ class FakeAppServer:
         self._items = itertools.count(1)
         self._mcp: dict[str, McpClient] = {}
         self.shell = Shell(home / "fake-sandbox", log.write)
+        self.threads = ThreadStore(home, self._sandbox)
 
     # What a turn uses (fake_turn.Host)
 
@@ -169,6 +169,9 @@ class FakeAppServer:
 
     def log(self, entry: Mapping[str, Any]) -> None:
         self._log.write(entry)
+
+    def save(self, thread: ThreadState) -> None:
+        self.threads.save(thread)
 
     def item_id(self, prefix: str) -> str:
         return f"{prefix}_{next(self._items):06d}"
@@ -252,7 +255,7 @@ class FakeAppServer:
         )
         self._load_script(thread)
         self._threads[thread.id] = thread
-        self._save(thread)
+        self.threads.save(thread)
         response = self._thread_response(thread)
         started = {"thread": response["thread"]}
         return _Handled(
@@ -262,7 +265,8 @@ class FakeAppServer:
 
     def _thread_resume(self, params: dict[str, Any]) -> _Handled:
         thread_id = params.get("threadId")
-        thread = self._load(thread_id) if isinstance(thread_id, str) else None
+        thread = self._threads.get(thread_id) if isinstance(thread_id, str) else None
+        thread = thread or (self.threads.load(thread_id) if isinstance(thread_id, str) else None)
         if thread is None:
             raise _RpcError(INVALID_REQUEST, f"no rollout found for thread id {thread_id}")
         thread.cwd = params.get("cwd") or thread.cwd
@@ -271,7 +275,12 @@ class FakeAppServer:
         thread.sandbox = self._sandbox(params, thread.sandbox)
         self._load_script(thread)
         self._threads[thread.id] = thread
-        return _Handled(self._thread_response(thread), [lambda: self._start_servers(thread)])
+        # Codex sends the thread's latest usage again, as it was (that earlier turn's).
+        replay = thread.usage.notification(thread.id)
+        then = [lambda: self._start_servers(thread)]
+        if replay is not None:
+            then.append(lambda: self.notify("thread/tokenUsage/updated", replay))
+        return _Handled(self._thread_response(thread), then)
 
     def _policy(self, params: Mapping[str, Any], current: str | None = None) -> str:
         policy = params.get("approvalPolicy") or current or self.config.get("approval_policy")
@@ -329,7 +338,7 @@ class FakeAppServer:
         # Counted when it starts, as a rollout records it: a turn cut short by a
         # crash still moves the thread on to the script's next list.
         thread.turns += 1
-        self._save(thread)
+        self.threads.save(thread)
         runner = TurnRunner(self, run, thread.script.consume_steer)
         startup = self._startup.get(thread.id)
 
@@ -376,7 +385,7 @@ class FakeAppServer:
                 "createdAt": thread.created_at,
                 "updatedAt": int(time.time()),
                 "status": {"type": "idle"},
-                "path": str(self._thread_file(thread.id)),
+                "path": str(self.threads.path(thread.id)),
                 "cwd": thread.cwd,
                 "cliVersion": "fake",
                 "source": "appServer",
@@ -388,44 +397,6 @@ class FakeAppServer:
             "approvalPolicy": thread.approval_policy,
             "sandbox": sandbox_policy(thread.sandbox),
         }
-
-    # Threads on disk, so a later process can resume them (as Codex rollouts do).
-
-    def _thread_file(self, thread_id: str) -> Path:
-        return self.home / "fake-threads" / f"{thread_id}.json"
-
-    def _save(self, thread: ThreadState) -> None:
-        path = self._thread_file(thread.id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        state = {
-            "id": thread.id,
-            "cwd": thread.cwd,
-            "model": thread.model,
-            "approvalPolicy": thread.approval_policy,
-            "sandbox": thread.sandbox,
-            "turns": thread.turns,
-            "createdAt": thread.created_at,
-        }
-        path.write_text(json.dumps(state), encoding="utf-8")
-
-    def _load(self, thread_id: str) -> ThreadState | None:
-        if thread_id in self._threads:
-            return self._threads[thread_id]
-        if not _THREAD_ID.match(thread_id):
-            return None
-        path = self._thread_file(thread_id)
-        if not path.exists():
-            return None
-        state = json.loads(path.read_text(encoding="utf-8"))
-        return ThreadState(
-            id=state["id"],
-            cwd=state.get("cwd"),
-            model=state.get("model"),
-            approval_policy=state.get("approvalPolicy") or "on-request",
-            sandbox=self._sandbox(state),
-            turns=state["turns"],
-            created_at=state["createdAt"],
-        )
 
 
 # Entry point

@@ -32,6 +32,13 @@ may stand for a single list. Steps (one key each):
 - ``{"notify": {"method": ..., "params": {...}}}``: any notification.
 - ``{"exit": status}``: the process exits at once, mid-turn.
 
+Each model response (a ``message``, ``call_tool``, ``shell`` or
+``request_approval`` step, each page of a ``page_tool``) reports its token
+usage when it is done, as Codex does (:mod:`paperclip_codex.fake_usage`); the
+step's ``usage`` option (``{"input_tokens", "cached_input_tokens",
+"output_tokens", "reasoning_tokens"}``) sets the numbers, else they are derived
+from the response's place in the thread.
+
 A launch profile gives the fake either one script (``--script PATH``) or a
 folder of them (``--script-dir DIR``): then a thread runs ``DIR/<model>.json``,
 the model being the thread's (``thread/start`` or ``config.toml``), the way a
@@ -47,6 +54,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from paperclip_codex.fake_usage import check_option
 
 STEP_KINDS = frozenset(
     {
@@ -64,7 +73,13 @@ STEP_KINDS = frozenset(
         "exit",
     }
 )
-STEP_OPTIONS = {"wait_for_file": {"timeout"}}
+STEP_OPTIONS = {
+    "wait_for_file": {"timeout"},
+    **{
+        kind: {"usage"}
+        for kind in ("message", "call_tool", "page_tool", "shell", "request_approval")
+    },
+}
 SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 """A model name usable as a script file name (no path separators, no leading dot-dot)."""
 
@@ -122,6 +137,8 @@ def _check_step(step: Any) -> None:
     extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
     if extra:
         raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
+    if "usage" in step and (problem := check_option(step["usage"])) is not None:
+        raise ScriptError(f"{problem} in step {step!r}")
     if kind in ("call_tool", "page_tool") and not (
         isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
     ):

@@ -17,6 +17,8 @@ policy ``on-request``, and an outright refusal under ``never``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -138,3 +140,21 @@ def _error_text(exc: BaseException) -> str:
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(_error_text(inner) for inner in exc.exceptions)
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def structured(outcome: Mapping[str, Any]) -> Any:
+    """A tool result as a model reads it: its structured content, or its JSON text."""
+    if outcome.get("structuredContent") is not None:
+        return outcome["structuredContent"]
+    for part in outcome.get("content") or []:
+        if isinstance(part, dict) and part.get("type") == "text":
+            with contextlib.suppress(ValueError):
+                return json.loads(part.get("text") or "")
+    return None
+
+
+def at_path(value: Any, path: str) -> Any:
+    """The value at a dotted path (``error.correction.cursor``), or None."""
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value

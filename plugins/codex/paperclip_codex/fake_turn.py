@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 import tempfile
@@ -29,8 +28,14 @@ from paperclip_codex.fake_tools import (
     DECLINED_BY_USER,
     REFUSED_UNDER_NEVER,
     McpClient,
+    at_path,
     needs_approval,
+    structured,
 )
+from paperclip_codex.fake_usage import ThreadUsage
+
+RESPONSES = frozenset({"message", "call_tool", "shell", "request_approval"})
+"""Steps that are one model response each (``page_tool`` is one per page)."""
 
 
 class Host(Protocol):
@@ -53,6 +58,8 @@ class Host(Protocol):
 
     def log(self, entry: Mapping[str, Any]) -> None: ...
 
+    def save(self, thread: ThreadState) -> None: ...  # its usage too, for a later process
+
     def item_id(self, prefix: str) -> str: ...
 
 
@@ -67,6 +74,7 @@ class ThreadState:
     turns: int = 0
     created_at: int = field(default_factory=lambda: int(time.time()))
     script: Script | None = None
+    usage: ThreadUsage = field(default_factory=ThreadUsage)
 
 
 @dataclass(slots=True)
@@ -140,6 +148,8 @@ class TurnRunner:
                     raise Interrupted
                 self._consume_steers()
                 await self._interruptible(self._step(step))
+                if RESPONSES & step.keys():
+                    self._used(step.get("usage"))
             self._consume_steers()
         except Interrupted:
             status = "interrupted"
@@ -207,6 +217,13 @@ class TurnRunner:
             self.host.notify(str(step["notify"]["method"]), step["notify"].get("params") or {})
         elif "exit" in step:
             os._exit(int(step["exit"]))
+
+    def _used(self, option: Any) -> None:
+        """The model response just done reports its usage (``thread/tokenUsage/updated``)."""
+        usage = self.run.thread.usage
+        self.host.log({"type": "usage", **self.ids, **usage.add(self.run.id, option)})
+        self.host.save(self.run.thread)
+        self.host.notify("thread/tokenUsage/updated", usage.notification(self.run.thread.id) or {})
 
     def _user_message(self, content: list[Any]) -> None:
         content = [
@@ -280,7 +297,7 @@ class TurnRunner:
             item |= {"status": "failed" if failed else "completed", "result": result}
             # The tool answered (ok), with a refusal when isError: what the model reads.
             record |= {"isError": failed, "result": result}
-            self.run.last_result = _structured(outcome)
+            self.run.last_result = structured(outcome)
         else:
             item |= {"status": "failed", "error": {"message": str(outcome)}}
             record["error"] = str(outcome)
@@ -295,14 +312,15 @@ class TurnRunner:
         argument = str(page.get("cursor_argument", "cursor"))
         next_field = str(page.get("next_cursor", "next_cursor"))
         start = page.get("start_cursor")
-        cursor = _at(self.run.last_result, str(start)) if start else None
+        cursor = at_path(self.run.last_result, str(start)) if start else None
         limit = int(page.get("max_pages", 100))
         for _ in range(limit):
             arguments = dict(page.get("arguments") or {})
             if cursor is not None:
                 arguments[argument] = cursor
             await self._call_tool({**page, "arguments": arguments})
-            cursor = _at(self.run.last_result, next_field)
+            self._used(page.get("usage"))
+            cursor = at_path(self.run.last_result, next_field)
             if cursor is None:
                 return
         raise Failure(f"page_tool {page['name']} had more than {limit} pages")
@@ -455,24 +473,6 @@ class TurnRunner:
             "item/completed", {"item": done, **self.ids, "completedAtMs": done["completedAtMs"]}
         )
         return done
-
-
-def _structured(outcome: Mapping[str, Any]) -> Any:
-    """A tool result as a model reads it: its structured content, or its JSON text."""
-    if outcome.get("structuredContent") is not None:
-        return outcome["structuredContent"]
-    for part in outcome.get("content") or []:
-        if isinstance(part, dict) and part.get("type") == "text":
-            with contextlib.suppress(ValueError):
-                return json.loads(part.get("text") or "")
-    return None
-
-
-def _at(value: Any, path: str) -> Any:
-    """The value at a dotted path (``error.correction.cursor``), or None."""
-    for key in path.split("."):
-        value = value.get(key) if isinstance(value, dict) else None
-    return value
 
 
 async def _wait_for_file(path: Path, limit: float) -> None:

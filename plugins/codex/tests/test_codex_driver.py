@@ -80,13 +80,16 @@ async def test_turn_calls_two_tools_and_sends_a_message(
         "item/completed",
         "item/started",  # echo
         "item/completed",
+        "thread/tokenUsage/updated",  # the model response that called it
         "item/started",  # add
         "item/completed",
+        "thread/tokenUsage/updated",
         "item/started",  # the agent's message, streamed
         "item/agentMessage/delta",
         "item/agentMessage/delta",
         "item/agentMessage/delta",
         "item/completed",
+        "thread/tokenUsage/updated",
         "thread/status/changed",  # idle
         "turn/completed",
     ]

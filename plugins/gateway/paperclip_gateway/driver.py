@@ -34,6 +34,7 @@ from paperclip_gateway.device import DeviceIdentity
 from paperclip_gateway.errors import ErrorCode, TurnAborted, error_text
 from paperclip_gateway.profile import DEFAULT_PROFILE, GatewayProfile, ProfileError
 from paperclip_gateway.protocol import Credentials, GatewayConnection, GatewayError
+from paperclip_gateway.usage import UsageReports, run_usage
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class GatewayDriver:
         self._run_id: str | None = None
         self._follow_ups: list[str] = []
         """Gateway runs queued by steers during this turn, in order."""
+        self._answers: dict[str, tuple[GatewayConnection, asyncio.Queue[Mapping[str, Any]]]] = {}
+        """Each follow-up's ``agent`` request: its final answer carries its usage."""
+        self._usage = UsageReports(context)
         self._running = False
         self._aborted = False
         self._closed = False
@@ -66,7 +70,7 @@ class GatewayDriver:
         if self._running:
             return _failed(turn.session_ref, ErrorCode.TURN_IN_PROGRESS, "a turn is running")
         self._running, self._aborted = True, False
-        self._follow_ups = []
+        self._follow_ups, self._answers = [], {}
         try:
             return await self._run_turn(turn, emit)
         except TurnAborted as exc:
@@ -86,12 +90,14 @@ class GatewayDriver:
         if self._settings.agent_id is not None:
             params["agentId"] = self._settings.agent_id
         try:
-            await connection.request("agent", params, self._settings.request_timeout_seconds)
+            answers = await connection.send("agent", params)
+            await connection.next_answer(answers, self._settings.request_timeout_seconds)
         except GatewayError as exc:
             logger.info("follow-up %s was not accepted: %s", message_id, exc)
             return False
         if follow_up not in self._follow_ups:
             self._follow_ups.append(follow_up)
+            self._answers[follow_up] = (connection, answers)
         return True
 
     async def interrupt(self) -> None:
@@ -136,6 +142,7 @@ class GatewayDriver:
             params["agentId"] = settings.agent_id
         async with self._tools(profile, turn):
             final = await self._until_final(profile, params, emit, settings)
+            await self._usage.send(run_usage(final, turn.run_id))
             final = await self._follow_ups_done(final, emit, settings)
         return self._result(final)
 
@@ -147,13 +154,23 @@ class GatewayDriver:
         while done < len(self._follow_ups) and final.get("status") == "ok" and not self._aborted:
             run_id = self._follow_ups[done]
             final = await self._await_run(run_id, emit, settings)
+            await self._usage.send(run_usage(final, run_id))
             done += 1
         return final
 
     async def _await_run(
         self, run_id: str, emit: EventSink, settings: GatewaySettings
     ) -> Mapping[str, Any]:
-        """``agent.wait`` for one gateway run of this turn, its events emitted meanwhile."""
+        """One gateway run of this turn's end, its events emitted meanwhile: its request's
+        final answer, or ``agent.wait``'s if the connection it was asked on is gone."""
+        connection, answers = self._answers.get(run_id, (None, None))
+        if connection is not None and answers is not None and connection is self._connection:
+            try:
+                final = await self._follow(connection, answers, emit, None, False)
+            except GatewayError as exc:
+                raise TurnAborted(ErrorCode.AGENT_FAILED, f"follow-up {run_id}: {exc}") from None
+            if final is not None:
+                return final
         while True:
             connection = self._connection
             if connection is None or connection.closed.is_set():

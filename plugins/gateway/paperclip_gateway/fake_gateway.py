@@ -67,6 +67,8 @@ class FakeGateway:
         self.runs: dict[str, AgentRun] = {}
         self.sessions: dict[str, asyncio.Lock] = {}
         self.session_runs: dict[str, int] = {}
+        self.responses = 0
+        """Model calls so far (the next one's usage is derived from this index)."""
 
     def log(self, entry: Mapping[str, Any]) -> None:
         if self._log is not None:
@@ -213,7 +215,7 @@ class FakeGateway:
             except TimeoutError:
                 await answer({"runId": run.run_id, "status": "timeout"})
                 return
-            await answer(run.final())
+            await answer(run.final(waited=True))
         elif method == "sessions.abort":
             run = self.runs.get(str(params.get("runId")))
             if run is not None and getattr(run, "task", None) is not None:
@@ -249,6 +251,9 @@ class FakeGateway:
             emit=self.broadcast,
             call_tool=self._call_tool,
             drop=ws.close,
+            model=agent,
+            next_response=self._next_response,
+            log=self.log,
         )
         self.runs[key] = run
         self.log(
@@ -273,6 +278,11 @@ class FakeGateway:
             run.task = asyncio.ensure_future(run.execute())  # type: ignore[attr-defined]
             await asyncio.wait({run.task})  # type: ignore[attr-defined]
         await answer(run.final())
+
+    def _next_response(self) -> int:
+        index = self.responses
+        self.responses += 1
+        return index
 
     def _steps(self, agent: str, index: int) -> list[dict[str, Any]]:
         path = self.script_dir / f"{agent}.json"

@@ -11,6 +11,17 @@ Steps (one key each), read from ``DIR/<agent id>.json`` (a list, or
 - ``{"drop_connection": true}``: close the WebSocket of the client that started the run
   (the run goes on, as a gateway's does).
 - ``{"exit": status}``: the gateway process exits at once.
+
+Each model step (``message``, ``call_tool``) is one model call: ``lifecycle``
+``model``, then ``usage`` (the run's output tokens so far) before its tool item,
+or after its text. The run's final answer carries the run's usage, summed, in
+``result.meta.agentMeta.usage`` (``input`` without the cached tokens, which
+are ``cacheRead``; ``reasoningTokens`` when there are any; ``cost.total`` in
+dollars, 0 for a model without a price), and the last call's in
+``lastCallUsage``, as OpenClaw 2026.9.6 answers; ``agent.wait`` answers
+without it. A step's ``usage`` option sets its call's numbers
+(:mod:`paperclip_provider_kit.usage`); else they are those of its place among
+the gateway's calls.
 """
 
 from __future__ import annotations
@@ -22,6 +33,8 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
+
+from paperclip_provider_kit.usage import ScriptedUsage, UsageError
 
 Emit = Callable[[str, Mapping[str, Any]], None]
 CallTool = Callable[[str, Mapping[str, Any]], Awaitable[tuple[bool, str]]]
@@ -47,6 +60,9 @@ class AgentRun:
         emit: Emit,
         call_tool: CallTool,
         drop: Callable[[], Awaitable[None]],
+        model: str = "fake",
+        next_response: Callable[[], int] = lambda: 0,
+        log: Callable[[Mapping[str, Any]], None] = lambda entry: None,
     ) -> None:
         self.run_id = run_id
         self.session_key = session_key
@@ -62,6 +78,11 @@ class AgentRun:
         self.aborted = False
         self.tools: list[str] = []
         self.done = asyncio.Event()
+        self.model = model
+        self._next_response = next_response
+        self._log = log
+        self.calls: list[ScriptedUsage] = []
+        """Each model call's usage, in order."""
 
     async def execute(self) -> None:
         started = _now()
@@ -98,14 +119,23 @@ class AgentRun:
             )
         self.done.set()
 
-    def final(self) -> dict[str, Any]:
-        """The ``agent`` request's final answer (and ``agent.wait``'s)."""
+    def final(self, waited: bool = False) -> dict[str, Any]:
+        """The ``agent`` request's final answer; ``agent.wait``'s (``waited``) has no usage."""
         payloads = [{"text": self.reply, "mediaUrl": None}] if self.reply else []
+        meta: dict[str, Any] = {"aborted": self.aborted}
+        if self.calls and not waited:
+            meta["agentMeta"] = {
+                "sessionId": self.session_id,
+                "provider": "fake",
+                "model": self.model,
+                "usage": _openclaw_usage(self.calls),
+                "lastCallUsage": _openclaw_usage(self.calls[-1:]),
+            }
         answer: dict[str, Any] = {
             "runId": self.run_id,
             "status": self.status,
             "summary": "completed" if self.status == "ok" else "failed",
-            "result": {"payloads": payloads, "meta": {"aborted": self.aborted}},
+            "result": {"payloads": payloads, "meta": meta},
         }
         if self.error is not None:
             answer["error"] = {"message": self.error}
@@ -129,14 +159,15 @@ class AgentRun:
         elif "exit" in step:
             os._exit(int(step["exit"]))
         elif "message" in step:
-            self._model()
+            self._model(step)
             text = str(step["message"])
             item = f"{self.session_id}:{self._seq}"
             self._agent("assistant", {"text": text, "delta": text, "itemId": item})
-            self._agent("usage", {"outputTokens": 20})
+            self._output()
             self.reply = text
         elif "call_tool" in step:
-            self._model()
+            self._model(step)
+            self._output()
             call = step["call_tool"]
             name = f"paperclip__{call.get('name')}"
             call_id = f"call_fake{self._seq:06d}"
@@ -155,10 +186,20 @@ class AgentRun:
             status = "completed" if ok else "failed"
             self._agent("item", {**tool, "phase": "end", "status": status, "endedAt": _now()})
 
-    def _model(self) -> None:
-        self._agent(
-            "lifecycle", {"phase": "model", "provider": "fake", "model": "fake"}, session=True
-        )
+    def _model(self, step: Mapping[str, Any]) -> None:
+        """A model call: its usage counted, its ``lifecycle`` ``model`` event."""
+        try:
+            usage = ScriptedUsage.for_response(self._next_response(), step.get("usage"))
+        except UsageError as exc:
+            raise RunFailed(f"fake: {exc}") from None
+        self.calls.append(usage)
+        self._log(usage.log_entry(runId=self.run_id))
+        model = {"phase": "model", "provider": "fake", "model": self.model}
+        self._agent("lifecycle", model, session=True)
+
+    def _output(self) -> None:
+        """OpenClaw's ``usage`` event: the run's output tokens so far."""
+        self._agent("usage", {"outputTokens": sum(u.output_tokens for u in self.calls)})
 
     def _agent(self, stream: str, data: Mapping[str, Any], session: bool = False) -> None:
         self._seq += 1
@@ -174,6 +215,23 @@ class AgentRun:
         if session:
             payload["sessionId"] = self.session_id
         self._emit("agent", payload)
+
+
+def _openclaw_usage(calls: list[ScriptedUsage]) -> dict[str, Any]:
+    """Model calls' usage, summed, as OpenClaw reports it."""
+    cached = sum(u.cached_input_tokens for u in calls)
+    usage: dict[str, Any] = {
+        "input": sum(u.input_tokens for u in calls) - cached,
+        "output": sum(u.output_tokens for u in calls),
+        "cacheRead": cached,
+        "cacheWrite": 0,
+    }
+    reasoning = sum(u.reasoning_tokens for u in calls)
+    if reasoning:
+        usage["reasoningTokens"] = reasoning
+    usage["total"] = sum(u.total_tokens for u in calls)
+    usage["cost"] = {"total": sum(u.cost for u in calls) or 0}
+    return usage
 
 
 def _exists(path: Path) -> bool:

@@ -43,6 +43,7 @@ from paperclip_opencode.errors import ErrorCode, TurnAborted, error_text
 from paperclip_opencode.probe import install_hint
 from paperclip_opencode.server import ServerProcess, SpawnError
 from paperclip_opencode.turn_state import TurnTracker, session_of
+from paperclip_opencode.usage import UsageReports, message_usage
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +100,7 @@ class OpenCodeDriver:
         self._server: _Server | None = None
         self._settings = OpenCodeSettings()
         self._tracker: TurnTracker | None = None
+        self._usage = UsageReports(context)
         self._running = False
         self._closed = False
 
@@ -212,12 +214,21 @@ class OpenCodeDriver:
                 ProviderEvent(str(event["type"]), props if isinstance(props, Mapping) else {})
             )
             outcome = tracker.feed(event)
+            if event.get("type") == "message.updated":
+                await self._report_usage(tracker, props)
             if outcome is not None:
                 if timed_out:
                     raise TurnAborted(
                         ErrorCode.TURN_TIMEOUT, f"the turn exceeded {limit:g}s and was aborted"
                     )
                 return outcome
+
+    async def _report_usage(self, tracker: TurnTracker, props: Any) -> None:
+        """A completed answer of this turn's prompts reports its usage (once per message)."""
+        info = props.get("info") if isinstance(props, Mapping) else None
+        # An older message of the session (updated again) was counted by its own turn.
+        if isinstance(info, Mapping) and info.get("parentID") in tracker.users:
+            await self._usage.send(message_usage(info))
 
     async def _open_session(
         self, server: _Server, turn: TurnInput, settings: OpenCodeSettings

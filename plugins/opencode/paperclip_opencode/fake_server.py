@@ -44,6 +44,8 @@ class _Session:
     title: str
     prompts: int = 0
     """Prompts run so far (the next one runs the script's turn of this index)."""
+    responses: int = 0
+    """Model responses so far (the next one's usage is derived from this index)."""
     queue: list[dict[str, Any]] = field(default_factory=list)
     worker: asyncio.Task[None] | None = None
     current: asyncio.Task[None] | None = None
@@ -143,13 +145,18 @@ class FakeOpenCode:
         if not path.is_file():
             return None
         state = json.loads(path.read_text())
-        session = _Session(state["id"], state["title"], prompts=state["prompts"])
+        session = _Session(state["id"], state["title"], state["prompts"], state.get("responses", 0))
         self.sessions[session.id] = session
         return session
 
     def _save(self, session: _Session) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        state = {"id": session.id, "title": session.title, "prompts": session.prompts}
+        state = {
+            "id": session.id,
+            "title": session.title,
+            "prompts": session.prompts,
+            "responses": session.responses,
+        }
         (self.home / f"{session.id}.json").write_text(json.dumps(state))
 
     def _prompt(self, session: _Session, body: Mapping[str, Any]) -> None:
@@ -200,6 +207,7 @@ class FakeOpenCode:
                 mcp=self.config.get("mcp") or {},
                 publish=self.publish,
                 log=self.log,
+                next_response=lambda: self._next_response(session),
             )
             try:
                 steps = script_for(self.script_dir, self.model[1]).steps_for(index)
@@ -217,6 +225,12 @@ class FakeOpenCode:
                 session.current = None
         self.publish("session.status", {"sessionID": session.id, "status": {"type": "idle"}})
         self.publish("session.idle", {"sessionID": session.id})
+
+    def _next_response(self, session: _Session) -> int:
+        index = session.responses
+        session.responses += 1
+        self._save(session)
+        return index
 
     def _error(self, session: _Session, name: str, message: str) -> None:
         error = {"name": name, "data": {"message": message}}

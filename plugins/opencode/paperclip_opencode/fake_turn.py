@@ -1,8 +1,11 @@
 """One prompt of the fake OpenCode server: its steps, as the events OpenCode 1.18 sends.
 
 Each step is one assistant message (one model response): ``step-start``, its
-text or tool part, ``step-finish``, then the message completed with
-``finish`` (``stop`` or ``tool-calls``). Tools are called for real: MCP tools
+text or tool part, ``step-finish`` with the response's tokens and cost, then
+the message completed with ``finish`` (``stop`` or ``tool-calls``), its
+``tokens`` and ``cost``: sent twice, as OpenCode 1.18.33 sends it. OpenCode
+counts input tokens without the cached ones (``cache.read``) and output
+tokens without the reasoning ones. Tools are called for real: MCP tools
 through :mod:`paperclip_provider_kit.mcp_client`, ``bash`` in a shell.
 """
 
@@ -19,6 +22,7 @@ from typing import Any
 
 try:
     from paperclip_provider_kit.mcp_client import call_tool
+    from paperclip_provider_kit.usage import ScriptedUsage
 except ImportError:  # an install without the extra
     raise SystemExit(
         "the fake OpenCode server needs its extra: pip install 'paperclip-opencode[fake]'"
@@ -26,13 +30,6 @@ except ImportError:  # an install without the extra
 
 Publish = Callable[[str, Mapping[str, Any]], None]
 _ids = itertools.count(1)
-TOKENS = {
-    "total": 120,
-    "input": 100,
-    "output": 20,
-    "reasoning": 0,
-    "cache": {"write": 0, "read": 0},
-}
 
 
 def new_id(prefix: str) -> str:
@@ -42,6 +39,18 @@ def new_id(prefix: str) -> str:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def tokens_of(usage: ScriptedUsage) -> dict[str, Any]:
+    """A response's usage as OpenCode counts it: input without the cached tokens, output
+    without the reasoning ones."""
+    return {
+        "total": usage.total_tokens,
+        "input": usage.input_tokens - usage.cached_input_tokens,
+        "output": usage.output_tokens - usage.reasoning_tokens,
+        "reasoning": usage.reasoning_tokens,
+        "cache": {"write": 0, "read": usage.cached_input_tokens},
+    }
 
 
 class PromptFailed(Exception):
@@ -61,6 +70,7 @@ class PromptRun:
         mcp: Mapping[str, Mapping[str, Any]],
         publish: Publish,
         log: Callable[[Mapping[str, Any]], None],
+        next_response: Callable[[], int],
     ) -> None:
         self.session_id = session_id
         self.parent_id = parent_id
@@ -69,6 +79,8 @@ class PromptRun:
         self.mcp = mcp
         self.publish = publish
         self.log = log
+        self.next_response = next_response
+        """The index of the session's next model response (its usage is derived from it)."""
 
     async def run(self, steps: list[dict[str, Any]]) -> None:
         """Every step, in order; raises PromptFailed or CancelledError (an abort)."""
@@ -87,15 +99,18 @@ class PromptRun:
         elif "exit" in step:
             os._exit(int(step["exit"]))
         elif "message" in step:
-            await self._message(lambda message: self._text(message, str(step["message"])), "stop")
+            text = str(step["message"])
+            await self._message(lambda message: self._text(message, text), "stop", step)
         elif "call_tool" in step:
-            await self._message(lambda message: self._mcp(message, step["call_tool"]), "tool-calls")
+            call = step["call_tool"]
+            await self._message(lambda message: self._mcp(message, call), "tool-calls", step)
         elif "shell" in step:
-            await self._message(
-                lambda message: self._bash(message, str(step["shell"])), "tool-calls"
-            )
+            command = str(step["shell"])
+            await self._message(lambda message: self._bash(message, command), "tool-calls", step)
 
-    async def _message(self, body: Callable[[str], Awaitable[None]], finish: str) -> None:
+    async def _message(
+        self, body: Callable[[str], Awaitable[None]], finish: str, step: Mapping[str, Any]
+    ) -> None:
         message_id = new_id("msg")
         info: dict[str, Any] = {
             "id": message_id,
@@ -114,12 +129,15 @@ class PromptRun:
         self.publish("message.updated", {"sessionID": self.session_id, "info": dict(info)})
         self._part(message_id, {"type": "step-start"})
         await body(message_id)
-        self._part(
-            message_id, {"type": "step-finish", "reason": finish, "tokens": TOKENS, "cost": 0}
-        )
-        info.update(tokens=TOKENS, finish=finish)
+        usage = ScriptedUsage.for_response(self.next_response(), step.get("usage"))
+        tokens, cost = tokens_of(usage), usage.cost or 0  # dollars; 0: no price known
+        finished = {"type": "step-finish", "reason": finish, "tokens": tokens, "cost": cost}
+        self._part(message_id, finished)
+        self.log(usage.log_entry(messageID=message_id))
+        info.update(tokens=tokens, cost=cost, finish=finish)
         info["time"] = {**info["time"], "completed": now_ms()}
-        self.publish("message.updated", {"sessionID": self.session_id, "info": info})
+        for _ in range(2):  # OpenCode sends the completed message twice
+            self.publish("message.updated", {"sessionID": self.session_id, "info": info})
 
     def _part(self, message_id: str, part: Mapping[str, Any], part_id: str | None = None) -> str:
         part_id = part_id or new_id("prt")

@@ -43,6 +43,7 @@ from paperclip_pi.config import (
 from paperclip_pi.errors import ErrorCode, TurnAborted, error_text
 from paperclip_pi.probe import install_hint
 from paperclip_pi.rpc import CommandFailed, RpcProcess, SpawnError
+from paperclip_pi.usage import UsageReports, message_usage
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,7 @@ class PiDriver:
         self._launch: _Launch | None = None
         self._session: str | None = None
         self._settings = PiSettings()
+        self._usage = UsageReports(context)
         self._running = False
         self._aborted = False
         self._closed = False
@@ -183,6 +185,7 @@ class PiDriver:
                 and message.get("role") == "assistant"
             ):
                 last = message
+                await self._usage.send(message_usage(message))
             if kind == "agent_end":
                 if timed_out:
                     raise TurnAborted(

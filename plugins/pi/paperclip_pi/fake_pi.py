@@ -49,7 +49,7 @@ class FakePi(Host):
         self.settings = json.loads(settings_file.read_text()) if settings_file.is_file() else {}
         self.model = str(self.settings.get("defaultModel") or "")
         self.sessions = Path(args.session_dir or agent_dir / "sessions")
-        self.session_id, self.prompts = self._open_session(args.session)
+        self.session_id, self.prompts, self.responses = self._open_session(args.session)
         url, token = (
             os.environ.get("PAPERCLIP_MCP_URL"),
             os.environ.get("PAPERCLIP_MCP_BEARER_TOKEN"),
@@ -78,6 +78,13 @@ class FakePi(Host):
         self.prompts += 1
         self._save()
         return self._script().steps_for(index)
+
+    def next_response(self) -> int:
+        """The index of the session's next model response (its usage is derived from it)."""
+        index = self.responses
+        self.responses += 1
+        self._save()
+        return index
 
     # Commands
 
@@ -150,17 +157,22 @@ class FakePi(Host):
     def _session_file(self) -> Path:
         return self.sessions / f"{self.session_id}.json"
 
-    def _open_session(self, ref: str | None) -> tuple[str, int]:
+    def _open_session(self, ref: str | None) -> tuple[str, int, int]:
         if ref:
             path = self.sessions / f"{ref}.json"
             if path.is_file():
                 state = json.loads(path.read_text())
-                return str(state["id"]), int(state["prompts"])
-        return str(uuid.uuid4()), 0
+                return str(state["id"]), int(state["prompts"]), int(state.get("responses", 0))
+        return str(uuid.uuid4()), 0, 0
 
     def _save(self) -> None:
         self.sessions.mkdir(parents=True, exist_ok=True)
-        state = {"id": self.session_id, "prompts": self.prompts, "saved": time.time()}
+        state = {
+            "id": self.session_id,
+            "prompts": self.prompts,
+            "responses": self.responses,
+            "saved": time.time(),
+        }
         self._session_file().write_text(json.dumps(state))
 
 

@@ -14,6 +14,11 @@ is one assistant message, as one model response is in Pi (a "turn"):
 - ``{"fail": "reason"}``: the model call fails (``stopReason: "error"``).
 - ``{"exit": status}``: the process exits at once.
 
+A model step (``message``, ``call_tool``, ``shell``) may say what its response
+used: ``"usage": {"input_tokens", "cached_input_tokens", "output_tokens",
+"reasoning_tokens", "cost"}`` (:mod:`paperclip_provider_kit.usage`); else it
+reports the usage of its place among the session's responses.
+
 The launch profile gives a folder (``--script-dir DIR``); a session
 runs ``DIR/<model>.json``, the model being ``defaultModel`` of Pi's
 ``settings.json``, as a model endpoint answers by model name. A steer or
@@ -29,10 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paperclip_provider_kit.usage import UsageError, check_option
+
 STEP_KINDS = frozenset(
     {"message", "call_tool", "shell", "sleep", "wait_for_file", "touch_file", "fail", "exit"}
 )
-STEP_OPTIONS = {"wait_for_file": {"timeout"}}
+STEP_OPTIONS = {
+    "wait_for_file": {"timeout"},
+    **{kind: {"usage"} for kind in ("message", "call_tool", "shell")},
+}
 SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
@@ -85,5 +95,10 @@ def _check(step: Any) -> None:
     extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
     if extra:
         raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
+    if "usage" in step:
+        try:
+            check_option(step["usage"])
+        except UsageError as exc:
+            raise ScriptError(f"{exc} in step {step!r}") from None
     if kind == "call_tool" and not isinstance(step[kind], dict):
         raise ScriptError(f"call_tool needs an object with a 'name': {step!r}")

@@ -4,7 +4,11 @@ Pi's loop: ``agent_start``; per model response a "turn" (``turn_start``, the
 assistant message, its tool executions and results, ``turn_end``); steering
 messages are read after a turn's tool calls, before the next model call; when
 the model stops, follow-ups (and steers still queued) start another response;
-``agent_end`` when nothing is left.
+``agent_end`` when nothing is left. An assistant message starts with no usage
+and ends (``message_end``) with its response's: ``usage`` (``input`` without
+the cached tokens, which are ``cacheRead``; ``output`` with the reasoning
+ones; ``cost`` in dollars, 0 for a model Pi has no price for) and the model's
+``responseId``.
 """
 
 from __future__ import annotations
@@ -13,18 +17,33 @@ import asyncio
 import os
 import re
 import time
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 try:
     from paperclip_provider_kit.mcp_client import call_tool
+    from paperclip_provider_kit.usage import ScriptedUsage
 except ImportError:  # an install without the extra
     raise SystemExit("the fake Pi needs its extra: pip install 'paperclip-pi[fake]'") from None
 
 MODEL_STEPS = frozenset({"message", "call_tool", "shell", "fail"})
 """Steps that are a model response (a Pi "turn"); the others happen between them."""
-USAGE = {"input": 100, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 120}
+
+
+def usage_of(usage: ScriptedUsage | None) -> dict[str, Any]:
+    """A response's usage as Pi reports it (None: a response that used nothing)."""
+    usage = usage or ScriptedUsage(0, 0, 0, 0)
+    cost = usage.cost or 0
+    return {
+        "input": usage.input_tokens - usage.cached_input_tokens,
+        "output": usage.output_tokens,
+        "cacheRead": usage.cached_input_tokens,
+        "cacheWrite": 0,
+        "totalTokens": usage.total_tokens,
+        "cost": {"input": cost, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": cost},
+    }
 
 
 class Host(Protocol):
@@ -34,6 +53,7 @@ class Host(Protocol):
     def send(self, message: Mapping[str, Any]) -> None: ...
     def log(self, entry: Mapping[str, Any]) -> None: ...
     def next_steps(self) -> list[dict[str, Any]]: ...
+    def next_response(self) -> int: ...
 
 
 class StepFailed(Exception):
@@ -130,23 +150,31 @@ class AgentRun:
             os._exit(int(step["exit"]))
         elif "message" in step:
             text = str(step["message"])
-            self._assistant([{"type": "text", "text": text}], "stop", stream=text)
+            usage = self._usage(step)
+            self._assistant([{"type": "text", "text": text}], "stop", stream=text, usage=usage)
             self.host.send({"type": "turn_end", "message": self.messages[-1], "toolResults": []})
         elif "call_tool" in step:
             call = step["call_tool"]
-            await self._tool_turn(
-                f"paperclip_{call.get('name')}", dict(call.get("arguments") or {}), call
-            )
+            name, arguments = f"paperclip_{call.get('name')}", dict(call.get("arguments") or {})
+            await self._tool_turn(name, arguments, call, self._usage(step))
         elif "shell" in step:
-            await self._tool_turn("bash", {"command": str(step["shell"])}, None)
+            await self._tool_turn("bash", {"command": str(step["shell"])}, None, self._usage(step))
+
+    def _usage(self, step: Mapping[str, Any]) -> ScriptedUsage:
+        """What the step's model response used: its ``usage`` option, or its place's."""
+        return ScriptedUsage.for_response(self.host.next_response(), step.get("usage"))
 
     async def _tool_turn(
-        self, name: str, arguments: dict[str, Any], mcp_call: Mapping[str, Any] | None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        mcp_call: Mapping[str, Any] | None,
+        usage: ScriptedUsage,
     ) -> None:
         self._calls += 1
         call_id = f"call_fake{self._calls:06d}"
         tool_call = {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
-        self._assistant([tool_call], "toolUse")
+        self._assistant([tool_call], "toolUse", usage=usage)
         send = self.host.send
         send(
             {
@@ -217,6 +245,7 @@ class AgentRun:
         stop: str,
         error: str | None = None,
         stream: str | None = None,
+        usage: ScriptedUsage | None = None,
     ) -> None:
         message: dict[str, Any] = {
             "role": "assistant",
@@ -224,7 +253,7 @@ class AgentRun:
             "api": "openai-completions",
             "provider": "paperclip",
             "model": self.host.model,
-            "usage": USAGE,
+            "usage": usage_of(None),
             "stopReason": stop,
             "timestamp": _now(),
         }
@@ -236,6 +265,10 @@ class AgentRun:
         message["content"] = content
         if error is not None:
             message["errorMessage"] = error
+        if usage is not None:
+            message["usage"] = usage_of(usage)
+            message["responseId"] = f"chatcmpl_fake{uuid.uuid4().hex[:12]}"
+            self.host.log(usage.log_entry(responseId=message["responseId"]))
         self.messages.append(message)
         self.host.send({"type": "message_end", "message": message})
 

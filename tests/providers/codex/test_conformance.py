@@ -11,15 +11,20 @@ real driver, against:
 - the pinned real CLI with the scripted model (where it is installed).
 
 Both are reduced to the messages the driver reads (kinds, item types and
-statuses, tool names, refusal texts, the fields it takes from each) and
-compared with the recording of the real CLI in ``data/`` (made with
-``PAPERCLIP_RECORD_CODEX=1``). A fake that stops gating tools, or a CLI
-version that changes a shape, fails here.
+statuses, tool names, refusal texts, the fields it takes from each, where each
+response's token usage comes) and compared with the recording of the real CLI
+in ``data/`` (made with ``PAPERCLIP_RECORD_CODEX=1``). A fake that stops
+gating tools, or a CLI version that changes a shape, fails here. The usage the
+driver reports is, response by response, what the model sent: the scripted
+endpoint's for the real CLI, the fake's own (its log) for the fake. A third
+scenario resumes the thread in a new process: Codex replays the thread's last
+usage, of the earlier turn, which the driver must not report again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import socket
@@ -67,6 +72,7 @@ READ_KINDS = {
     "serverRequest/resolved",
     "mcpServer/elicitation/request",
     "item/commandExecution/requestApproval",
+    "thread/tokenUsage/updated",
 }
 """The messages the driver and the engine read; status chatter is left out."""
 
@@ -117,6 +123,32 @@ MODEL_SCRIPT = [
 ]
 
 
+class Reported(list[Any]):
+    """``DriverContext.report_usage``: the usage the driver reported, in order."""
+
+    async def __call__(self, usage: Any) -> None:
+        self.append(usage)
+
+
+COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+
+
+def counts(usages: list[Any]) -> list[dict[str, int]]:
+    """The four counts of each reported usage."""
+    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
+
+
+def fake_sent(log: Path) -> list[dict[str, int]]:
+    """The usage the fake sent, response by response (its log)."""
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    return [{key: e[key] for key in COUNTS} for e in entries if e["type"] == "usage"]
+
+
+def fake_command(scripts: Path, log: Path) -> tuple[str, ...]:
+    module = "paperclip_codex.fake_app_server"
+    return (sys.executable, "-m", module, "--script-dir", str(scripts), "--log", str(log))
+
+
 async def run_scenario(
     command: tuple[str, ...],
     url: str,
@@ -124,6 +156,8 @@ async def run_scenario(
     policy: str,
     config: dict[str, Any],
     cwd: Path | None = None,
+    reported: Reported | None = None,
+    session_ref: str | None = None,
 ) -> list[ProviderEvent]:
     events: list[ProviderEvent] = []
 
@@ -139,11 +173,13 @@ async def run_scenario(
         "GIT_CONFIG_GLOBAL": "/dev/null",
         **IDENTITY,
     }
-    driver = CodexDriver(DriverContext(state_dir=str(tmp / "state"), env=env, command=command))
+    context = DriverContext(state_dir=str(tmp / "state"), env=env, command=command)
+    driver = CodexDriver(dataclasses.replace(context, report_usage=reported))
     turn = TurnInput(
         run_id="conformance",
         prompt="Run the conformance scenario.",
         cwd=str(cwd or tmp),
+        session_ref=session_ref,
         mcp=McpEndpoint(name=SERVER, url=url, bearer_token="unused"),
         config={
             "approval_policy": policy,
@@ -163,6 +199,8 @@ async def run_scenario(
 def reduce(events: list[ProviderEvent]) -> dict[str, Any]:
     """What the driver reads of a turn, in order, without ids, times or free text."""
     sequence = []
+    turn_ids = {e.payload["turn"]["id"] for e in events if e.type == "turn/started"}
+    running = dict.fromkeys(("inputTokens", "outputTokens"), 0)
     for event in events:
         if event.type not in READ_KINDS:
             continue
@@ -196,6 +234,14 @@ def reduce(events: list[ProviderEvent]) -> dict[str, Any]:
             )
         if event.type == "serverRequest/resolved":
             entry["fields"] = sorted(payload)
+        if event.type == "thread/tokenUsage/updated":
+            usage = payload["tokenUsage"]
+            entry["this_turn"] = payload["turnId"] in turn_ids  # else a replay of an earlier one
+            entry["fields"] = sorted(usage["last"])
+            if entry["this_turn"]:  # the thread's total runs on by the response's own (last)
+                ran_on = {k: running[k] + usage["last"][k] for k in running}
+                entry["total_runs_on"] = {k: usage["total"][k] for k in running} == ran_on
+            running = {k: usage["total"][k] for k in running}
         # Streamed message deltas and reasoning are not part of the contract.
         if entry.get("item") in ("reasoning",):
             continue
@@ -213,16 +259,18 @@ async def test_the_fake_behaves_like_the_recorded_real_cli(
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "conformance.json").write_text(json.dumps(FAKE_SCRIPT))
-    command = (
-        sys.executable,
-        "-m",
-        "paperclip_codex.fake_app_server",
-        "--script-dir",
-        str(scripts),
+    log, reported = tmp_path / "fake.log", Reported()
+    events = await run_scenario(
+        fake_command(scripts, log),
+        tool_server,
+        tmp_path,
+        policy,
+        {"model": "conformance"},
+        reported=reported,
     )
-    events = await run_scenario(command, tool_server, tmp_path, policy, {"model": "conformance"})
     expected = json.loads(recording(policy).read_text())
     assert reduce(events) == expected
+    assert counts(reported) == fake_sent(log) and len(reported) == 4
 
 
 @pytest.mark.codex_cli
@@ -242,12 +290,19 @@ async def test_the_real_cli_behaves_as_recorded(
                 "model_providers.paperclip.stream_max_retries": 0,
             },
         }
-        events = await run_scenario((str(cli), "app-server"), tool_server, tmp_path, policy, config)
+        reported = Reported()
+        events = await run_scenario(
+            (str(cli), "app-server"), tool_server, tmp_path, policy, config, reported=reported
+        )
+        sent = [u.as_dict() for u in endpoint.usage_sent("conformance")]
     reduced = reduce(events)
     if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
         DATA.mkdir(exist_ok=True)
         recording(policy).write_text(json.dumps(reduced, indent=1) + "\n")
     assert reduced == json.loads(recording(policy).read_text())
+    # Every response's usage reported once, as the model sent it.
+    assert counts(reported) == sent and len(sent) == len(MODEL_SCRIPT)
+    assert {u.model for u in reported} == {"conformance"}
 
 
 # A commit in a git worktree: refused in the sandbox, then escalated and accepted.
@@ -321,13 +376,7 @@ async def test_the_fake_commits_in_a_worktree_like_the_recorded_real_cli(
     scripts = tmp_path / "scripts"
     scripts.mkdir()
     (scripts / "conformance.json").write_text(json.dumps(WORKTREE_FAKE_SCRIPT))
-    command = (
-        sys.executable,
-        "-m",
-        "paperclip_codex.fake_app_server",
-        "--script-dir",
-        str(scripts),
-    )
+    command = fake_command(scripts, tmp_path / "fake.log")
     config = {"model": "conformance", **WORKTREE_CONFIG}
     events = await run_scenario(command, tool_server, tmp_path, "on-request", config, cwd)
     expected = json.loads(recording("worktree").read_text())
@@ -359,3 +408,64 @@ async def test_the_real_cli_commits_in_a_worktree_as_recorded(
     if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
         recording("worktree").write_text(json.dumps(reduced, indent=1) + "\n")
     assert reduced == json.loads(recording("worktree").read_text())
+
+
+# A thread resumed in a new process: Codex replays the thread's last usage (of the earlier
+# turn) before the new turn starts; the driver reports only the new turn's.
+
+RESUME_FAKE_SCRIPT = {"turns": [[{"message": "first"}], [{"message": "second"}]]}
+RESUME_MODEL_SCRIPT = [say("first"), say("second")]
+
+
+async def run_resume(
+    command: tuple[str, ...], url: str, tmp: Path, config: dict[str, Any]
+) -> tuple[list[ProviderEvent], Reported, Reported]:
+    """Two turns of one thread, each in its own process; the second turn's events."""
+    first, second = Reported(), Reported()
+    started = await run_scenario(command, url, tmp, "never", config, reported=first)
+    thread_id = next(e.payload["thread"]["id"] for e in started if e.type == "thread/started")
+    events = await run_scenario(
+        command, url, tmp, "never", config, reported=second, session_ref=thread_id
+    )
+    return events, first, second
+
+
+async def test_the_fake_replays_a_resumed_thread_s_usage_like_the_recorded_real_cli(
+    tool_server: str, tmp_path: Path
+) -> None:
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "conformance.json").write_text(json.dumps(RESUME_FAKE_SCRIPT))
+    log = tmp_path / "fake.log"
+    events, first, second = await run_resume(
+        fake_command(scripts, log), tool_server, tmp_path, {"model": "conformance"}
+    )
+    assert reduce(events) == json.loads(recording("resume").read_text())
+    assert counts(first + second) == fake_sent(log) and len(second) == 1
+
+
+@pytest.mark.codex_cli
+async def test_the_real_cli_replays_a_resumed_thread_s_usage_as_recorded(
+    tool_server: str, tmp_path: Path
+) -> None:
+    cli = require_cli()
+    with ModelEndpoint() as endpoint:
+        endpoint.script("conformance", RESUME_MODEL_SCRIPT)
+        config = {
+            "model": "conformance",
+            "base_url": endpoint.url,
+            "env_key": "SCRIPTED_MODEL_API_KEY",
+            "config_overrides": {
+                "model_providers.paperclip.request_max_retries": 0,
+                "model_providers.paperclip.stream_max_retries": 0,
+            },
+        }
+        events, first, second = await run_resume(
+            (str(cli), "app-server"), tool_server, tmp_path, config
+        )
+        sent = endpoint.usage_sent("conformance")
+    reduced = reduce(events)
+    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
+        recording("resume").write_text(json.dumps(reduced, indent=1) + "\n")
+    assert reduced == json.loads(recording("resume").read_text())
+    assert counts(first + second) == [u.as_dict() for u in sent] and len(second) == 1

@@ -15,9 +15,17 @@ import pytest
 
 from tests.engine.test_restarts import assert_log_is_clean, journal
 from tests.providers.codex.conftest import real_agent_config, start_real
+from tests.providers.scenarios import assert_usage_recorded, set_price
 from tests.support.db import HeldLock, query
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import FunctionCall, calls, codex_shell, mcp_tool, say
+from tests.support.model_endpoint_script import (
+    FunctionCall,
+    Usage,
+    calls,
+    codex_shell,
+    mcp_tool,
+    say,
+)
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
@@ -93,6 +101,23 @@ def test_a_new_agent_with_only_a_model_endpoint_calls_our_tools_and_succeeds(
     assert not {n for n in offered if "agent" in n or "goal" in n or "web_search" in n}
 
 
+def test_the_usage_the_control_plane_records_is_what_the_model_sent(real_stack, model_endpoint):
+    """Each model response's tokens, from Codex's token-usage notifications, recorded once
+    and priced from the price table (Codex reports no cost)."""
+    start_real(real_stack)
+    steps = read_comment_finish("Looking at it.")
+    steps[1] = calls(*steps[1].outputs, usage=Usage(48_000, 310, 40_000, 120))
+    ctx = new_agent(real_stack, model_endpoint, steps)
+    set_price(real_stack, ctx["model"])
+    real_stack.assign(ctx)
+    run = real_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    assert_succeeded_once(real_stack, ctx, run, "Looking at it.")
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert len(sent) == len(steps) and sent[1] == Usage(48_000, 310, 40_000, 120)
+    assert_usage_recorded(real_stack, ctx, run["id"], sent)
+
+
 @pytest.mark.parametrize(
     ("policy", "asked"), [("never", False), ("on-request", True)], ids=["never", "on-request"]
 )
@@ -131,6 +156,7 @@ def test_sigkill_of_the_control_plane_while_the_model_is_in_a_slow_step(real_sta
     start_real(real_stack)
     steps = read_comment_finish("Before the restart.", hold="slow-finish")
     ctx = new_agent(real_stack, model_endpoint, steps, mcp_tool_timeout_seconds=300)
+    set_price(real_stack, ctx["model"])
     real_stack.assign(ctx)
     gate = model_endpoint.gate("slow-finish")
     gate.wait_reached(WAIT)
@@ -143,6 +169,8 @@ def test_sigkill_of_the_control_plane_while_the_model_is_in_a_slow_step(real_sta
     assert_succeeded_once(real_stack, ctx, run, "Before the restart.")
     assert run["controller_epoch"] >= 2
     assert_log_is_clean(real_stack, ctx, run)
+    # Usage reported before the restart and replayed after it is counted once.
+    assert_usage_recorded(real_stack, ctx, run["id"], model_endpoint.usage_sent(ctx["model"]))
 
 
 def test_sigkill_of_the_control_plane_while_a_tool_call_waits_for_its_answer(

@@ -4,7 +4,7 @@ No local process is adopted: the run id is the ``agent`` request's
 idempotency key. The run's tools reach the remote agent through the runner's
 relay, which the gateway's ``mcp.servers.paperclip`` points at; OpenClaw names
 them ``paperclip__<tool>``. A gateway takes ~10 s to start, so each scenario
-starts one and there are four.
+starts one and there are five.
 """
 
 from __future__ import annotations
@@ -21,13 +21,15 @@ from tests.providers.scenarios import (
     assert_log_is_clean,
     assert_model_followed_the_correction,
     assert_succeeded_once,
+    assert_usage_recorded,
     guard_model_steps,
     restart_control_plane,
     run_guard_correction,
+    set_price,
     steer_and_wait,
 )
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import FunctionCall, calls, say
+from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.gateway_cli]
 
@@ -89,6 +91,7 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(gateway_sta
         say("Done, with the changelog."),
     ]
     ctx = start(gateway_stack, model_endpoint, steps)
+    set_price(gateway_stack, ctx["model"])
     gateway_stack.assign(ctx)
     gate = model_endpoint.gate("slow-step")
     gate.wait_reached(WAIT)
@@ -106,6 +109,12 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(gateway_sta
     events = gateway_stack.events(ctx, run["id"])
     run_ids = {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")}
     assert run_ids == {run["id"], f"{run['id']}:follow-up:steer-1"}
+    # Each gateway run's usage, from its own request's final answer.
+    sent = model_endpoint.usage_sent(ctx["model"])
+    recorded = assert_usage_recorded(
+        gateway_stack, ctx, run["id"], sent, per_response=False, runs=2
+    )
+    assert {e["key"] for e in recorded} == run_ids
 
 
 def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
@@ -118,6 +127,7 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
         say("Done."),
     ]
     ctx = start(gateway_stack, model_endpoint, steps)
+    set_price(gateway_stack, ctx["model"])
     gateway_stack.assign(ctx)
     gate = model_endpoint.gate("slow-finish")
     gate.wait_reached(WAIT)
@@ -130,6 +140,9 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     assert run["controller_epoch"] >= 2
     assert_each_tool_once(gateway_stack, run["id"])
     assert_log_is_clean(gateway_stack, ctx, run)
+    # The gateway run's usage, from its final answer, counted once across the restart.
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert_usage_recorded(gateway_stack, ctx, run["id"], sent, per_response=False)
 
 
 def test_a_refused_finish_is_corrected_in_the_same_turn(gateway_stack, model_endpoint):
@@ -138,3 +151,25 @@ def test_a_refused_finish_is_corrected_in_the_same_turn(gateway_stack, model_end
     assert_model_followed_the_correction(model_endpoint, ctx["model"])
     events = gateway_stack.events(ctx, run["id"])
     assert {e["payload"]["runId"] for e in events if e["type"].startswith("agent.")} == {run["id"]}
+
+
+def test_the_usage_the_control_plane_records_is_what_the_model_sent(gateway_stack, model_endpoint):
+    """The gateway run's usage, from its agent request's final answer (its events carry only
+    output tokens): one cost event summing the run's model calls, priced from the price table
+    (OpenClaw has no price for the scripted model: its cost is 0)."""
+    steps = [
+        calls(tool("get_task_context"), usage=Usage(48_000, 310, 40_000, 120)),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    set_price(gateway_stack, ctx["model"])
+    gateway_stack.assign(ctx)
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    assert_succeeded_once(gateway_stack, ctx, run, "Looking at it.")
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
+    (event,) = assert_usage_recorded(gateway_stack, ctx, run["id"], sent, per_response=False)
+    assert event["key"] == run["id"]  # the gateway run is the Paperclip run's

@@ -19,13 +19,15 @@ from tests.providers.scenarios import (
     assert_log_is_clean,
     assert_model_followed_the_correction,
     assert_succeeded_once,
+    assert_usage_recorded,
     guard_model_steps,
     restart_control_plane,
     run_guard_correction,
+    set_price,
     steer_and_wait,
 )
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import FunctionCall, calls, say
+from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.opencode_cli]
 
@@ -84,6 +86,7 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(
         say("Done, with the changelog."),
     ]
     ctx = new_agent(opencode_stack, model_endpoint, steps)
+    set_price(opencode_stack, ctx["model"])
     opencode_stack.assign(ctx)
     gate = model_endpoint.gate("slow-step")
     gate.wait_reached(WAIT)
@@ -106,6 +109,8 @@ def test_a_follow_up_during_a_slow_step_is_answered_in_the_same_turn(
         if e["type"] == "message.updated" and e["payload"]["info"]["role"] == "user"
     }
     assert len(users) == 2  # the prompt and the follow-up, in one turn
+    # The follow-up's answers are the turn's too: every response counted, once.
+    assert_usage_recorded(opencode_stack, ctx, run["id"], model_endpoint.usage_sent(ctx["model"]))
 
 
 def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
@@ -119,6 +124,7 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
         say("Done."),
     ]
     ctx = new_agent(opencode_stack, model_endpoint, steps)
+    set_price(opencode_stack, ctx["model"])
     opencode_stack.assign(ctx)
     gate = model_endpoint.gate("slow-finish")
     gate.wait_reached(WAIT)
@@ -131,6 +137,8 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     assert run["controller_epoch"] >= 2
     assert_each_tool_once(opencode_stack, run["id"])
     assert_log_is_clean(opencode_stack, ctx, run)
+    # Usage reported before the restart and replayed after it is counted once.
+    assert_usage_recorded(opencode_stack, ctx, run["id"], model_endpoint.usage_sent(ctx["model"]))
 
 
 def test_a_refused_finish_is_corrected_in_the_same_turn(opencode_stack, model_endpoint):
@@ -145,3 +153,24 @@ def test_a_refused_finish_is_corrected_in_the_same_turn(opencode_stack, model_en
         if e["type"] == "message.updated" and e["payload"]["info"]["role"] == "user"
     }
     assert len(users) == 1  # one prompt: the correction came within its turn
+
+
+def test_the_usage_the_control_plane_records_is_what_the_model_sent(opencode_stack, model_endpoint):
+    """Each answer's tokens, from OpenCode's completed messages, recorded once and priced from
+    the price table (OpenCode has no price for the scripted model: its cost is 0)."""
+    start_real(opencode_stack)
+    steps = [
+        calls(tool("get_task_context"), usage=Usage(48_000, 310, 40_000, 120)),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = new_agent(opencode_stack, model_endpoint, steps)
+    set_price(opencode_stack, ctx["model"])
+    opencode_stack.assign(ctx)
+    run = opencode_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    assert_succeeded_once(opencode_stack, ctx, run, "Looking at it.")
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
+    assert_usage_recorded(opencode_stack, ctx, run["id"], sent)

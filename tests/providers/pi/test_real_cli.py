@@ -19,13 +19,15 @@ from tests.providers.scenarios import (
     assert_log_is_clean,
     assert_model_followed_the_correction,
     assert_succeeded_once,
+    assert_usage_recorded,
     guard_model_steps,
     restart_control_plane,
     run_guard_correction,
+    set_price,
     steer_and_wait,
 )
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import FunctionCall, calls, say
+from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.pi_cli]
 
@@ -109,6 +111,7 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
         say("Done."),
     ]
     ctx = new_agent(pi_stack, model_endpoint, steps)
+    set_price(pi_stack, ctx["model"])
     pi_stack.assign(ctx)
     gate = model_endpoint.gate("slow-finish")
     gate.wait_reached(WAIT)
@@ -121,6 +124,9 @@ def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect
     assert run["controller_epoch"] >= 2
     assert_each_tool_once(pi_stack, run["id"])
     assert_log_is_clean(pi_stack, ctx, run)
+    # Usage reported before the restart and replayed after it is counted once.
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert_usage_recorded(pi_stack, ctx, run["id"], sent, reasoning=False)
 
 
 def test_a_refused_finish_is_corrected_in_the_same_turn(pi_stack, model_endpoint):
@@ -130,3 +136,25 @@ def test_a_refused_finish_is_corrected_in_the_same_turn(pi_stack, model_endpoint
     assert_model_followed_the_correction(model_endpoint, ctx["model"])
     types = [e["type"] for e in pi_stack.events(ctx, run["id"])]
     assert types.count("agent_end") == 1  # one turn
+
+
+def test_the_usage_the_control_plane_records_is_what_the_model_sent(pi_stack, model_endpoint):
+    """Each response's tokens, from Pi's message_end, recorded once and priced from the price
+    table (Pi has no price for the scripted model: its cost is 0). Pi counts reasoning tokens
+    within the output and does not report them apart."""
+    start_real(pi_stack)
+    steps = [
+        calls(tool("get_task_context"), usage=Usage(48_000, 310, 40_000, 120)),
+        calls(tool("post_comment", {"body": "Looking at it."})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed it"})),
+        say("Done."),
+    ]
+    ctx = new_agent(pi_stack, model_endpoint, steps)
+    set_price(pi_stack, ctx["model"])
+    pi_stack.assign(ctx)
+    run = pi_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+
+    assert_succeeded_once(pi_stack, ctx, run, "Looking at it.")
+    sent = model_endpoint.usage_sent(ctx["model"])
+    assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
+    assert_usage_recorded(pi_stack, ctx, run["id"], sent, reasoning=False)

@@ -1,0 +1,176 @@
+"""Each assistant message's tokens and cost, as the fake server sends them, reported once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
+from paperclip_opencode.driver import OpenCodeDriver
+from paperclip_opencode.usage import UsageReports, message_usage
+from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import ScriptFolder as Fake
+
+TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 1.8").TurnUsage
+
+pytestmark = pytest.mark.process
+
+PLUGIN_ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
+
+
+class Reported(list[Any]):
+    """``DriverContext.report_usage``: keeps what the driver reported."""
+
+    async def __call__(self, usage: Any) -> None:
+        self.append(usage)
+
+
+def counts(usages: list[Any]) -> list[dict[str, int]]:
+    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
+
+
+def sent(fake: Fake) -> list[dict[str, Any]]:
+    """What the fake sent, response by response (its log): message id, counts, cost."""
+    return [e for e in fake.log() if e["type"] == "usage"]
+
+
+def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> OpenCodeDriver:
+    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
+    return OpenCodeDriver(dataclasses.replace(context, report_usage=reported))
+
+
+def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
+    return TurnInput(
+        run_id="run-1",
+        prompt="Fix the build",
+        cwd=str(state_dir),
+        session_ref=session_ref,
+        mcp=McpEndpoint("paperclip", tools.url, TOKEN),
+        config={
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m1",
+            "env_key": "SCRIPTED_MODEL_API_KEY",
+        },
+    )
+
+
+async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
+    fake: Fake, tool_server: ToolServer, state_dir: Path
+) -> None:
+    priced = {
+        "input_tokens": 3000,
+        "cached_input_tokens": 2000,
+        "output_tokens": 60,
+        "reasoning_tokens": 15,
+        "cost": 0.0125,
+    }
+    fake.script(
+        "m1",
+        {
+            "turns": [
+                [
+                    {"call_tool": {"name": "echo", "arguments": {"text": "hi"}}, "usage": priced},
+                    {"message": "Done."},
+                ],
+                [{"message": "Again."}],
+            ]
+        },
+    )
+    reported, events = Reported(), Events()
+    driver = new_driver(state_dir, fake, reported)
+    try:
+        result = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), events), WAIT)
+        assert result.status == "completed", result.error
+        first_turn = len(reported)
+        again = await asyncio.wait_for(
+            driver.run_turn(turn(state_dir, tool_server, result.session_ref), Events()), WAIT
+        )
+        assert again.status == "completed", again.error
+    finally:
+        await driver.close()
+
+    fake_sent = sent(fake)
+    assert first_turn == 2 and len(fake_sent) == 3
+    # OpenCode sent each completed answer twice: each is reported once, by its message id.
+    completed = [
+        e.payload["info"]["id"]
+        for e in events.items
+        if e.type == "message.updated" and "completed" in e.payload["info"]["time"]
+    ]
+    assert completed == [m for m in [s["messageID"] for s in fake_sent[:2]] for _ in range(2)]
+    assert [u.key for u in reported] == [s["messageID"] for s in fake_sent]
+    # The numbers the model sent: cached tokens counted in the input, reasoning in the output.
+    assert counts(reported) == [{key: s[key] for key in COUNTS} for s in fake_sent]
+    assert counts(reported)[0] == {k: v for k, v in priced.items() if k != "cost"}
+    # OpenCode's own cost, in micro-dollars; none where it knew no price (0).
+    assert [(u.cost_micros, u.currency, u.model) for u in reported] == [
+        (12_500, "USD", "m1"),
+        (None, "USD", "m1"),
+        (None, "USD", "m1"),
+    ]
+
+
+async def test_a_new_server_on_the_same_session_reports_only_the_new_answers(
+    fake: Fake, tool_server: ToolServer, state_dir: Path, tmp_path: Path
+) -> None:
+    fake.script("m1", {"turns": [[{"message": "First."}], [{"message": "Second."}]]})
+    first, second = Reported(), Reported()
+    driver = new_driver(state_dir, fake, first)
+    try:
+        done = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), Events()), WAIT)
+    finally:
+        await driver.close()
+    driver = new_driver(state_dir, fake, second)  # a restarted runner resumes the session
+    try:
+        again = await asyncio.wait_for(
+            driver.run_turn(turn(state_dir, tool_server, done.session_ref), Events()), WAIT
+        )
+    finally:
+        await driver.close()
+    assert (done.status, again.status) == ("completed", "completed")
+    assert [u.key for u in first + second] == [s["messageID"] for s in sent(fake)]
+    assert len(first) == len(second) == 1
+
+
+def test_an_answer_reports_nothing_until_it_is_complete() -> None:
+    info = {
+        "id": "msg_1",
+        "role": "assistant",
+        "modelID": "m1",
+        "cost": 0,
+        "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+        "time": {"created": 1},
+    }
+    assert message_usage(info) is None
+    assert message_usage({**info, "role": "user", "time": {"created": 1, "completed": 2}}) is None
+    done = {
+        **info,
+        "time": {"created": 1, "completed": 2},
+        "tokens": {"input": 10, "output": 4, "reasoning": 1, "cache": {"read": 5, "write": 2}},
+    }
+    assert message_usage(done) == TurnUsage(
+        key="msg_1",
+        model="m1",
+        input_tokens=17,
+        cached_input_tokens=5,
+        output_tokens=5,
+        reasoning_tokens=1,
+    )
+
+
+async def test_the_same_answer_is_reported_once_by_a_driver() -> None:
+    reported = Reported()
+
+    class Context:
+        report_usage = reported
+
+    reports = UsageReports(Context())  # type: ignore[arg-type]
+    usage = TurnUsage(key="msg_1", model="m1", input_tokens=10)
+    await reports.send(usage)
+    await reports.send(usage)
+    assert reported == [usage]

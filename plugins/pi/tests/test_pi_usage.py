@@ -1,0 +1,163 @@
+"""Each assistant message's usage, as the fake Pi sends it at ``message_end``, reported once."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
+from paperclip_pi.driver import PiDriver
+from paperclip_pi.usage import UsageReports, message_usage
+from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import ScriptFolder as Fake
+
+TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 1.8").TurnUsage
+
+pytestmark = pytest.mark.process
+
+PLUGIN_ROOT = Path(__file__).resolve().parents[1]
+COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens")
+"""What Pi reports: it counts reasoning tokens within the output, not apart."""
+
+
+class Reported(list[Any]):
+    """``DriverContext.report_usage``: keeps what the driver reported."""
+
+    async def __call__(self, usage: Any) -> None:
+        self.append(usage)
+
+
+def counts(usages: list[Any]) -> list[dict[str, int]]:
+    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
+
+
+def sent(fake: Fake) -> list[dict[str, Any]]:
+    """What the fake sent, response by response (its log): response id, counts, cost."""
+    return [e for e in fake.log() if e["type"] == "usage"]
+
+
+def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> PiDriver:
+    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
+    return PiDriver(dataclasses.replace(context, report_usage=reported))
+
+
+def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
+    return TurnInput(
+        run_id="run-1",
+        prompt="Fix the build",
+        cwd=str(state_dir),
+        session_ref=session_ref,
+        mcp=McpEndpoint("paperclip", tools.url, TOKEN),
+        config={
+            "base_url": "http://127.0.0.1:9/v1",
+            "model": "m1",
+            "env_key": "SCRIPTED_MODEL_API_KEY",
+        },
+    )
+
+
+async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
+    fake: Fake, tool_server: ToolServer, state_dir: Path
+) -> None:
+    priced = {"input_tokens": 3000, "cached_input_tokens": 2000, "output_tokens": 60, "cost": 0.02}
+    fake.script(
+        "m1",
+        [
+            {"call_tool": {"name": "echo", "arguments": {"text": "hi"}}, "usage": priced},
+            {"shell": "true"},
+            {"message": "Done."},
+        ],
+    )
+    reported, events = Reported(), Events()
+    driver = new_driver(state_dir, fake, reported)
+    try:
+        result = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), events), WAIT)
+    finally:
+        await driver.close()
+    assert result.status == "completed", result.error
+
+    fake_sent = sent(fake)
+    assert len(fake_sent) == 3
+    # The same message comes again at turn_end and agent_end: it is reported once, at its end.
+    assert [u.key.split(":")[1] for u in reported] == [s["responseId"] for s in fake_sent]
+    assert len({u.key for u in reported}) == 3
+    assert counts(reported) == [{key: s[key] for key in COUNTS} for s in fake_sent]
+    assert counts(reported)[0] == {k: v for k, v in priced.items() if k in COUNTS}
+    # Pi's own cost, in micro-dollars; none where it knew no price (0).
+    assert [(u.cost_micros, u.model, u.reasoning_tokens) for u in reported] == [
+        (20_000, "m1", 0),
+        (None, "m1", 0),
+        (None, "m1", 0),
+    ]
+
+
+async def test_a_resumed_session_reports_only_its_new_responses(
+    fake: Fake, tool_server: ToolServer, state_dir: Path
+) -> None:
+    fake.script("m1", {"turns": [[{"message": "First."}], [{"message": "Second."}]]})
+    first, second = Reported(), Reported()
+    driver = new_driver(state_dir, fake, first)
+    try:
+        done = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), Events()), WAIT)
+    finally:
+        await driver.close()
+    driver = new_driver(state_dir, fake, second)  # a restarted runner resumes the session
+    try:
+        again = await asyncio.wait_for(
+            driver.run_turn(turn(state_dir, tool_server, done.session_ref), Events()), WAIT
+        )
+    finally:
+        await driver.close()
+    assert (done.status, again.status) == ("completed", "completed")
+    assert again.session_ref == done.session_ref
+    assert [u.key.split(":")[1] for u in first + second] == [s["responseId"] for s in sent(fake)]
+    assert len(first) == len(second) == 1
+    # The session's second response, not its first again: its usage is its own.
+    assert counts(second) != counts(first)
+
+
+async def test_a_failed_response_that_used_nothing_reports_nothing(
+    fake: Fake, tool_server: ToolServer, state_dir: Path
+) -> None:
+    fake.script("m1", [{"fail": "the model is down"}])
+    reported = Reported()
+    driver = new_driver(state_dir, fake, reported)
+    try:
+        result = await asyncio.wait_for(
+            driver.run_turn(turn(state_dir, tool_server), Events()), WAIT
+        )
+    finally:
+        await driver.close()
+    assert result.status == "failed"
+    assert reported == []
+
+
+async def test_the_same_message_is_reported_once_by_a_driver() -> None:
+    reported = Reported()
+
+    class Context:
+        report_usage = reported
+
+    message = {
+        "role": "assistant",
+        "model": "m1",
+        "timestamp": 1700000000000,
+        "responseId": "chatcmpl_1",
+        "usage": {"input": 10, "output": 4, "cacheRead": 5, "cacheWrite": 1, "cost": {"total": 0}},
+    }
+    usage = message_usage(message)
+    assert usage == TurnUsage(
+        key="1700000000000:chatcmpl_1",
+        model="m1",
+        input_tokens=16,
+        cached_input_tokens=5,
+        output_tokens=4,
+    )
+    reports = UsageReports(Context())  # type: ignore[arg-type]
+    await reports.send(usage)
+    await reports.send(message_usage(dict(message)))
+    assert reported == [usage]
