@@ -43,9 +43,9 @@ def test_make_a_routine_run_it_now_and_read_its_history(stack, page, screenshots
 
     ran = page.locator("p.ran")
     rows.first.get_by_role("button", name="Run Morning triage now").click()
-    expect(ran).to_have_text("Morning triage: started")
+    expect(ran).to_have_text("Morning triage: Started")
     rows.first.get_by_role("button", name="Run Morning triage now").click()
-    expect(ran).to_have_text("Morning triage: skipped open execution")
+    expect(ran).to_have_text("Morning triage: Skipped open execution")
     screenshots(page, "routines")
 
     rows.first.get_by_role("link", name="Morning triage").click()
@@ -53,7 +53,7 @@ def test_make_a_routine_run_it_now_and_read_its_history(stack, page, screenshots
     expect(page.get_by_role("list", name="Next runs").locator("li")).to_have_count(5)
     history = page.locator("tr[data-execution]")
     expect(history).to_have_count(2)
-    expect(history.first).to_contain_text("skipped")
-    expect(history.last).to_contain_text("started")
+    expect(history.first).to_contain_text("Skipped")
+    expect(history.last).to_contain_text("Started")
     history.last.get_by_role("link", name="issue").click()
     expect(page.get_by_role("heading", name="Triage")).to_be_visible()
