@@ -7,7 +7,7 @@ import os
 import socket
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import platformdirs
 from pydantic import Field, field_validator
@@ -198,6 +198,13 @@ class Settings(BaseSettings):
         "Agents select a profile by name; they never name an executable.",
     )
 
+    runner_models: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="The runner host's model profiles, as JSON: profile name -> {endpoints, "
+        "keys, sandbox, approvals}. Agents select one by name (provider_config.model_profile); "
+        "none: one implicit 'default' profile (docs/security.md#model-profiles).",
+    )
+
     runner_workspace_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="The runner host's folders that repositories may live in (absolute paths, "
@@ -266,6 +273,14 @@ class Settings(BaseSettings):
             if problem := path_problem(root):
                 raise ValueError(problem.replace("a repository folder", "a workspace root"))
         return roots
+
+    @field_validator("runner_models")
+    @classmethod
+    def _model_profiles(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        from paperclip.wire.model_rules import parse_profiles
+
+        parse_profiles(value)
+        return value
 
     @field_validator("test_clock")
     @classmethod

@@ -38,6 +38,51 @@ executable.
 """
 DEFAULT_LAUNCH = "default"
 
+MODEL_PROFILE_KEY = "model_profile"
+"""The provider-config key that names a model profile of the runner (hook API 1.9).
+
+Its value is a profile name (``"default"`` when absent). Which model endpoints,
+key variables, sandbox modes and approval answers a profile allows is the runner
+host's decision (``PAPERCLIP_RUNNER_MODELS``); the runner refuses a run whose
+config asks for more (``model_profile_not_allowed``). The core owns this key: a
+driver never sees it in :attr:`TurnInput.config`.
+"""
+DEFAULT_MODEL_PROFILE = "default"
+BUILTIN_ENDPOINT = "builtin"
+"""In :attr:`ModelAccess.endpoints`: the provider's own built-in endpoint (no ``base_url``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAccess:
+    """What an agent's provider config asks of the runner host (hook API 1.9).
+
+    :attr:`ProviderKind.model_access` reads it from a config; the runner checks it
+    against the model profile the agent names, before any process starts.
+    """
+
+    endpoints: tuple[str, ...] = ()
+    """Where the provider sends the model's requests, and with them its key: URLs, or
+    :data:`BUILTIN_ENDPOINT` for the provider's own. Empty: it reaches no model itself
+    (a gateway, whose launch profile decides)."""
+    keys: tuple[str, ...] = ()
+    """The runner's environment variables the provider reads a model key from."""
+    sandbox: str | None = None
+    """The sandbox mode the agent selects (Codex's ``sandbox``), if the provider has one."""
+    approvals: str | None = None
+    """How the provider's requests to leave its sandbox are answered (``decline`` or
+    ``approve``), if it asks any."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessUser:
+    """The Unix user a provider process runs as (hook API 1.9)."""
+
+    uid: int
+    gid: int
+    name: str = ""
+    home: str = ""
+    """A folder of its own it may write (also ``HOME`` in :attr:`DriverContext.process_env`)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderCapabilities:
@@ -200,6 +245,16 @@ class DriverContext:
     1.8): the control plane records it once (by :attr:`TurnUsage.key`), prices it and holds
     it against the budgets; a run over its budget is stopped at its next tool call. None from
     a runner older than 1.8: report nothing."""
+    process_env: Mapping[str, str] | None = None
+    """The whole environment to start the provider process with (hook API 1.9): built by
+    the runner from an allowlist (``PATH``, ``HOME``, ``LANG``, ``TZ``, ...), the model
+    profile's key variable the agent uses, and :attr:`env`. Add only the provider's own
+    variables (its home, the MCP token) and never read ``os.environ``. None from a runner
+    older than 1.9: start from the runner's environment without its ``PAPERCLIP_*``."""
+    user: ProcessUser | None = None
+    """Start every provider process as this user (hook API 1.9): pass its ids to
+    ``asyncio.create_subprocess_exec(user=..., group=..., extra_groups=[])``. Its
+    folders (:attr:`state_dir`, the worktree) are its own. None: the runner's own user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +287,11 @@ class ProviderKind:
     probe: Callable[[Sequence[str]], ProviderProbe] | None = None
     """Given a launch command, whether its executable is installed and its version
     (hook API 1.2); ``paperclip doctor`` calls it. Must not start a session."""
+    model_access: Callable[[Mapping[str, Any]], ModelAccess] | None = None
+    """Given an agent's provider config, the endpoints, key variables, sandbox and approval
+    answers it asks for (hook API 1.9). The control plane and the runner check them against
+    the runner host's model profile. None: read from the conventional keys ``base_url``,
+    ``env_key``, ``sandbox`` and ``approvals``. Raise ``ValueError`` for a config it cannot read."""
 
 
 @hookspec

@@ -54,7 +54,9 @@ class AgentController(Controller):
         actor: Actor,
         plugin_host: PluginHost,
     ) -> AgentOut:
-        """``provider`` must be installed, and ``provider_config`` fit its schema (422 otherwise)."""
+        """``provider`` must be installed, ``provider_config`` fit its schema, and its model
+        access a runner's model profile (422 otherwise)."""
+        configs = ProviderConfigs(plugin_host.providers())
         agent = await agents.create(
             actor,
             company_id,
@@ -62,9 +64,10 @@ class AgentController(Controller):
             role=data.role,
             provider=data.provider,
             provider_config=data.provider_config,
-            check_config=ProviderConfigs(plugin_host.providers()).check,
+            check_config=configs.check,
             default_project_id=data.default_project_id,
             heartbeat_seconds=data.heartbeat_seconds,
+            model_access=configs.access,
         )
         return AgentOut.of(agent, plugin_host.providers())
 
@@ -89,8 +92,10 @@ class AgentController(Controller):
         plugin_host: PluginHost,
     ) -> AgentOut:
         kinds = plugin_host.providers()
-        check = ProviderConfigs(kinds).check
-        updated = await agents.update(actor, company_id, agent_id, changes(data), check)
+        configs = ProviderConfigs(kinds)
+        updated = await agents.update(
+            actor, company_id, agent_id, changes(data), configs.check, configs.access
+        )
         return AgentOut.of(updated, kinds)
 
     @delete("/{agent_id:uuid}", opt=access(Access.MANAGE), responses=error_responses(404))

@@ -26,6 +26,8 @@ SETTINGS_HINT = "Fix or unset it; docs/configuration.md lists every setting."
 JSON_SETTINGS = {
     "runner_launch": 'JSON such as {"codex": {"default": ["codex", "app-server"]}}: '
     "provider, then profile name, then command line",
+    "runner_models": 'JSON such as {"local": {"endpoints": ["http://127.0.0.1:8765/v1"], '
+    '"keys": ["MODEL_API_KEY"]}}: profile name, then what it allows',
 }
 """What a setting whose value is JSON looks like, for the message when it does not parse."""
 

@@ -49,6 +49,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     from paperclip.logging import configure_logging
     from paperclip.plugins import PluginHost
     from paperclip.runner.launch import LaunchPolicy
+    from paperclip.runner.models import ModelPolicy
     from paperclip.runner.runtime import RunnerProcess
     from paperclip.runner.workspace_host import WorkspaceHost
     from paperclip.runner.workspaces.policy import WorkspacePolicy
@@ -76,6 +77,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
         providers=kinds,
         launch=LaunchPolicy.build(kinds, settings.runner_launch),
         tools=plugins.tool_specs(),
+        models=ModelPolicy.build(settings.runner_models),
         workspaces=WorkspaceHost(
             folder,
             WorkspacePolicy.build(

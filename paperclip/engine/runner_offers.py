@@ -1,8 +1,8 @@
 """What each runner said it offers, kept on its row for any replica to read.
 
-``hello`` says which providers the runner hosts and their launch profiles (by
-name); ``provider_report`` follows with whether each profile's CLI is
-installed. A new runner process starts over: its earlier process's probes are
+``hello`` says which providers the runner hosts, their launch profiles (by
+name) and its model profiles (what each allows); ``provider_report`` follows
+with whether each launch profile's CLI is installed. A new runner process starts over: its earlier process's probes are
 dropped at its ``hello``. ``POST …/agents/{id}/check`` reads them.
 """
 
@@ -25,6 +25,8 @@ def offers_of(hello: Hello, earlier: dict[str, Any] | None, same_process: bool) 
     # An older runner says nothing of its profiles: absent, not "none".
     if hello.launch_profiles or not hello.providers:
         offers["launch_profiles"] = {p: sorted(n) for p, n in hello.launch_profiles.items()}
+    if hello.model_profiles is not None:
+        offers["model_profiles"] = msgspec.to_builtins(hello.model_profiles)
     if same_process and earlier and "probes" in earlier:
         offers["probes"], offers["probed_at"] = earlier["probes"], earlier.get("probed_at")
     return offers

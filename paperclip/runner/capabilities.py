@@ -15,6 +15,7 @@ from paperclip_hookspecs.providers import McpEndpoint, ProviderKind, TurnInput
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 from paperclip.wire import messages as wire
+from paperclip.wire.model_rules import without_profile
 
 MCP_SERVER_NAME = "paperclip"
 
@@ -40,7 +41,8 @@ def turn_input(
         cwd=workspace.path if workspace is not None else str(state_dir),
         session_ref=message.session_ref if capabilities.resume else None,
         mcp=mcp,
-        config=message.config,
+        # The core's key: a plugin that refuses unknown keys never sees it.
+        config=without_profile(message.config),
         system=message.system,
         issue_id=str(message.issue_id) if message.issue_id is not None else None,
         workspace=workspace,

@@ -37,6 +37,7 @@ from paperclip.failpoints import failpoint
 from paperclip.runner.capabilities import may_steer, turn_input
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
+from paperclip.runner.models import ModelPolicy, ModelRefused
 from paperclip.runner.offers import ProviderOffers
 from paperclip.runner.records import TurnRecords
 from paperclip.runner.reports import session_reporter, usage_reporter
@@ -85,6 +86,7 @@ class RunnerProcess:
         launch: LaunchPolicy | None = None,
         tools: Sequence[ToolSpec] = (),
         workspaces: WorkspaceHost | None = None,
+        models: ModelPolicy | None = None,
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -96,6 +98,8 @@ class RunnerProcess:
         self.launch = launch if launch is not None else LaunchPolicy.build(providers)
         """The commands this host allows (the kinds' profiles and PAPERCLIP_RUNNER_LAUNCH)."""
         self.offers = ProviderOffers(providers, self.launch)
+        self.models = models if models is not None else ModelPolicy.build()
+        """The model endpoints, keys, sandbox and approvals this host allows, by profile."""
         self.workspaces = workspaces
         """This host's worktrees (None: turns run in their run's folder only)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -182,6 +186,7 @@ class RunnerProcess:
                         ],
                         **(self.workspaces.hello() if self.workspaces is not None else {}),
                         **self.offers.hello(),
+                        **self.models.hello(),
                     )
                 )
             )
@@ -314,7 +319,8 @@ class RunnerProcess:
         try:
             # Decided here, before any process starts: the host's policy, not the caller's.
             command = self.launch.resolve(message.provider, message.config)
-        except LaunchRefused as exc:
+            self.models.resolve(kind, message.config)
+        except (LaunchRefused, ModelRefused) as exc:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
         try:

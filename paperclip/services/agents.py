@@ -14,6 +14,7 @@ from paperclip.models import Agent, AgentStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes, require_company
+from paperclip.services.model_access import AccessReader, refuse_unoffered_access
 from paperclip.services.projects import project_ref
 from paperclip.services.provider_configs import ConfigCheck
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
@@ -35,12 +36,16 @@ class AgentService:
         check_config: ConfigCheck,
         default_project_id: uuid.UUID | None = None,
         heartbeat_seconds: int | None = None,
+        model_access: AccessReader | None = None,
     ) -> Agent:
-        """Create an agent; ``check_config`` refuses a provider or config that does not fit."""
+        """Create an agent; ``check_config`` refuses a provider or config that does not fit,
+        and ``model_access`` one that no runner's model profile allows."""
         try:
             async with company_writes(self.sessions, company_id) as session:
                 await require_company(session, company_id)
                 check_config(provider, provider_config)
+                if model_access is not None:
+                    await refuse_unoffered_access(session, provider, provider_config, model_access)
                 if default_project_id is not None:
                     await project_ref(
                         session, company_id, default_project_id, field="default_project_id"
@@ -92,6 +97,7 @@ class AgentService:
         agent_id: uuid.UUID,
         changes: dict[str, Any],
         check_config: ConfigCheck,
+        model_access: AccessReader | None = None,
     ) -> Agent:
         try:
             async with company_writes(self.sessions, company_id) as session:
@@ -99,10 +105,11 @@ class AgentService:
                     session, Agent, company_id, agent_id, "agent", for_update=True
                 )
                 if "provider" in changes or "provider_config" in changes:
-                    check_config(
-                        changes.get("provider", agent.provider),
-                        changes.get("provider_config", agent.provider_config),
-                    )
+                    provider = changes.get("provider", agent.provider)
+                    config = changes.get("provider_config", agent.provider_config)
+                    check_config(provider, config)
+                    if model_access is not None:
+                        await refuse_unoffered_access(session, provider, config, model_access)
                 if (project_id := changes.get("default_project_id")) is not None:
                     await project_ref(session, company_id, project_id, field="default_project_id")
                 if changes.get("heartbeat_seconds", agent.heartbeat_seconds) != (

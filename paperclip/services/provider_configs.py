@@ -4,9 +4,12 @@ The provider must be offered by an installed plugin (``unknown_provider``).
 The config's ``launch`` key, which the core owns for every provider, names a
 launch profile of the runner: a short name, never a command
 (``invalid_launch_profile``); which profiles exist is the runner host's
-decision, checked again there before any process starts. The rest of the
-config must match the kind's own JSON Schema (``invalid_provider_config``,
-naming each field).
+decision, checked again there before any process starts. So does its
+``model_profile`` key, which names a model profile of the runner
+(``invalid_model_profile`` unless a short name; what the profile allows is
+checked against the runners' offers, :mod:`paperclip.services.model_access`).
+The rest of the config must match the kind's own JSON Schema
+(``invalid_provider_config``, naming each field).
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from paperclip_hookspecs.providers import LAUNCH_KEY, ProviderKind
+from paperclip_hookspecs.providers import LAUNCH_KEY, MODEL_PROFILE_KEY, ModelAccess, ProviderKind
 
 from paperclip.errors import InvalidInputError, field_details
+from paperclip.wire.model_rules import access_of
 
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_ERRORS = 20
@@ -53,10 +57,20 @@ class ProviderConfigs:
                 code="invalid_launch_profile",
                 field=f"provider_config.{LAUNCH_KEY}",
             )
+        model = config.get(MODEL_PROFILE_KEY)
+        if MODEL_PROFILE_KEY in config and not (
+            isinstance(model, str) and PROFILE_NAME.match(model)
+        ):
+            raise InvalidInputError(
+                f"{MODEL_PROFILE_KEY!r} names one of the runner's model profiles (a short name "
+                "such as 'default'); what it allows is the runner host's to configure",
+                code="invalid_model_profile",
+                field=f"provider_config.{MODEL_PROFILE_KEY}",
+            )
         validator = self._validator(kind)
         if validator is None:
             return
-        rest = {k: v for k, v in config.items() if k != LAUNCH_KEY}
+        rest = {k: v for k, v in config.items() if k not in (LAUNCH_KEY, MODEL_PROFILE_KEY)}
         errors = sorted(validator.iter_errors(rest), key=lambda e: list(map(str, e.path)))
         if errors:
             details = [
@@ -68,6 +82,17 @@ class ProviderConfigs:
                 code="invalid_provider_config",
                 details=details,
             )
+
+    def access(self, provider: str, config: Mapping[str, Any]) -> ModelAccess:
+        """What a checked ``config`` asks of the runner host's model profile."""
+        try:
+            return access_of(self.kinds.get(provider), config)
+        except ValueError as exc:
+            raise InvalidInputError(
+                f"provider_config does not fit the {provider!r} provider: {exc}",
+                code="invalid_provider_config",
+                field="provider_config",
+            ) from None
 
     def _validator(self, kind: ProviderKind) -> Draft202012Validator | None:
         if kind.config_schema is None:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from paperclip.wire.model_rules import ModelProfile
+
 PROTOCOL = "paperclip.runner.v1"
 PATH = "/api/runner/v1/connect"
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -132,6 +134,9 @@ class Hello(Message, tag="hello"):
     """The clone URL patterns this host lets repositories be fetched from."""
     launch_profiles: dict[str, list[str]] = {}
     """The launch profiles this host offers, by provider: their names, never their commands."""
+    model_profiles: dict[str, ModelProfile] | None = None
+    """The model profiles this host offers (endpoints, key variable names, sandbox and
+    approval values; never a key's value). None: an older runner, which says nothing."""
 
 
 class Event(DataMessage, tag="event"):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -10,7 +13,12 @@ from paperclip_hookspecs.providers import (
     ProviderKind,
 )
 
-from paperclip_codex.config import DEFAULT_COMMAND
+try:
+    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
+except ImportError:  # a hook API older than 1.9: the runner reads no model access
+    ModelAccess = None  # type: ignore[assignment,misc]
+
+from paperclip_codex.config import DEFAULT_COMMAND, CodexSettings
 from paperclip_codex.driver import CodexDriver
 from paperclip_codex.probe import probe
 from paperclip_codex.schema import CONFIG_SCHEMA
@@ -25,6 +33,18 @@ def create_driver(context: DriverContext) -> ProviderDriver:
     return CodexDriver(context)
 
 
+def model_access(config: Mapping[str, Any]) -> Any:
+    """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
+    (``builtin`` without ``base_url``), the key variable, the sandbox and approval answers."""
+    settings = CodexSettings.from_config(config)
+    return ModelAccess(
+        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
+        keys=(settings.env_key,),
+        sandbox=settings.sandbox,
+        approvals=settings.approvals,
+    )
+
+
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``codex`` kind: OpenAI Codex through ``codex app-server`` (JSON-RPC on stdio)."""
@@ -37,5 +57,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
+            **({"model_access": model_access} if ModelAccess is not None else {}),
         )
     ]

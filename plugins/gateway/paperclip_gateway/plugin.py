@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -9,6 +12,11 @@ from paperclip_hookspecs.providers import (
     ProviderDriver,
     ProviderKind,
 )
+
+try:
+    from paperclip_hookspecs.providers import ModelAccess
+except ImportError:  # a hook API older than 1.9: the runner reads no model access
+    ModelAccess = None  # type: ignore[assignment,misc]
 
 from paperclip_gateway.driver import GatewayDriver
 from paperclip_gateway.probe import probe
@@ -32,6 +40,12 @@ def create_driver(context: DriverContext) -> ProviderDriver:
     return GatewayDriver(context)
 
 
+def model_access(config: Mapping[str, Any]) -> Any:
+    """Nothing (hook API 1.9): the gateway reaches its models itself, where its launch
+    profile (the runner host's) points."""
+    return ModelAccess()
+
+
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``gateway`` kind: a remote agent behind an OpenClaw gateway WebSocket."""
@@ -44,5 +58,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_PROFILE},
             probe=probe,
+            **({"model_access": model_access} if ModelAccess is not None else {}),
         )
     ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -10,7 +13,12 @@ from paperclip_hookspecs.providers import (
     ProviderKind,
 )
 
-from paperclip_opencode.config import DEFAULT_COMMAND
+try:
+    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
+except ImportError:  # a hook API older than 1.9: the runner reads no model access
+    ModelAccess = None  # type: ignore[assignment,misc]
+
+from paperclip_opencode.config import DEFAULT_COMMAND, OpenCodeSettings
 from paperclip_opencode.driver import OpenCodeDriver
 from paperclip_opencode.probe import probe
 from paperclip_opencode.schema import CONFIG_SCHEMA
@@ -32,6 +40,16 @@ def create_driver(context: DriverContext) -> ProviderDriver:
     return OpenCodeDriver(context)
 
 
+def model_access(config: Mapping[str, Any]) -> Any:
+    """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
+    (``builtin`` without ``base_url``), the key variable."""
+    settings = OpenCodeSettings.from_config(config)
+    return ModelAccess(
+        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
+        keys=(settings.env_key,),
+    )
+
+
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``opencode`` kind: OpenCode through ``opencode serve`` (HTTP API and events)."""
@@ -44,5 +62,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
+            **({"model_access": model_access} if ModelAccess is not None else {}),
         )
     ]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -10,7 +13,12 @@ from paperclip_hookspecs.providers import (
     ProviderKind,
 )
 
-from paperclip_pi.config import DEFAULT_COMMAND
+try:
+    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
+except ImportError:  # a hook API older than 1.9: the runner reads no model access
+    ModelAccess = None  # type: ignore[assignment,misc]
+
+from paperclip_pi.config import DEFAULT_COMMAND, PiSettings
 from paperclip_pi.driver import PiDriver
 from paperclip_pi.probe import probe
 from paperclip_pi.schema import CONFIG_SCHEMA
@@ -30,6 +38,16 @@ def create_driver(context: DriverContext) -> ProviderDriver:
     return PiDriver(context)
 
 
+def model_access(config: Mapping[str, Any]) -> Any:
+    """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
+    (``builtin`` without ``base_url``), the key variable."""
+    settings = PiSettings.from_config(config)
+    return ModelAccess(
+        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
+        keys=(settings.env_key,),
+    )
+
+
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``pi`` kind: Pi through ``pi --mode rpc`` (JSON lines on stdio)."""
@@ -42,5 +60,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
+            **({"model_access": model_access} if ModelAccess is not None else {}),
         )
     ]
