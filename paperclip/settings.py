@@ -205,6 +205,13 @@ class Settings(BaseSettings):
         "none: one implicit 'default' profile (docs/security.md#model-profiles).",
     )
 
+    runner_agent_user: str | None = Field(
+        default=None,
+        description="Run by root, the Unix user provider processes run as (default "
+        "'paperclip-agent', made on first use; 'root': no switch). Run by another user, "
+        "providers run as that user.",
+    )
+
     runner_workspace_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="The runner host's folders that repositories may live in (absolute paths, "

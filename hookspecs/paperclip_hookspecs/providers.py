@@ -19,6 +19,7 @@ accepted ``finish`` or ``block`` fails the run with ``finish_not_called``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -82,6 +83,25 @@ class ProcessUser:
     name: str = ""
     home: str = ""
     """A folder of its own it may write (also ``HOME`` in :attr:`DriverContext.process_env`)."""
+
+    def subprocess_kwargs(self) -> dict[str, Any]:
+        """Arguments of ``asyncio.create_subprocess_exec`` that start a program as this user,
+        with its own group and no other (``preexec_fn``: the runner's event loop may be uvloop,
+        which takes no ``user``/``group`` arguments)."""
+        return {"preexec_fn": self._become}
+
+    def _become(self) -> None:
+        os.setgroups([])
+        os.setgid(self.gid)
+        os.setuid(self.uid)
+
+    def give(self, path: str) -> None:
+        """Make ``path`` and everything under it this user's: a driver calls it on what it
+        wrote for the provider (its home, its config) before starting the process."""
+        os.chown(path, self.uid, self.gid)
+        for root, folders, files in os.walk(path):
+            for name in (*folders, *files):
+                os.chown(os.path.join(root, name), self.uid, self.gid, follow_symlinks=False)
 
 
 @dataclass(frozen=True, slots=True)

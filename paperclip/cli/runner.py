@@ -48,6 +48,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     """
     from paperclip.logging import configure_logging
     from paperclip.plugins import PluginHost
+    from paperclip.runner.isolation import AgentUser, IsolationError
     from paperclip.runner.launch import LaunchPolicy
     from paperclip.runner.models import ModelPolicy
     from paperclip.runner.runtime import RunnerProcess
@@ -66,6 +67,10 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
             "`paperclip runners create NAME` makes one.",
             code=2,
         )
+    try:
+        agents = AgentUser.choose(settings.runner_agent_user)
+    except IsolationError as exc:
+        fail(str(exc), code=2)
     urls = [u for s in servers for u in s.split()]
     plugins = PluginHost.from_settings(settings)
     kinds = {kind.name: kind for kind in plugins.providers()}
@@ -78,6 +83,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
         launch=LaunchPolicy.build(kinds, settings.runner_launch),
         tools=plugins.tool_specs(),
         models=ModelPolicy.build(settings.runner_models),
+        agents=agents,
         workspaces=WorkspaceHost(
             folder,
             WorkspacePolicy.build(

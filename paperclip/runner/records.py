@@ -15,8 +15,13 @@ import os
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from uuid import UUID
+
+from paperclip.wire import messages as wire
 
 RECORD_FILE = "turns.json"
+TURN_LOST = "turn_lost"
+"""A ``start_turn`` for a turn an earlier process of this runner started: it is gone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,23 @@ class TurnRecords:
 
     def find(self, turn: int) -> StartedTurn | None:
         return next((t for t in self.read() if t.turn == turn), None)
+
+    def lost(self, run_id: UUID, turn: int) -> wire.TurnFinished | None:
+        """The answer to a ``start_turn`` of ``turn`` that an earlier process of this runner
+        started (it is gone with its provider), or None for a turn never started here."""
+        earlier = self.find(turn)
+        if earlier is None:
+            return None
+        return wire.TurnFinished(
+            seq=0,
+            run_id=run_id,
+            turn=turn,
+            status="interrupted",
+            session_ref=earlier.session_ref or self.latest_session(),
+            error_code=TURN_LOST,
+            error=f"turn {turn} was started by an earlier runner process "
+            f"({earlier.instance}) that is gone",
+        )
 
     def latest_session(self) -> str | None:
         """The newest session any turn of the run reported."""

@@ -35,11 +35,12 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from paperclip.failpoints import failpoint
 from paperclip.runner.capabilities import may_steer, turn_input
+from paperclip.runner.isolation import AgentUser, open_for_traversal
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.models import ModelPolicy, ModelRefused
 from paperclip.runner.offers import ProviderOffers
-from paperclip.runner.records import TurnRecords
+from paperclip.runner.records import TURN_LOST, TurnRecords  # noqa: F401 (re-exported)
 from paperclip.runner.reports import session_reporter, usage_reporter
 from paperclip.runner.steer_order import SteerOrder
 from paperclip.runner.workspace_host import HeldWorkspace, WorkspaceHost, hold_workspace
@@ -52,10 +53,6 @@ log = logging.getLogger(__name__)
 OUTBOX_LIMIT = 50_000
 """Messages kept while no control plane answers; past it, provider events wait (back-pressure)."""
 BACKOFF_MAX = 2.0
-
-
-TURN_LOST = "turn_lost"
-"""A ``start_turn`` for a turn an earlier process of this runner started: it is gone."""
 
 
 @dataclass
@@ -87,6 +84,7 @@ class RunnerProcess:
         tools: Sequence[ToolSpec] = (),
         workspaces: WorkspaceHost | None = None,
         models: ModelPolicy | None = None,
+        agents: AgentUser | None = None,
     ) -> None:
         if not servers:
             raise ValueError("a runner needs at least one control-plane URL")
@@ -100,6 +98,8 @@ class RunnerProcess:
         self.offers = ProviderOffers(providers, self.launch)
         self.models = models if models is not None else ModelPolicy.build()
         """The model endpoints, keys, sandbox and approvals this host allows, by profile."""
+        self.agents = agents if agents is not None else AgentUser(None)
+        """Who provider processes run as (None: this process's user)."""
         self.workspaces = workspaces
         """This host's worktrees (None: turns run in their run's folder only)."""
         self.instance = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -123,6 +123,8 @@ class RunnerProcess:
         """Serve until ``stop()``: connect, reconnect, forever."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.work_dir / "runs").mkdir(mode=0o700, exist_ok=True)
+        if self.agents.user is not None:  # the agent user passes through to its run's folder
+            open_for_traversal([self.work_dir, self.work_dir / "runs"])
         await self.bridge.start()
         housekeeping = asyncio.create_task(
             self.workspaces.housekeeping(lambda: {str(r) for r in self.runs})
@@ -287,22 +289,8 @@ class RunnerProcess:
         run_dir = self.work_dir / "runs" / str(run_id)
         run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         records = TurnRecords(run_dir)
-        earlier = records.find(number)
-        if earlier is not None:
-            # Started by an earlier process of this runner, which is gone with its
-            # provider: never start it twice. The control plane resumes the session.
-            await self._send_data(
-                wire.TurnFinished(
-                    seq=0,
-                    run_id=run_id,
-                    turn=number,
-                    status="interrupted",
-                    session_ref=earlier.session_ref or records.latest_session(),
-                    error_code=TURN_LOST,
-                    error=f"turn {number} was started by an earlier runner process "
-                    f"({earlier.instance}) that is gone",
-                )
-            )
+        if (lost := records.lost(run_id, number)) is not None:
+            await self._send_data(lost)  # never started twice: the control plane resumes
             return
         if hosted is not None:
             await self._close_run(hosted)  # its earlier turn ended; this one starts afresh
@@ -319,7 +307,7 @@ class RunnerProcess:
         try:
             # Decided here, before any process starts: the host's policy, not the caller's.
             command = self.launch.resolve(message.provider, message.config)
-            self.models.resolve(kind, message.config)
+            grant = self.models.resolve(kind, message.config)
         except (LaunchRefused, ModelRefused) as exc:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
@@ -329,14 +317,20 @@ class RunnerProcess:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
         records.start(number, self.instance, message.session_ref)
+        git_env = hosted.workspace.env if hosted.workspace is not None else {}
+        user, env = self.agents.prepare(
+            command, run_dir, grant.access.keys, git_env, worktree=hosted.workspace is not None
+        )
         try:
             hosted.driver = kind.create_driver(
                 DriverContext(
                     state_dir=str(run_dir),
-                    env=hosted.workspace.env if hosted.workspace is not None else {},
+                    env=git_env,
                     command=command,
                     report_session=session_reporter(records, run_id, number, self._send_data),
                     report_usage=usage_reporter(run_id, number, self._send_data),
+                    process_env=env,
+                    user=user,
                 )
             )
         except Exception as exc:

@@ -189,6 +189,8 @@ class CodexDriver:
             state_dir=self._context.state_dir,
             cwd=turn.cwd,
             on_request=self._answer_server_request,
+            base_env=getattr(self._context, "process_env", None),
+            user=getattr(self._context, "user", None),
         )
         self._session = session
         if self._closed:  # close() ran while we were spawning

@@ -9,6 +9,7 @@ import os
 import signal
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from paperclip_codex.jsonrpc import CloseHandler, JsonRpcConnection, MessageSink, RequestHandler
 
@@ -50,8 +51,11 @@ class AppServerProcess:
         on_message: MessageSink,
         on_request: RequestHandler,
         on_close: CloseHandler,
+        user: Any = None,
     ) -> AppServerProcess:
-        """Start the process and its reader; raise :class:`SpawnError` if it cannot start."""
+        """Start the process and its reader, as ``user`` (a ``ProcessUser``) when given; raise
+        :class:`SpawnError` if it cannot start."""
+        as_user = user.subprocess_kwargs() if user is not None else {}
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -62,6 +66,7 @@ class AppServerProcess:
                 cwd=_existing_dir(cwd),
                 limit=STREAM_LIMIT,
                 start_new_session=True,
+                **as_user,
             )
         except FileNotFoundError as exc:
             raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc

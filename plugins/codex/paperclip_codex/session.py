@@ -7,6 +7,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from paperclip_hookspecs.providers import TurnInput
 
@@ -97,11 +98,16 @@ async def spawn(
     state_dir: str,
     cwd: str,
     on_request: RequestHandler,
+    base_env: Mapping[str, str] | None = None,
+    user: Any = None,
 ) -> Session:
     """Write ``CODEX_HOME``'s config and start the app-server, not yet initialized.
 
-    Raises :class:`TurnAborted` (``spawn_failed``) when it cannot start. A process an
-    earlier runner left running in ``state_dir`` is stopped first.
+    ``base_env`` is the runner's environment for the process (``DriverContext.process_env``,
+    hook API 1.9; None: this process's, without ``PAPERCLIP_*``); ``user``, the
+    ``DriverContext.user`` it runs as, who then owns ``CODEX_HOME``. Raises
+    :class:`TurnAborted` (``spawn_failed``) when it cannot start. A process an earlier
+    runner left running in ``state_dir`` is stopped first.
     """
     home = Path(launch.codex_home)
     argv = launch.argv
@@ -113,13 +119,16 @@ async def spawn(
                 *override_args(flatten(settings.config_document())),
                 *argv[len(command) :],
             )
+        if user is not None:
+            user.give(str(home))
     except OSError as exc:
         raise TurnAborted(
             ErrorCode.SPAWN_FAILED, f"cannot prepare CODEX_HOME {home}: {exc}"
         ) from None
     session = Session(launch)
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
-    env = {**inherited, **dict(launch.env)}
+    if base_env is None:
+        base_env = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
+    env = {**base_env, **dict(launch.env)}
     if (left := reap_leftover(state_dir)) is not None:
         logger.warning("stopped the app-server an earlier runner left running (group %s)", left)
     try:
@@ -130,6 +139,7 @@ async def spawn(
             on_message=session.channel.put,
             on_request=on_request,
             on_close=session.channel.end,
+            user=user,
         )
     except SpawnError as exc:
         message = str(exc)

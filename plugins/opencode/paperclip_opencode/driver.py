@@ -284,15 +284,26 @@ class OpenCodeDriver:
                 ErrorCode.SPAWN_FAILED, f"cannot write opencode.json: {exc}"
             ) from None
         password = secrets.token_urlsafe(24)
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
-        full_env = {**inherited, **env, PASSWORD_ENV_VAR: password}
+        # The runner's allowlisted environment (hook API 1.9), or ours without its secrets.
+        base = getattr(self._context, "process_env", None)
+        if base is None:
+            base = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
+        full_env = {**base, **env, PASSWORD_ENV_VAR: password}
+        user = getattr(self._context, "user", None)
         try:
+            if user is not None:  # its XDG folders, written by us, are its user's
+                user.give(str(Path(self._context.state_dir) / "opencode"))
             process = await ServerProcess.start(
                 launch.argv,
                 env=full_env,
                 cwd=turn.cwd,
                 startup_timeout=settings.startup_timeout_seconds,
+                user=user,
             )
+        except OSError as exc:
+            raise TurnAborted(
+                ErrorCode.SPAWN_FAILED, f"cannot give OpenCode its folders: {exc}"
+            ) from None
         except SpawnError as exc:
             message = str(exc) + (f". {install_hint(launch.argv[0])}" if exc.missing else "")
             raise TurnAborted(ErrorCode.SPAWN_FAILED, message) from None

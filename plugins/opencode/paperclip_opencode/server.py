@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 OUTPUT_LINES = 40
 _LISTENING = re.compile(r"listening on (http://[^\s]+)")
@@ -49,8 +50,11 @@ class ServerProcess:
         env: Mapping[str, str],
         cwd: str | None,
         startup_timeout: float,
+        user: Any = None,
     ) -> ServerProcess:
-        """Start ``argv --port P --hostname 127.0.0.1`` and return once it says it listens."""
+        """Start ``argv --port P --hostname 127.0.0.1`` (as ``user``, a ``ProcessUser``, when
+        given) and return once it says it listens."""
+        as_user = user.subprocess_kwargs() if user is not None else {}
         port = free_port()
         command = [*argv, "--port", str(port), "--hostname", "127.0.0.1"]
         try:
@@ -62,6 +66,7 @@ class ServerProcess:
                 env=dict(env),
                 cwd=_existing_dir(cwd),
                 start_new_session=True,
+                **as_user,
             )
         except FileNotFoundError as exc:
             raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc

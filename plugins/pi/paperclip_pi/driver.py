@@ -242,11 +242,19 @@ class PiDriver:
             raise TurnAborted(
                 ErrorCode.SPAWN_FAILED, f"cannot write Pi's configuration: {exc}"
             ) from None
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
+        # The runner's allowlisted environment (hook API 1.9), or ours without its secrets.
+        base = getattr(self._context, "process_env", None)
+        if base is None:
+            base = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
+        user = getattr(self._context, "user", None)
         try:
+            if user is not None:  # Pi's folder, written by us, is its user's
+                user.give(str(Path(self._context.state_dir) / "pi"))
             process = await RpcProcess.spawn(
-                launch.argv, env={**inherited, **dict(launch.env)}, cwd=turn.cwd
+                launch.argv, env={**base, **dict(launch.env)}, cwd=turn.cwd, user=user
             )
+        except OSError as exc:
+            raise TurnAborted(ErrorCode.SPAWN_FAILED, f"cannot give Pi its folder: {exc}") from None
         except SpawnError as exc:
             message = str(exc) + (f". {install_hint(launch.argv[0])}" if exc.missing else "")
             raise TurnAborted(ErrorCode.SPAWN_FAILED, message) from None

@@ -55,8 +55,10 @@ class RpcProcess:
 
     @classmethod
     async def spawn(
-        cls, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None
+        cls, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, user: Any = None
     ) -> RpcProcess:
+        """Start ``argv`` (as ``user``, a ``ProcessUser``, when given)."""
+        as_user = user.subprocess_kwargs() if user is not None else {}
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv,
@@ -67,6 +69,7 @@ class RpcProcess:
                 cwd=_existing_dir(cwd),
                 limit=STREAM_LIMIT,
                 start_new_session=True,  # its children (the model's shells) go with it
+                **as_user,
             )
         except FileNotFoundError as exc:
             raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc

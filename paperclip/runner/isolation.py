@@ -1,0 +1,227 @@
+"""Agents are not the operator: who a provider process runs as, and what it sees.
+
+An agent's model has a shell, so its provider process is treated as untrusted code:
+
+- **Its environment** is built from an allowlist (:data:`ALLOWED_ENV`, ``LC_*``), the
+  key variables its model profile grants and the agent's config uses, and what the runner
+  adds for the run (the worktree's git settings); never the runner's other variables,
+  never ``PAPERCLIP_*``.
+- **Its folders** (the run's folder, its home inside it) are its own, mode 0700.
+- **Its user**: run by root, the runner starts providers as an unprivileged system user
+  (``paperclip-agent``, made on first use as the embedded database makes ``pgserver``;
+  ``PAPERCLIP_RUNNER_AGENT_USER`` names another). It cannot read the runner's credential,
+  the data dir's database, nor reach the database's socket, all closed to other users.
+  Run by anyone else, providers run as the runner's user, with the rest still applied.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from paperclip_hookspecs.providers import ProcessUser
+
+from paperclip.db.access import SYSTEM_USER as DATABASE_USER
+from paperclip.db.access import first_untraversable, running_as_root
+
+log = logging.getLogger(__name__)
+
+AGENT_USER = "paperclip-agent"
+USER_SETTING = "PAPERCLIP_RUNNER_AGENT_USER"
+ALLOWED_ENV = frozenset(
+    {
+        "PATH",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "PYTHONPATH",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)
+"""What a provider process inherits from the runner's environment, besides ``LC_*``: what
+programs need to run, nothing that is anyone's secret."""
+RESERVED_PREFIX = "PAPERCLIP_"
+
+
+class IsolationError(Exception):
+    """The configured agent user cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentUser:
+    """Who this runner's provider processes run as (None: the runner's own user)."""
+
+    user: ProcessUser | None
+    strict: bool = False
+    """Named by the host: a program it cannot run fails the run, no fallback."""
+    said: set[str] = field(default_factory=set)
+    """Why the agent user was not used, each said once in the log."""
+
+    def prepare(
+        self,
+        command: Sequence[str],
+        run_dir: Path,
+        keys: Iterable[str],
+        extra: Mapping[str, str],
+        *,
+        worktree: bool,
+    ) -> tuple[ProcessUser | None, dict[str, str]]:
+        """A run's user and environment, its folder and home made its own (0700)."""
+        user, problem = self.for_run(command, run_dir)
+        if user is not None and worktree and not self.strict:
+            # A worktree and its repository's git folder are the runner's user's.
+            user, problem = None, "a run in an issue's worktree"
+        if self.user is not None and user is None and problem not in self.said:
+            self.said.add(problem)
+            log.warning(
+                "provider processes run as this runner's user, not %s: %s",
+                self.user.name,
+                problem,
+            )
+        home = run_dir / "home"
+        own_folder(run_dir, user)
+        own_folder(home, user)
+        return user, process_env(keys, extra, str(home), user)
+
+    @classmethod
+    def choose(cls, configured: str | None) -> AgentUser:
+        """``PAPERCLIP_RUNNER_AGENT_USER``, else ``paperclip-agent`` as root; raises
+        IsolationError for a user that would be no isolation (root, the database's)."""
+        if not running_as_root():
+            return cls(None)
+        name = (configured or "").strip()
+        if name in ("root", "0"):
+            return cls(None, strict=True)  # the host's explicit choice: no switch
+        if name == DATABASE_USER:
+            raise IsolationError(
+                f"{USER_SETTING}={name}: the embedded database's user reaches its data; name "
+                f"another user, or leave it unset for {AGENT_USER}"
+            )
+        if not name:
+            return cls(_process_user(ensure_user(AGENT_USER)))
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise IsolationError(f"{USER_SETTING}={name}: no such user on this host") from None
+        if entry.pw_uid == 0:
+            return cls(None, strict=True)
+        return cls(_process_user(entry), strict=True)
+
+    def for_run(self, command: Sequence[str], folder: Path) -> tuple[ProcessUser | None, str]:
+        """The user to start ``command`` in ``folder`` as, and why not the agent user when
+        it cannot (its program, or the folder, closed to it: ``""`` when it can). Only the
+        default user falls back to the runner's own; a user the host named does not."""
+        if self.user is None:
+            return None, ""
+        problem = unreachable_program(command, self.user)
+        blocked = first_untraversable(folder.parent, uid=self.user.uid, gids=[self.user.gid])
+        if problem is None and blocked is not None:
+            problem = f"the folder {blocked} is closed to {self.user.name}"
+        if problem is None or self.strict:
+            return self.user, problem or ""
+        return None, problem
+
+
+def ensure_user(name: str, attempts: int = 20) -> pwd.struct_passwd:
+    """As root, make sure the system user ``name`` exists (processes may race to make it)."""
+    for _ in range(attempts):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            pass
+        subprocess.run(
+            ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
+            capture_output=True,
+            check=False,
+        )
+        time.sleep(0.05)
+    return pwd.getpwnam(name)
+
+
+def _process_user(entry: pwd.struct_passwd) -> ProcessUser:
+    return ProcessUser(uid=entry.pw_uid, gid=entry.pw_gid, name=entry.pw_name)
+
+
+def unreachable_program(command: Sequence[str], user: ProcessUser) -> str | None:
+    """Why ``user`` cannot run ``command``'s program (or its ``#!`` interpreter), or None."""
+    if not command:
+        return None
+    checked = 0
+    program: str | None = command[0]
+    while program is not None and checked < 3:
+        checked += 1
+        found = shutil.which(program) if "/" not in program else program
+        if found is None:
+            return None  # missing for everyone: the provider says so when it starts
+        real = Path(os.path.realpath(found))
+        blocked = first_untraversable(real.parent, uid=user.uid, gids=[user.gid])
+        if blocked is not None:
+            return f"{real}: the folder {blocked} is closed to {user.name}"
+        if not os.stat(real).st_mode & 0o001 and os.stat(real).st_uid != user.uid:
+            return f"{real} is not executable by {user.name}"
+        program = _interpreter(real)
+    return None
+
+
+def _interpreter(path: Path) -> str | None:
+    try:
+        with path.open("rb") as file:
+            first = file.readline(256)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    words = first[2:].decode(errors="replace").split()
+    if not words:
+        return None
+    if words[0].endswith("/env") and len(words) > 1:
+        return words[1]
+    return words[0]
+
+
+def process_env(
+    keys: Iterable[str], extra: Mapping[str, str], home: str, user: ProcessUser | None
+) -> dict[str, str]:
+    """The provider process's whole environment: the allowlist, the granted key variables
+    (never ``PAPERCLIP_*``), the run's own ``extra``, and its home."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name in ALLOWED_ENV or name.startswith("LC_")
+    }
+    env.setdefault("PATH", os.defpath)
+    for key in keys:
+        if key in os.environ and not key.startswith(RESERVED_PREFIX):
+            env[key] = os.environ[key]
+    env.update(extra)
+    env["HOME"] = home
+    name = user.name if user is not None else pwd.getpwuid(os.geteuid()).pw_name
+    env["USER"] = env["LOGNAME"] = name
+    return env
+
+
+def own_folder(path: Path, user: ProcessUser | None) -> None:
+    """Make ``path`` (and its parents up to it) exist, 0700, and the agent user's."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    if user is not None:
+        os.chown(path, user.uid, user.gid)
+
+
+def open_for_traversal(folders: Iterable[Path]) -> None:
+    """Let another user pass through the runner's own folders on the way to a run's folder
+    (``--x`` for others, no listing): each run's folder is then closed by its own mode."""
+    for folder in folders:
+        mode = os.stat(folder).st_mode & 0o777
+        if mode & 0o001 == 0:
+            os.chmod(folder, mode | 0o001)
