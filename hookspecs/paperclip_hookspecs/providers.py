@@ -96,12 +96,17 @@ class ProcessUser:
         os.setuid(self.uid)
 
     def give(self, path: str) -> None:
-        """Make ``path`` and everything under it this user's: a driver calls it on what it
-        wrote for the provider (its home, its config) before starting the process."""
-        os.chown(path, self.uid, self.gid)
-        for root, folders, files in os.walk(path):
+        """Make the folder ``path`` and everything under it this user's: a driver calls it on
+        what it wrote for the provider (its home, its config) before starting the process.
+
+        Symbolic links are never followed (the user may have put them there): a link is
+        changed itself, and ``path`` must be a folder in a folder the user cannot change."""
+        if os.path.islink(path):
+            raise OSError(f"{path} is a symbolic link, not a folder")
+        for _, folders, files, dir_fd in os.fwalk(path, follow_symlinks=False):
             for name in (*folders, *files):
-                os.chown(os.path.join(root, name), self.uid, self.gid, follow_symlinks=False)
+                os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
+        os.chown(path, self.uid, self.gid, follow_symlinks=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +167,8 @@ class TurnInput:
     cwd: str
     """The turn's working directory on the runner, writable: the issue's worktree when the
     issue belongs to a project (:attr:`workspace`), else the run's folder
-    (``<work dir>/runs/<run id>``)."""
+    (``<work dir>/runs/<run id>``), or its ``work`` folder when the process runs as an agent
+    user (:attr:`DriverContext.user`, hook API 1.9)."""
     session_ref: str | None = None
     """The provider session to resume (a Codex thread id, ...), or None for a fresh one.
     Only given to kinds whose capabilities say ``resume``."""

@@ -23,12 +23,13 @@ MCP_SERVER_NAME = "paperclip"
 def turn_input(
     kind: ProviderKind,
     message: wire.StartTurn,
-    state_dir: Path,
+    scratch: Path,
     endpoint_url: str,
     workspace: ExecutionWorkspace | None = None,
 ) -> TurnInput:
     """The turn a driver of ``kind`` runs for ``message``: in ``workspace`` (the issue's
-    worktree) when there is one, else in the run's folder."""
+    worktree) when there is one, else in ``scratch`` (the run's folder, or its agent user's
+    ``work`` folder inside it)."""
     capabilities = kind.capabilities
     mcp = (
         McpEndpoint(name=MCP_SERVER_NAME, url=endpoint_url, bearer_token=message.token)
@@ -38,7 +39,7 @@ def turn_input(
     return TurnInput(
         run_id=str(message.run_id),
         prompt=message.prompt,
-        cwd=workspace.path if workspace is not None else str(state_dir),
+        cwd=workspace.path if workspace is not None else str(scratch),
         session_ref=message.session_ref if capabilities.resume else None,
         mcp=mcp,
         # The core's key: a plugin that refuses unknown keys never sees it.

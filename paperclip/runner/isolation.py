@@ -6,7 +6,8 @@ An agent's model has a shell, so its provider process is treated as untrusted co
   key variables its model profile grants and the agent's config uses, and what the runner
   adds for the run (the worktree's git settings); never the runner's other variables,
   never ``PAPERCLIP_*``.
-- **Its folders** (the run's folder, its home inside it) are its own, mode 0700.
+- **Its folders** (its home and working folder inside the run's folder) are its own, mode
+  0700; the run's folder stays the runner's (its records, the drivers' files), passable.
 - **Its user**: run by root, the runner starts providers as an unprivileged system user
   (``paperclip-agent``, made on first use as the embedded database makes ``pgserver``;
   ``PAPERCLIP_RUNNER_AGENT_USER`` names another). It cannot read the runner's credential,
@@ -75,8 +76,10 @@ class AgentUser:
         extra: Mapping[str, str],
         *,
         worktree: bool,
-    ) -> tuple[ProcessUser | None, dict[str, str]]:
-        """A run's user and environment, its folder and home made its own (0700)."""
+    ) -> tuple[ProcessUser | None, dict[str, str], Path | None]:
+        """A run's user, its environment, and its working folder without a worktree (None: the
+        run's folder). Its home and that folder are its own (0700); the run's folder stays the
+        runner's (its records, the drivers' own files), passable by another user only."""
         user, problem = self.for_run(command, run_dir)
         if user is not None and worktree and not self.strict:
             # A worktree and its repository's git folder are the runner's user's.
@@ -88,10 +91,15 @@ class AgentUser:
                 self.user.name,
                 problem,
             )
+        own_folder(run_dir, None)
         home = run_dir / "home"
-        own_folder(run_dir, user)
         own_folder(home, user)
-        return user, process_env(keys, extra, str(home), user)
+        work = None
+        if user is not None:
+            open_for_traversal([run_dir])
+            work = run_dir / "work"
+            own_folder(work, user)
+        return user, process_env(keys, extra, str(home), user), work
 
     @classmethod
     def choose(cls, configured: str | None) -> AgentUser:
@@ -211,11 +219,13 @@ def process_env(
 
 
 def own_folder(path: Path, user: ProcessUser | None) -> None:
-    """Make ``path`` (and its parents up to it) exist, 0700, and the agent user's."""
+    """Make ``path`` exist, 0700, and the agent user's (None: this process's user)."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(path, 0o700)
+    if path.is_symlink():
+        raise OSError(f"{path} is a symbolic link")
+    os.chmod(path, 0o700)  # in a folder of the runner's: no link can be swapped in
     if user is not None:
-        os.chown(path, user.uid, user.gid)
+        os.chown(path, user.uid, user.gid, follow_symlinks=False)
 
 
 def open_for_traversal(folders: Iterable[Path]) -> None:

@@ -318,7 +318,7 @@ class RunnerProcess:
             return
         records.start(number, self.instance, message.session_ref)
         git_env = hosted.workspace.env if hosted.workspace is not None else {}
-        user, env = self.agents.prepare(
+        user, env, work = self.agents.prepare(
             command, run_dir, grant.access.keys, git_env, worktree=hosted.workspace is not None
         )
         try:
@@ -345,7 +345,7 @@ class RunnerProcess:
             return
         hosted.kind = kind
         view = hosted.workspace.view if hosted.workspace is not None else None
-        turn = turn_input(kind, message, run_dir, self.bridge.url, view)
+        turn = turn_input(kind, message, work or run_dir, self.bridge.url, view)
         if turn.mcp is not None:
             self.bridge.open_run(str(run_id), hosted.token)
         await self._send_data(
