@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
 from paperclip_hookspecs.providers import DEFAULT_LAUNCH, LAUNCH_KEY, ProviderKind
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -22,6 +23,13 @@ from paperclip.errors import InvalidInputError
 from paperclip.models import Agent, AgentStatus, Runner
 from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.services.queries import get_scoped
+from paperclip.wire.model_rules import (
+    MODEL_PROFILE_NOT_ALLOWED,
+    ModelProfile,
+    access_of,
+    access_problem,
+    profile_name,
+)
 
 Verdict = Literal["ok", "warning", "failed", "unknown"]
 
@@ -30,7 +38,7 @@ Verdict = Literal["ok", "warning", "failed", "unknown"]
 class Check:
     name: str
     """``provider_installed``, ``config_valid``, ``agent_active``, ``runner_connected``,
-    ``launch_profile_offered``, ``cli_installed``."""
+    ``launch_profile_offered``, ``cli_installed``, ``model_profile_allowed``."""
     status: Verdict
     message: str
     code: str | None = None
@@ -88,6 +96,7 @@ class AgentChecks:
         checks = [_installed(agent, kinds), _config(agent, kinds), _active(agent)]
         offers = [_offer(r, agent.provider, profile) for r in runners]
         checks += _runner_checks(agent.provider, profile, offers)
+        checks += _model_checks(agent, kinds, runners)
         return AgentCheck(agent, profile, checks, offers)
 
 
@@ -198,6 +207,37 @@ def _runner_checks(provider: str, profile: str, offers: list[RunnerOffer]) -> li
     )
     checks.append(_cli(provider, profile, offering))
     return checks
+
+
+def _model_checks(
+    agent: Agent, kinds: Sequence[ProviderKind], runners: list[Runner]
+) -> list[Check]:
+    """Whether a connected runner's model profile allows the config (``model_profile_allowed``)."""
+    config = agent.provider_config or {}
+    name = profile_name(config)
+    said = [
+        r.offers["model_profiles"]
+        for r in runners
+        if r.offers
+        and isinstance(r.offers.get("model_profiles"), dict)
+        and agent.provider in (r.offers.get("providers") or [])
+    ]
+    if not said:
+        return []
+    try:
+        access = access_of(next((k for k in kinds if k.name == agent.provider), None), config)
+    except ValueError:
+        return []  # config_valid says why
+    problems = []
+    for profiles in said:
+        if name not in profiles:
+            problems.append(f"no connected runner offers the model profile {name!r}")
+            continue
+        problem = access_problem(name, msgspec.convert(profiles[name], ModelProfile), access)
+        if problem is None:
+            return [Check("model_profile_allowed", "ok", f"the model profile {name!r} allows it")]
+        problems.append(problem[1])
+    return [Check("model_profile_allowed", "failed", problems[0], MODEL_PROFILE_NOT_ALLOWED)]
 
 
 def _cli(provider: str, profile: str, offering: list[RunnerOffer]) -> Check:

@@ -47,6 +47,11 @@ def test_the_implicit_profile_refuses_what_the_quickstart_does_not_use(stack):
 
     company = ctx["company"]["id"]
     with stack.api() as api:
+        # The agent's check says so too, as a run would.
+        result = api.post(f"/companies/{company}/agents/{ctx['agent']['id']}/check").json()
+        [check] = [c for c in result["checks"] if c["name"] == "model_profile_allowed"]
+        assert (check["status"], check["code"]) == ("failed", "model_profile_not_allowed")
+        assert "models.attacker.example" in check["message"], check
 
         def create(name: str, config: dict):
             return api.post(
@@ -83,6 +88,9 @@ def test_the_implicit_profile_refuses_what_the_quickstart_does_not_use(stack):
         # The control: the fake, as the quickstart's first agent, runs to the end.
         agent = create("fake-coder", {**base, "model_profile": "default"})
         assert agent.status_code == 201, agent.text
+        result = api.post(f"/companies/{company}/agents/{agent.json()['id']}/check").json()
+        [check] = [c for c in result["checks"] if c["name"] == "model_profile_allowed"]
+        assert check["status"] == "ok", check
         issue = api.post(
             f"/companies/{company}/issues",
             json={"title": "Say hello", "assignee_agent_id": agent.json()["id"]},
