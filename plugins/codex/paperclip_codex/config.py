@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -245,10 +246,8 @@ def write_config(home: Path, doc: Mapping[str, Any]) -> bool:
     """
     home.mkdir(parents=True, exist_ok=True)
     path = home / "config.toml"
-    if path.exists():
-        with path.open(encoding="utf-8") as existing:
-            if existing.readline().rstrip("\n") != CONFIG_MARKER:
-                return False
+    if os.path.lexists(path) and _first_line(path) != CONFIG_MARKER:
+        return False
     text = CONFIG_MARKER + "\n" + render_toml(doc)
     # Atomic replace: another run sharing this home may be reading the file.
     fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml", dir=home)
@@ -260,6 +259,19 @@ def write_config(home: Path, doc: Mapping[str, Any]) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+def _first_line(path: Path) -> str | None:
+    """The file's first line, read without following a link or waiting on a pipe (the home may
+    be the provider's user's, who could have put either there); None for anything but a file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        return file.readline(len(CONFIG_MARKER) + 2).decode(errors="replace").rstrip("\n")
 
 
 def render_toml(doc: Mapping[str, Any]) -> str:

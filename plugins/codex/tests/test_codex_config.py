@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -155,6 +156,20 @@ def test_write_config_owns_only_its_own_file(tmp_path: Path) -> None:
     (foreign / "config.toml").write_text('model = "theirs"\n')
     assert write_config(foreign, doc) is False
     assert (foreign / "config.toml").read_text() == 'model = "theirs"\n'
+
+
+def test_write_config_never_follows_a_link_nor_waits_on_a_pipe(tmp_path: Path) -> None:
+    """The home may be the provider's user's: a link or a pipe put there is not ours."""
+    outside = tmp_path / "outside.toml"
+    outside.write_text(CONFIG_MARKER + "\nkeep = true\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").symlink_to(outside)
+    assert write_config(home, {"model": "m"}) is False
+    assert outside.read_text() == CONFIG_MARKER + "\nkeep = true\n"
+    (home / "config.toml").unlink()
+    os.mkfifo(home / "config.toml")
+    assert write_config(home, {"model": "m"}) is False  # returns at once, reads nothing
 
 
 def test_fake_reads_config_toml_then_overrides(tmp_path: Path) -> None:

@@ -291,8 +291,8 @@ class OpenCodeDriver:
         full_env = {**base, **env, PASSWORD_ENV_VAR: password}
         user = getattr(self._context, "user", None)
         try:
-            if user is not None:  # its XDG folders, written by us, are its user's
-                user.give(str(Path(self._context.state_dir) / "opencode"))
+            if user is not None:
+                _give_opencode_folders(env, user)
             process = await ServerProcess.start(
                 launch.argv,
                 env=full_env,
@@ -327,3 +327,16 @@ class OpenCodeDriver:
 
 def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
     return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))
+
+
+def _give_opencode_folders(env: Mapping[str, str], user: Any) -> None:
+    """OpenCode's data, cache and state folders are its user's. Its configuration folder,
+    which we write again at each start, stays ours (no link can be swapped in), its file
+    given to it."""
+    for name in ("XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"):
+        Path(env[name]).mkdir(parents=True, exist_ok=True)
+        user.give(env[name])
+    config = Path(env["XDG_CONFIG_HOME"])
+    for folder in (config.parent, config, config / "opencode"):
+        os.chmod(folder, 0o755)
+    os.chown(config / "opencode" / "opencode.json", user.uid, user.gid, follow_symlinks=False)

@@ -249,8 +249,8 @@ class PiDriver:
             base = {k: v for k, v in os.environ.items() if not k.startswith(HIDDEN_ENV_PREFIX)}
         user = getattr(self._context, "user", None)
         try:
-            if user is not None:  # Pi's folder, written by us, is its user's
-                user.give(str(Path(self._context.state_dir) / "pi"))
+            if user is not None:
+                _give_pi_folder(Path(self._context.state_dir) / "pi", user)
             process = await RpcProcess.spawn(
                 launch.argv, env={**base, **dict(launch.env)}, cwd=turn.cwd, user=user
             )
@@ -339,6 +339,17 @@ def _without_session(turn: TurnInput) -> TurnInput:
 
 def _text(doc: Any) -> str:
     return doc if isinstance(doc, str) else json.dumps(doc, indent=1)
+
+
+def _give_pi_folder(root: Path, user: Any) -> None:
+    """Pi's folders (its agent folder, its sessions) and the files we wrote for it are its
+    user's; ``root`` stays ours, so no folder we write into again can be swapped for a link."""
+    for name in ("agent", "sessions"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+        user.give(str(root / name))
+    for entry in root.iterdir():
+        if entry.is_file() and not entry.is_symlink():
+            os.chown(entry, user.uid, user.gid, follow_symlinks=False)
 
 
 def _write(path: Path, content: str) -> None:
