@@ -169,8 +169,10 @@ def unreachable_program(command: Sequence[str], user: ProcessUser) -> str | None
     while program is not None and checked < 3:
         checked += 1
         found = shutil.which(program) if "/" not in program else program
-        if found is None:
-            return None  # missing for everyone: the provider says so when it starts
+        if found is None or not os.path.isfile(found):
+            # Missing for everyone (the provider says so when it starts), or not a program
+            # at all (a gateway's profile names a URL).
+            return None
         real = Path(os.path.realpath(found))
         blocked = first_untraversable(real.parent, uid=user.uid, gids=[user.gid])
         if blocked is not None:

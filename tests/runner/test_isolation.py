@@ -110,6 +110,9 @@ def test_a_program_the_agent_user_cannot_reach_falls_back_only_for_the_default_u
     program.chmod(0o755)
     assert "closed to" in (unreachable_program([str(program)], agents.user) or "")
     assert unreachable_program(["/bin/sh"], agents.user) is None
+    # Not a program (a gateway's profile is a URL), or missing for everyone: not its business.
+    assert unreachable_program(["ws://127.0.0.1:18789", "--token-env", "T"], agents.user) is None
+    assert unreachable_program(["no-such-program-anywhere"], agents.user) is None
     run = open_dir / "run"
     assert agents.for_run([str(program)], run)[0] is None
     strict = AgentUser.choose(AGENT_USER)
