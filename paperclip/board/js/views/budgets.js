@@ -29,6 +29,14 @@ export function usedText(b) {
     h("strong", { "data-percent": p }, `${p}%`));
 }
 
+/** The API's refusal, with what it says of each field (a budget's form has several). */
+function refusal(error) {
+  const box = errorBox(error);
+  const fields = Array.isArray(error && error.details) ? error.details.filter((d) => d && d.message) : [];
+  if (fields.length) box.append(h("span", { class: "field-error" }, ` (${fields.map((d) => (d.field ? `${d.field}: ${d.message}` : d.message)).join("; ")})`));
+  return box;
+}
+
 /** Currency units typed by a person ("12.5") as millionths; NaN when it is not a number. */
 const toMicros = (text) => (String(text).trim() === "" ? NaN : Math.round(Number(text) * 1_000_000));
 const toUnits = (micros) => String(micros / 1_000_000);
@@ -110,7 +118,7 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
         reset();
         await (onChange || load)();
         status.append(h("p", { class: "ok", role: "status" }, "Saved."));
-      } catch (error) { status.append(errorBox(error)); } finally { submit.disabled = false; }
+      } catch (error) { status.append(refusal(error)); } finally { submit.disabled = false; }
     },
   }, title, h("div", { class: "filters" }, field("Covers", scope), agentField, projectField),
   h("div", { class: "filters" }, field("Monthly limit (currency units)", limit), field("Warn at (% of the limit)", warn),
