@@ -18,6 +18,7 @@ import re
 import pytest
 
 from tests.board import daily
+from tests.board.conftest import PHONE
 from tests.engine.conftest import Stack
 from tests.support.processes import wait_until
 
@@ -165,7 +166,13 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
     expect(issues.locator(f"tr[data-key='{review['id']}'] .cost")).to_have_text(
         "unknown (no price)"
     )
+    page.get_by_label("Cost", exact=True).check()
+    expect(page.locator("svg.chart")).to_have_attribute("data-metric", "cost")
     screenshots(page, "costs", full_page=True)
+    # On a phone nothing is wider than the screen: the tables scroll in their own boxes.
+    page.set_viewport_size(PHONE)
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     # The run page and the issue page: their tokens and cost.
     run = daily.get(stack, f"/companies/{cid}/runs/{fix_run['id']}")
@@ -244,6 +251,7 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     expect(
         page.locator("li[data-status='active']").filter(has_text="Budget exceeded")
     ).to_have_count(1)
+    page.evaluate("window.scrollTo(0, 0)")
     screenshots(page, "issue-budget")
     page.goto(f"{stack.url()}/#/c/{cid}/dashboard")
     alert = page.get_by_role("region", name="Budgets past their warning")

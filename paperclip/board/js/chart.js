@@ -6,8 +6,8 @@ import { h, scrollTable } from "./dom.js";
 import { costText, count, money } from "./usage.js";
 
 const SVG = "http://www.w3.org/2000/svg";
-const WIDTH = 760;
-const HEIGHT = 220;
+const WIDTH = 1000;
+const HEIGHT = 240;
 const LEFT = 84;
 const BOTTOM = 28;
 const TOP = 12;

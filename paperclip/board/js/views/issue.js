@@ -133,7 +133,7 @@ export async function issueView(companyId, issueRef, signal) {
       badge(hold.status), " ", h("strong", {}, statusName(hold.kind)), ": ", hold.reason,
       h("span", { class: "muted" }, ` set by ${hold.set_by}`, hold.replay_forbidden ? " · no replay" : "",
         hold.resolution ? ` · ${hold.resolution} by ${hold.resolved_by}` : ""),
-      hold.kind === "budget_exceeded" ? [" ", h("a", { href: budgetHref(companyId, hold.details && hold.details.budget_id) }, "the budget")] : [],
+      hold.kind === "budget_exceeded" ? [" · ", h("a", { href: budgetHref(companyId, hold.details && hold.details.budget_id) }, "Raise the budget")] : [],
       hold.status === "active" ? [" ", resolve] : []);
     return li;
   }
