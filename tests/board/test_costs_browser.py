@@ -14,13 +14,14 @@ goes on by itself.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from tests.board import daily
 from tests.board.conftest import PHONE
 from tests.engine.conftest import Stack
-from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
 
@@ -59,6 +60,15 @@ def money(micros: int) -> str:
     whole, frac = text.split(".")
     frac = frac.rstrip("0").ljust(2, "0")
     return f"{whole}.{frac} USD"
+
+
+def month_range(zone: str) -> tuple[str, str]:
+    """This month in ``zone`` as the page asks for it: its first midnight there, the next
+    month's, each as an ISO time in UTC."""
+    now = datetime.now(ZoneInfo(zone))
+    first = datetime(now.year, now.month, 1, tzinfo=ZoneInfo(zone))
+    after = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=ZoneInfo(zone))
+    return tuple(t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z") for t in (first, after))
 
 
 def price(stack, model: str) -> None:
@@ -105,6 +115,7 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
     expect(page.get_by_role("heading", name="Costs", exact=True)).to_be_visible()
     root = page.locator(".costs")
     since, until = root.get_attribute("data-since"), root.get_attribute("data-until")
+    assert (since, until) == month_range("UTC")
     api = {
         g: daily.get(stack, f"/companies/{cid}/costs", group_by=g, since=since, until=until)
         for g in ("day", "agent", "model", "issue")
@@ -192,6 +203,24 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
         "unknown (no price)"
     )
 
+    # This month is the company's: its days start at midnight in its time zone.
+    with stack.api() as client:
+        r = client.patch(f"/companies/{cid}", json={"time_zone": "America/New_York"})
+        assert r.status_code == 200, r.text
+    page.goto(f"{stack.url()}/#/c/{cid}/costs")
+    expect(page.locator(".range")).to_contain_text("America/New_York")
+    root = page.locator(".costs")
+    since, until = root.get_attribute("data-since"), root.get_attribute("data-until")
+    assert (since, until) == month_range("America/New_York")
+    zoned = daily.get(stack, f"/companies/{cid}/costs", group_by="day", since=since, until=until)
+    for group in zoned["groups"]:
+        expect(page.locator(f"svg.chart rect.bar[data-day='{group['key']}']")).to_have_attribute(
+            "data-value", str(group["totals"]["cost_micros"])
+        )
+    expect(page.locator("[data-figure='cost'] .cost")).to_have_attribute(
+        "data-micros", str(zoned["totals"]["cost_micros"])
+    )
+
 
 def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     stack, page, screenshots
@@ -271,19 +300,22 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     expect(row.locator("[data-percent]")).to_have_text(f"{round(spent * 1000 / 10_000) / 10:g}%")
     screenshots(page, "budgets", full_page=True)
     row.get_by_role("button", name="Change the budget of Agent coder").click()
-    form.get_by_label("Monthly limit (currency units)").fill("1")
+    # 0.04 USD: no longer spent, still past its 50% warning.
+    form.get_by_label("Monthly limit (currency units)").fill("0.04")
     form.get_by_role("button", name="Save budget").click()
-    expect(row).to_have_attribute("data-state", "ok")
+    expect(row).to_have_attribute("data-state", "warning")
     assert (
         daily.get(stack, f"/companies/{cid}/budgets/{budget['id']}")["monthly_limit_micros"]
-        == 1_000_000
+        == 40_000
     )
-    again = wait_until(
-        lambda: (r := daily.ended_run(stack, cid, task["id"], count=2)) and r,
-        60,
-        message="the held task's next run",
-    )
+    again = daily.ended_run(stack, cid, task["id"], count=2)
     assert again["status"] == "succeeded", again
     page.goto(f"{stack.url()}/#/c/{cid}/issues/{task['identifier']}")
     expect(page.locator(".why-waits")).to_have_count(0)
     expect(page.get_by_role("list", name="Runs").locator("li[data-run]")).to_have_count(2)
+    page.goto(f"{stack.url()}/#/c/{cid}/dashboard")
+    alert = page.get_by_role("region", name="Budgets past their warning")
+    expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_have_attribute(
+        "data-state", "warning"
+    )
+    expect(alert).to_contain_text("Past its warning (50%)")

@@ -20,6 +20,11 @@ function rangeOf(params, zone) {
   return [from, to];
 }
 
+/** The company's zone, or UTC when this browser does not know it (the page then says UTC). */
+function knownZone(zone) {
+  try { new Intl.DateTimeFormat("en-US", { timeZone: zone || "UTC" }); return zone || "UTC"; } catch { return "UTC"; }
+}
+
 const figure = (label, value, name) => h("div", { class: "figure", "data-figure": name }, h("dt", {}, label), h("dd", {}, value));
 
 /** The grand totals, as a row of figures. */
@@ -68,7 +73,7 @@ export async function costsView(companyId, signal) {
   const base = `/companies/${companyId}`;
   const params = new URLSearchParams(location.hash.split("?")[1] || "");
   const [company, agents, projects] = await Promise.all([get(base), all(`${base}/agents`), all(`${base}/projects`)]);
-  const zone = company.time_zone || "UTC";
+  const zone = knownZone(company.time_zone);
   const [from, to] = rangeOf(params, zone);
   const focus = params.get("budget");
 
@@ -106,7 +111,9 @@ export async function costsView(companyId, signal) {
     const [byDay, byAgent, byProject, byModel, byIssue, budgetList] = await Promise.all([
       query("day"), query("agent"), query("project"), query("model"), query("issue"), budgets.load(),
     ]);
-    const days = daysBetween(from, to);
+    // A range of more than 400 days draws the days that had usage only.
+    const every = daysBetween(from, to, 401);
+    const days = every.length > 400 ? byDay.groups.map((g) => g.key).sort() : every;
     const perDay = Object.fromEntries(byDay.groups.map((g) => [g.key, g.totals]));
     const t = byDay.totals;
     clear(body).append(

@@ -2,7 +2,7 @@
 // transcript live), its workspace, what holds it, and the slots for the chat and the cards.
 
 import { all, get, keyFor, patch, post } from "../api.js";
-import { badge, clear, errorBox, field, h, statusName, when } from "../dom.js";
+import { badge, clear, errorBox, field, h, plural, statusName, when } from "../dom.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
@@ -143,7 +143,7 @@ export async function issueView(companyId, issueRef, signal) {
 
   // What its runs used and cost (the costs API filtered by the issue), read again when its runs
   // change and every few passes while one works; and why it waits, when a budget holds it.
-  const costFacts = h("dl", { class: "facts", "aria-label": "Usage of its runs" });
+  const costFacts = h("dl", { class: "usage-facts", "aria-label": "Usage of its runs" });
   const waits = h("div", { class: "why" });
   let costRead = null;
   let passes = 0;
@@ -154,7 +154,7 @@ export async function issueView(companyId, issueRef, signal) {
     if (key === costRead && !(working && passes % 3 === 0)) return;
     costRead = key;
     const { totals, groups } = await get(`${base}/costs?issue_id=${issueId}&group_by=model`);
-    const models = groups.map((g) => `${g.key} (${count(g.totals.events)})`).join(", ");
+    const models = groups.map((g) => `${g.key} (${plural(g.totals.events, "response")})`).join(", ");
     clear(costFacts).append(...[...usageFacts(totals), ["Runs", count(totals.runs)], ["Models", models || "none"]]
       .flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
   }
