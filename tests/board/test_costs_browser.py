@@ -22,6 +22,7 @@ import pytest
 from tests.board import daily
 from tests.board.conftest import PHONE
 from tests.engine.conftest import Stack
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
 
@@ -265,6 +266,18 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     run = daily.ended_run(stack, cid, task["id"])
     assert (run["status"], run["error_code"]) == ("failed", "budget_exceeded"), run
     daily.script(stack, coder, [FINISH | {"usage": {"input_tokens": 100, "output_tokens": 5}}])
+    # Work given to the agent now does not start: it waits, held, naming the spent budget.
+    later = daily.issue(stack, cid, "Then this", assignee_agent_id=coder["id"])
+    wait_until(
+        lambda: daily.get(stack, f"/companies/{cid}/holds", issue_id=later["id"])["items"],
+        60,
+        message="the later task held by the budget",
+    )
+    assert daily.runs(stack, cid, later["id"]) == []
+    page.goto(f"{stack.url()}/#/c/{cid}/issues/{later['identifier']}")
+    why = page.locator(".why-waits")
+    expect(why).to_contain_text("the agent budget (0.01 USD a month) is spent")
+    expect(why).to_have_attribute("data-budget", budget["id"])
 
     page.goto(f"{stack.url()}/#/c/{cid}/runs/{run['id']}")
     why = page.locator(".why-waits")
@@ -310,6 +323,7 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     )
     again = daily.ended_run(stack, cid, task["id"], count=2)
     assert again["status"] == "succeeded", again
+    assert daily.ended_run(stack, cid, later["id"])["status"] == "succeeded"
     page.goto(f"{stack.url()}/#/c/{cid}/issues/{task['identifier']}")
     expect(page.locator(".why-waits")).to_have_count(0)
     expect(page.get_by_role("list", name="Runs").locator("li[data-run]")).to_have_count(2)
@@ -319,3 +333,13 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
         "data-state", "warning"
     )
     expect(alert).to_contain_text("Past its warning (50%)")
+
+    # Deleted from the board: a second press confirms.
+    alert.get_by_role("link", name="Agent coder").click()
+    delete = page.get_by_role("button", name="Delete the budget of Agent coder")
+    delete.click()
+    expect(delete).to_have_text("Press again to delete")
+    assert len(daily.get(stack, f"/companies/{cid}/budgets")["items"]) == 1
+    delete.click()
+    expect(page.locator("tr[data-budget]")).to_have_count(0)
+    assert daily.get(stack, f"/companies/{cid}/budgets")["items"] == []

@@ -82,14 +82,14 @@ export function dailySvg(days, byDay, metric = "cost") {
   return svg;
 }
 
-/** The chart with its metric switch, and its figures as a table (the days that had usage). */
-export function dailyChart(days, byDay) {
+/** The chart with its metric switch, and its figures as a table (the days that had usage).
+ * `choice` ({metric, open}) keeps what the person picked across redraws of the page. */
+export function dailyChart(days, byDay, choice = { metric: "cost", open: false }) {
   const box = h("div", { class: "chart-box" });
-  let metric = "cost";
-  const draw = () => box.replaceChildren(dailySvg(days, byDay, metric));
+  const draw = () => box.replaceChildren(dailySvg(days, byDay, choice.metric));
   const picks = Object.entries(METRICS).map(([name, m]) => {
-    const input = h("input", { type: "radio", name: "chart-metric", value: name, checked: name === metric,
-      onchange: () => { metric = name; draw(); } });
+    const input = h("input", { type: "radio", name: "chart-metric", value: name, checked: name === choice.metric,
+      onchange: () => { choice.metric = name; draw(); } });
     return h("label", { class: "check inline-check" }, input, ` ${m.label}`);
   });
   draw();
@@ -106,5 +106,6 @@ export function dailyChart(days, byDay) {
   return h("div", {},
     h("fieldset", { class: "choice chart-metric" }, h("legend", {}, "Chart"), picks),
     box,
-    h("details", { class: "fold days-table" }, h("summary", {}, "The figures as a table"), scrollTable(table, "Usage per day")));
+    h("details", { class: "fold days-table", open: choice.open, ontoggle: (e) => { choice.open = e.target.open; } },
+      h("summary", {}, "The figures as a table"), scrollTable(table, "Usage per day")));
 }

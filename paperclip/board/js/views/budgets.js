@@ -48,7 +48,6 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
   const base = `/companies/${companyId}/budgets`;
   const names = Object.fromEntries([...agents, ...projects].map((x) => [x.id, x.name]));
   const tbody = h("tbody");
-  const note = h("div", { "aria-live": "polite" });
   let editing = null;
 
   const scope = h("select", { name: "scope" }, ["company", "agent", "project"].map((v) => h("option", { value: v }, v[0].toUpperCase() + v.slice(1))));
@@ -164,7 +163,6 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
     h("h2", {}, "Budgets"),
     h("p", { class: "muted" }, "Monthly caps, in the company's time zone. At its warning share a budget warns; at 100% no new run starts, ",
       "a running turn stops at its next tool call, and the task waits, held, until the budget is raised or a new month begins."),
-    note,
     scrollTable(h("table", { class: "budget-table" }, h("caption", { class: "sr-only" }, "Budgets this month"),
       h("thead", {}, h("tr", {}, ["Covers", "Month", "Spent of the limit", "Held by running runs", "Warns at", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody), "Budgets"),

@@ -54,12 +54,15 @@ function groupTable(caption, firstColumn, groups, label, empty) {
 function agentsTable(companyId, agents, groups, budgets) {
   const byAgent = Object.fromEntries(groups.map((g) => [g.key, g.totals]));
   const budgetOf = Object.fromEntries(budgets.filter((b) => b.scope === "agent").map((b) => [b.scope_id, b]));
-  const ordered = [...agents].sort((a, b) => ((byAgent[b.id]?.cost_micros || 0) - (byAgent[a.id]?.cost_micros || 0)) || a.name.localeCompare(b.name));
+  // An agent no longer listed keeps its spend, under the name the costs API gives.
+  const known = new Set(agents.map((a) => a.id));
+  const gone = groups.filter((g) => !known.has(g.key)).map((g) => ({ id: g.key, name: g.name || "a deleted agent" }));
+  const ordered = [...agents, ...gone].sort((a, b) => ((byAgent[b.id]?.cost_micros || 0) - (byAgent[a.id]?.cost_micros || 0)) || a.name.localeCompare(b.name));
   const empty = { events: 0, input_tokens: 0, cached_input_tokens: 0, output_tokens: 0, reasoning_tokens: 0, cost_micros: 0, unpriced_events: 0, runs: 0 };
   const rows = ordered.map((a) => {
     const b = budgetOf[a.id];
     return h("tr", { "data-agent": a.id },
-      h("th", { scope: "row" }, a.name, h("span", { class: "muted" }, ` (${a.provider})`)),
+      h("th", { scope: "row" }, a.name, a.provider ? h("span", { class: "muted" }, ` (${a.provider})`) : null),
       ...cells(byAgent[a.id] || empty),
       h("td", { class: "budget-use" }, b ? [stateBadge(b), " ", usedText(b)] : h("span", { class: "muted" }, "no budget of its own")));
   });
@@ -106,6 +109,7 @@ export async function costsView(companyId, signal) {
   const budgets = budgetsPanel(companyId, { agents, projects, focus, onChange: () => load() });
   const body = h("div", { class: "costs-body" });
   const projectName = Object.fromEntries(projects.map((p) => [p.id, p.name]));
+  const choice = { metric: "cost", open: false }; // the chart's, kept across redraws
 
   async function load() {
     const [byDay, byAgent, byProject, byModel, byIssue, budgetList] = await Promise.all([
@@ -114,13 +118,17 @@ export async function costsView(companyId, signal) {
     // A range of more than 400 days draws the days that had usage only.
     const every = daysBetween(from, to, 401);
     const days = every.length > 400 ? byDay.groups.map((g) => g.key).sort() : every;
+    // Drawn again only when a figure changed: a redraw would move the keyboard's focus.
+    const sig = JSON.stringify([byDay, byAgent, byProject, byModel, byIssue, budgetList]);
+    if (body.dataset.sig === sig) return;
+    body.dataset.sig = sig;
     const perDay = Object.fromEntries(byDay.groups.map((g) => [g.key, g.totals]));
     const t = byDay.totals;
     clear(body).append(
       h("section", { class: "panel", "aria-label": "Totals" }, h("h2", {}, "Totals"), totalsBlock(t),
         t.unpriced_events ? h("p", { class: "muted unpriced-note" },
           `${count(t.unpriced_events)} of ${count(t.events)} responses had no price for their model: their tokens are counted, their cost is unknown (set a price on the server: /api/prices).`) : null),
-      h("section", { class: "panel", "aria-label": "Per day" }, h("h2", {}, "Per day"), dailyChart(days, perDay)),
+      h("section", { class: "panel", "aria-label": "Per day" }, h("h2", {}, "Per day"), dailyChart(days, perDay, choice)),
       h("section", { class: "panel", "aria-label": "Per agent" }, h("h2", {}, "Per agent"), agentsTable(companyId, agents, byAgent.groups, budgetList)),
       h("div", { class: "columns even" },
         h("section", { class: "panel", "aria-label": "Per project" }, h("h2", {}, "Per project"),
@@ -134,8 +142,8 @@ export async function costsView(companyId, signal) {
     );
   }
   try { await load(); } catch (error) { body.append(errorBox(error)); }
-  // A link to a budget lands on it.
-  if (focus) queueMicrotask(() => (document.getElementById(`budget-${focus}`) || budgets.node).scrollIntoView({ block: "center" }));
+  // A link to a budget lands on it (once the page is in place).
+  if (focus) setTimeout(() => (document.getElementById(`budget-${focus}`) || budgets.node).scrollIntoView({ block: "center" }), 0);
   const timer = setInterval(() => { if (!document.hidden && !budgets.node.contains(document.activeElement)) load().catch(() => {}); }, 15000);
   signal.addEventListener("abort", () => clearInterval(timer));
 
