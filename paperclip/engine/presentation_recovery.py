@@ -22,7 +22,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from paperclip_hookspecs.presentation import PresentationPath
-from sqlalchemy import exists, not_, or_, select
+from sqlalchemy import and_, exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
@@ -78,9 +78,12 @@ class PresentationRecovery:
                     .where(
                         Run.status == RunStatus.SUCCEEDED,
                         Run.presentation.is_(None),
-                        Run.answer.is_not(None),
                         Run.finished_at < datetime.now(UTC) - self.grace,
-                        or_(not_(_is_chat_turn()), _unsettled_current_turn()),
+                        # A chat turn settles even without prose (it records ``none``).
+                        or_(
+                            and_(Run.answer.is_not(None), not_(_is_chat_turn())),
+                            _unsettled_current_turn(),
+                        ),
                     )
                     .order_by(Run.finished_at)
                     .limit(BATCH)
