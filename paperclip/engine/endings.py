@@ -28,7 +28,12 @@ from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import drain, outbox
-from paperclip.engine.completion import check_completion, current_snapshot, report_of
+from paperclip.engine.completion import (
+    check_completion,
+    current_snapshot,
+    report_of,
+    terminal_failure,
+)
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
 from paperclip.engine.gate import ControlGate
@@ -370,7 +375,7 @@ class RunEndings:
         except SnapshotBindingError as exc:
             return RunStatus.FAILED, exc.code, str(exc)
         if refusal is not None:
-            return RunStatus.FAILED, refusal.code, refusal.message
+            return RunStatus.FAILED, *terminal_failure(refusal)
         return RunStatus.SUCCEEDED, None, None
 
     async def present(

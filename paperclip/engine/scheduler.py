@@ -33,7 +33,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
 from paperclip.engine.resumption import new_token_for, queued_turn, resumable
-from paperclip.engine.snapshot import record_wake_snapshot
+from paperclip.engine.snapshot import record_wake_snapshot, snapshot_source
 from paperclip.engine.turns import open_turn
 from paperclip.engine.workspaces.placement import (
     WorkspaceElsewhere,
@@ -336,7 +336,7 @@ class WakeScheduler:
         await record_wake_snapshot(
             session,
             run,
-            wake.source,
+            await snapshot_source(session, wake),
             prepared.current,
             assembled.execution_input.model.rendered_sources,
         )
