@@ -38,8 +38,11 @@ from paperclip.models import (
     Run,
     RunStatus,
 )
+from paperclip.plugins.seed_policies import SEED_POLICIES, answers
 
 log = logging.getLogger(__name__)
+
+UNPRESENTED = next(p for p in SEED_POLICIES if p.seed == "002")
 
 BATCH = 100
 
@@ -58,6 +61,9 @@ class PresentationRecovery:
         self.grace = grace
         """How long the live path gets before recovery presents in its place."""
         self.presented_total = 0
+        self.waiting_without_policy = 0
+        """Candidates the last pass left because no recovery policy is installed."""
+        self._warned = False
 
     async def run(self) -> None:
         while True:
@@ -99,7 +105,23 @@ class PresentationRecovery:
                 presented += 1
                 log.info("presented the answer of run %s after a restart", run_id)
         self.presented_total += presented
+        self._say_what_waits(len(due) - presented)
         return presented
+
+    def _say_what_waits(self, left: int) -> None:
+        """Without the policy, committed chat turns wait (kept, not lost): say so, once."""
+        self.waiting_without_policy = 0
+        if left and not answers(self.endings.plugins, UNPRESENTED.hook or ""):
+            self.waiting_without_policy = left
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "%d committed chat answer(s) wait to be presented: no installed plugin "
+                    "decides which to present after a restart; install %s (they are presented "
+                    "then, while each is still its conversation's current turn)",
+                    left,
+                    UNPRESENTED.distribution,
+                )
 
 
 def _is_chat_turn():  # type: ignore[no-untyped-def]

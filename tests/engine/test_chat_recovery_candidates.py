@@ -8,6 +8,7 @@ the real engine. A decision recorded earlier is kept.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -194,13 +195,22 @@ async def test_paperclip_accept_unpresented_turn_the_candidates_are_the_accepted
 
 
 async def test_paperclip_accept_unpresented_turn_without_the_policy_recovery_leaves_chat_turns(
-    world,
+    world, caplog, paperclip_register_plugin
 ):
     run_id = await committed_turn(world, Case())
     assert run_id in await world.engine.presentations.candidates()
-    assert await world.engine.presentations.pass_once() == 0
+    with caplog.at_level(logging.WARNING, logger="paperclip.engine.presentation_recovery"):
+        assert await world.engine.presentations.pass_once() == 0
     assert (await world.run(run_id)).presentation is None
     assert await reply_count(world, run_id) == 0
+    # Not silently: the operator is told what waits and what to install.
+    assert "install paperclip-unpresented-answers" in caplog.text
+    assert world.engine.presentations.waiting_without_policy >= 1
+    # Kept, not lost: once the policy is installed, the next pass presents it, once.
+    paperclip_register_plugin(unpresented_answers, name="unpresented-answers")
+    assert await world.engine.presentations.pass_once() >= 1
+    assert await reply_count(world, run_id) == 1
+    assert world.engine.presentations.waiting_without_policy == 0
 
 
 async def test_a_chat_turn_that_ended_without_prose_settles_after_a_restart(
