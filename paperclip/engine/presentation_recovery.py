@@ -21,7 +21,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from paperclip_hookspecs.presentation import PresentationPath
-from sqlalchemy import exists, not_, or_, select
+from sqlalchemy import and_, exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
@@ -37,8 +37,11 @@ from paperclip.models import (
     Run,
     RunStatus,
 )
+from paperclip.plugins.seed_policies import SEED_POLICIES, answers
 
 log = logging.getLogger(__name__)
+
+UNPRESENTED = next(p for p in SEED_POLICIES if p.seed == "002")
 
 BATCH = 100
 
@@ -62,6 +65,9 @@ class PresentationRecovery:
         self.last_pass_started_at: datetime | None = None
         """When the last completed pass began: every run finished before it, less the grace,
         was a candidate of that pass."""
+        self.waiting_without_policy = 0
+        """Candidates the last pass left because no recovery policy is installed."""
+        self._warned = False
 
     async def run(self) -> None:
         await keep_running(
@@ -80,9 +86,12 @@ class PresentationRecovery:
                     .where(
                         Run.status == RunStatus.SUCCEEDED,
                         Run.presentation.is_(None),
-                        Run.answer.is_not(None),
                         Run.finished_at < datetime.now(UTC) - self.grace,
-                        or_(not_(_is_chat_turn()), _unsettled_current_turn()),
+                        # A chat turn settles even without prose (it records ``none``).
+                        or_(
+                            and_(Run.answer.is_not(None), not_(_is_chat_turn())),
+                            _unsettled_current_turn(),
+                        ),
                     )
                     .order_by(Run.finished_at)
                     .limit(BATCH)
@@ -101,7 +110,23 @@ class PresentationRecovery:
         self.presented_total += presented
         self.passes += 1
         self.last_pass_started_at = started_at
+        self._say_what_waits(len(due) - presented)
         return presented
+
+    def _say_what_waits(self, left: int) -> None:
+        """Without the policy, committed chat turns wait (kept, not lost): say so, once."""
+        self.waiting_without_policy = 0
+        if left and not answers(self.endings.plugins, UNPRESENTED.hook or ""):
+            self.waiting_without_policy = left
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "%d committed chat answer(s) wait to be presented: no installed plugin "
+                    "decides which to present after a restart; install %s (they are presented "
+                    "then, while each is still its conversation's current turn)",
+                    left,
+                    UNPRESENTED.distribution,
+                )
 
 
 def _is_chat_turn():  # type: ignore[no-untyped-def]

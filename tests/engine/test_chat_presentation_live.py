@@ -66,6 +66,22 @@ def test_a_live_presented_answer_is_no_candidate_and_never_posted_twice(stack):
     assert issue_status(stack, ctx) == "in_progress"  # a chat goes on: the task stays open
 
 
+def test_a_turn_that_ends_without_prose_is_decided_and_its_conversation_settles(stack):
+    """No final prose: nothing is posted, ``none`` is recorded, the conversation is idle again."""
+    stack.start_server()
+    stack.start_runner()
+    finish = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "ok"}}}
+    ctx = stack.setup_issue({"turns": [[finish]]})
+    open_chat(stack, ctx)
+    say(stack, ctx, "Can you fix the build?")
+    run = presented_run(stack, ctx)
+    assert (run["status"], run["answer"]) == ("succeeded", None)
+    assert run["presentation"]["presentationDecision"] == "none"
+    assert run["presentation"]["reason"] == "conversation_turn_without_prose"
+    assert conversation(stack, ctx)["state"] == "idle"
+    assert replies(stack, ctx) == []
+
+
 def test_own_question_card_live_no_reply_none_recorded_card_pending_conversation_waiting(stack):
     stack.start_server()
     stack.start_runner()
