@@ -106,6 +106,7 @@ class LeaseKeeper:
         lease_seconds: float,
         abandon_after: float,
         nudge: Callable[[], None],
+        ends_abandoned: bool = True,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -114,6 +115,8 @@ class LeaseKeeper:
         self.abandon_after = abandon_after
         """Seconds past a lease's expiry after which a run with no runner is failed."""
         self.nudge = nudge
+        self.ends_abandoned = ends_abandoned
+        """False when a recovery policy settles lost runs: two paths must not race to end one."""
 
     async def run(self) -> None:
         """Every third of a lease: end abandoned runs, then renew; until cancelled."""
@@ -126,8 +129,9 @@ class LeaseKeeper:
         )
 
     async def _keep(self) -> None:
-        with contextlib.suppress(Exception):  # its own pass: renewing matters more
-            await self.fail_abandoned_runs()
+        if self.ends_abandoned:
+            with contextlib.suppress(Exception):  # its own pass: renewing matters more
+                await self.fail_abandoned_runs()
         await self.renew_owned()
 
     async def renew_owned(self) -> None:

@@ -273,7 +273,13 @@ def test_with_no_runner_the_task_ends_held_and_a_released_hold_runs_it_again(sta
     assert run["status"] == "failed" and run["error_code"] == "runner_unavailable", run
     company, issue = ctx["company"]["id"], ctx["issue"]["id"]
     with stack.api() as api:
-        [hold] = api.get(f"/companies/{company}/holds", params={"issue_id": issue}).json()["items"]
+        [hold] = wait_until(  # the hold is written as the run ends, maybe just after
+            lambda: api.get(f"/companies/{company}/holds", params={"issue_id": issue}).json()[
+                "items"
+            ],
+            30,
+            message="the task's hold",
+        )
         assert (hold["kind"], hold["set_by"], hold["status"]) == (
             "runner_unavailable",
             "system",
