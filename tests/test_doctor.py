@@ -99,3 +99,26 @@ def test_doctor_lists_provider_clis_per_launch_profile(tmp_path):
     text = doctor(env).stdout
     assert "fixture/default" in text and f"fixture {python}" in text
     assert "fixture/broken" in text and "missing" in text
+
+
+def test_doctor_warns_when_a_seeds_recovery_policy_is_missing(open_folder):
+    env = {"PAPERCLIP_DATA_DIR": str(open_folder / "data")}
+    installed = json.loads(doctor(env, "--json").stdout)["recovery_policies"]
+    assert {p["distribution"] for p in installed} >= {
+        "paperclip-unpresented-answers",
+        "paperclip-unread-steers",
+        "paperclip-orphaned-callbacks",
+        "paperclip-cleanup-holds",
+        "paperclip-lost-runs",
+    }
+    assert all(p["installed"] for p in installed)  # the development install has them all
+    assert "recovery policies missing" not in doctor(env).stdout
+
+    env["PAPERCLIP_PLUGINS_DISABLE"] = "unpresented-answers,unread-steers"
+    report = json.loads(doctor(env, "--json").stdout)
+    missing = [p["distribution"] for p in report["recovery_policies"] if not p["installed"]]
+    assert missing == ["paperclip-unpresented-answers", "paperclip-unread-steers"]
+    assert report["ok"] is True  # a warning: the server runs, and says what it cannot recover
+    text = doctor(env).stdout
+    assert "warning: paperclip-unpresented-answers is not installed" in text
+    assert "never presented" in text

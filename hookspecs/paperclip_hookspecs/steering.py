@@ -27,11 +27,25 @@ STEERING_ACKNOWLEDGEMENT = "steering_acknowledgement"
 payload is ``{"message_id": ...}``."""
 
 STEER_EVIDENCE_TYPES: frozenset[str] = frozenset(
-    {STEERING_ACKNOWLEDGEMENT, "item/completed", "turn/completed", "turn.completed"}
+    {
+        STEERING_ACKNOWLEDGEMENT,
+        # Codex: a userMessage item; the end of a turn.
+        "item/completed",
+        "turn/completed",
+        "turn.completed",
+        # Pi: a user message entering the conversation; the end of the agent's run.
+        "message_end",
+        "agent_end",
+        # OpenCode: an answer to a (queued) user message starting; the session idle.
+        "message.updated",
+        "session.idle",
+        # A gateway: a run (the turn's, or a follow-up's) starting.
+        "agent.lifecycle",
+    }
 )
 """The run event types the control plane hands to ``paperclip_unread_steers``: the
-acknowledgement, and the provider events that can be read evidence (an item entering
-the conversation, the end of a turn)."""
+acknowledgement, and each provider's events that can be read evidence (an input
+entering the conversation, the model starting on it, the end of a turn)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,9 +35,26 @@ def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
         "data_dir": str(settings.data_dir),
         "database": database,
         "providers": provider_clis(settings, host),
+        "recovery_policies": recovery_policies(host),
         "workspaces": local_workspaces(settings),
         "ok": database["status"] in {"ok", "stopped", "not_created"},
     }
+
+
+def recovery_policies(host: Any) -> list[dict[str, Any]]:
+    """Each seed's recovery policy, and whether a loaded plugin provides it (missing: a warning)."""
+    from paperclip.plugins.seed_policies import SEED_POLICIES, missing_policies
+
+    missing = set(missing_policies(host))
+    return [
+        {
+            "distribution": p.distribution,
+            "seed": p.seed,
+            "installed": p not in missing,
+            "without": p.without,
+        }
+        for p in SEED_POLICIES
+    ]
 
 
 def problem(report: dict[str, Any]) -> str:
@@ -218,6 +235,14 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(f"  repository folders allowed: {escape(allowed)}")
     patterns = ", ".join(ws["remotes"]) or "none (PAPERCLIP_RUNNER_WORKSPACE_REMOTES)"
     console.print(f"  clone URLs allowed: {escape(patterns)}")
+    missing = [p for p in report["recovery_policies"] if not p["installed"]]
+    if missing:
+        console.print("[yellow]recovery policies missing[/] (a restart then loses work):")
+    for policy in missing:
+        console.print(
+            f"  [yellow]warning[/]: {policy['distribution']} is not installed: "
+            f"{escape(policy['without'])}. Install it (pip install {policy['distribution']})."
+        )
     console.print("provider CLIs (the local runner's launch profiles):")
     if not report["providers"]:
         console.print("  none: no provider plugin is installed")

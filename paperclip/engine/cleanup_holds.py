@@ -7,7 +7,8 @@ hold of the same run. Once that controller is provably gone (its in-process
 cleanup gate went with it), each such hold settles as ``restored``: its
 replay block is lifted and ``issue.recovery_action_resolved`` is logged, in
 one transaction with the settlement's record, once. It starts no run and
-leaves the task's status alone. A hold that protects files not verified as
+leaves the task's status alone; a wake its task got while held (its own wait
+ended) is claimable from then on, and the schedulers are told so at once. A hold that protects files not verified as
 saved is left to workspace recovery; an operator's hold is never listed.
 
 Two shapes of ``details`` are read: ``v2`` (``drain.quarantine``) and ``v1``,
@@ -42,6 +43,7 @@ from paperclip.models import (
 )
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
+from paperclip.services.wakes import notify_wakes
 from paperclip.wire.messages import Close
 
 KIND = "native_completed_turn_cleanup_hold"
@@ -158,6 +160,8 @@ async def settle_hold(
             "shape": shape_of(hold.details or {}),
         },
     )
+    # Its task's wait may have ended while it was held: a queued wake may start a run now.
+    await notify_wakes(session)
     run = await session.get(Run, hold.run_id) if hold.run_id else None
     if run is not None and run.runner_id is not None:
         # The runner kept the session suspended: it may close it now (closing starts nothing).

@@ -33,6 +33,10 @@ from paperclip.plugins import PluginHost
 
 MAX_CORRECTION_CHARS = 1_000
 """A refusal's texts as the model gets them: bounded, whatever a plugin wrote."""
+MAX_CODE_CHARS = 100
+"""A refusal's code, reason and instruction (a run's ``error_code`` holds at most 100)."""
+MAX_CURSOR_CHARS = 200
+"""No reader cursor is longer; a longer one cannot continue a read, so none is passed on."""
 
 
 def receipt_of(read: WakeCommentRead) -> ReadReceipt:
@@ -126,15 +130,21 @@ def feedback_code(refusal: CompletionRefusal) -> str:
 def refusal_body(refusal: CompletionRefusal) -> dict[str, Any]:
     """A refusal as the finish tool returns it: the code, and what to do about it now."""
     body: dict[str, Any] = {
-        "code": feedback_code(refusal),
+        "code": feedback_code(refusal)[:MAX_CODE_CHARS],
         "message": refusal.message[:MAX_CORRECTION_CHARS],
-        "reason": refusal.reason[:100],
+        "reason": refusal.reason[:MAX_CODE_CHARS],
     }
     if refusal.correction is not None:
+        cursor = refusal.correction.cursor
         body["correction"] = {
-            "instruction": refusal.correction.instruction[:100],
+            "instruction": refusal.correction.instruction[:MAX_CODE_CHARS],
             "message": refusal.correction.message[:MAX_CORRECTION_CHARS],
-            "cursor": refusal.correction.cursor,
+            "cursor": cursor if cursor is None or len(cursor) <= MAX_CURSOR_CHARS else None,
             "restart": refusal.correction.restart,
         }
     return body
+
+
+def terminal_failure(refusal: CompletionRefusal) -> tuple[str, str]:
+    """The error code and message a run fails with when a guard refuses it at the end."""
+    return refusal.code[:MAX_CODE_CHARS], refusal.message[:MAX_CORRECTION_CHARS]

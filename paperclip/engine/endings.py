@@ -16,8 +16,10 @@ from datetime import UTC, datetime
 
 from paperclip_hookspecs.completion import CompletionStage
 from paperclip_hookspecs.presentation import (
+    COMMITTED_CONVERSATION_INTERACTION_PRESENTED,
     ConversationTurn,
     PendingCard,
+    PresentationDecision,
     PresentationMode,
     PresentationPath,
     UnpresentedTurn,
@@ -26,7 +28,12 @@ from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.engine import drain, outbox
-from paperclip.engine.completion import check_completion, current_snapshot, report_of
+from paperclip.engine.completion import (
+    check_completion,
+    current_snapshot,
+    report_of,
+    terminal_failure,
+)
 from paperclip.engine.events import NewEvent, append_events
 from paperclip.engine.fence import lock_run
 from paperclip.engine.gate import ControlGate
@@ -62,6 +69,9 @@ STATUS_REASONS = {
     "yielded": "task_yielded",
 }
 """The status decision's reason for each outcome a run can report."""
+
+NO_PROSE = "conversation_turn_without_prose"
+"""Presentation reason of a successful conversation turn that ended with no final prose."""
 
 ANSWER_NAMESPACE = uuid.UUID("0f1c6a43-7d52-4d57-9a3e-5b1d1c0a9e01")
 """Names the comment that presents a run's answer: one per run, by primary key."""
@@ -365,7 +375,7 @@ class RunEndings:
         except SnapshotBindingError as exc:
             return RunStatus.FAILED, exc.code, str(exc)
         if refusal is not None:
-            return RunStatus.FAILED, refusal.code, refusal.message
+            return RunStatus.FAILED, *terminal_failure(refusal)
         return RunStatus.SUCCEEDED, None, None
 
     async def present(
@@ -396,12 +406,18 @@ class RunEndings:
             turn = _turn_of(run, path, cards)
             if turn is not None:
                 turn = replace(turn, run=await self._view(session, run))
-        if turn is None:
-            return False
-        try:
-            decision = self.plugins.decide_presentation(turn)
-        except PluginError:
-            log.exception("the presentation of run %s was not decided", run_id)
+        if turn is not None:
+            try:
+                decision = self.plugins.decide_presentation(turn)
+            except PluginError:
+                log.exception("the presentation of run %s was not decided", run_id)
+                return False
+        elif chat is not None:
+            # No prose to decide on, yet the conversation turn must settle: nothing is posted.
+            decision = PresentationDecision.none(
+                COMMITTED_CONVERSATION_INTERACTION_PRESENTED if cards else NO_PROSE
+            )
+        else:
             return False
         async with self.sessions.begin() as session:
             run = await session.get(Run, run_id, with_for_update=True, populate_existing=True)
@@ -412,8 +428,9 @@ class RunEndings:
             if chat is not None:
                 if answered:
                     message_id = await chat_turns.post_reply(session, chat, run)
-                # Presented by its answer, or by its own card that waits for the person.
-                settled = ConversationState.IDLE if answered else ConversationState.WAITING
+                # Presented by its own card, it waits for the person; else it is over.
+                waits = not answered and bool(cards)
+                settled = ConversationState.WAITING if waits else ConversationState.IDLE
                 await chat_turns.settle(session, chat, settled)
             elif answered and run.issue_id is not None:
                 actor = Actor(

@@ -47,7 +47,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.presentation_recovery import PresentationRecovery
 from paperclip.engine.reconciler import Reconciler
-from paperclip.engine.recovery_port import ControlPlanePort
+from paperclip.engine.recovery_port import LOST_RUNS, ControlPlanePort
 from paperclip.engine.resumption import Limits
 from paperclip.engine.routines import RoutineScheduler
 from paperclip.engine.scheduler import WakeScheduler
@@ -164,6 +164,8 @@ class RunEngine:
             lease_seconds=lease_seconds,
             abandon_after=abandon_after,
             nudge=self.nudge,
+            # With the lost-runs policy, recovery settles such a run (and holds its task).
+            ends_abandoned=LOST_RUNS not in {p.name for p in plugins.recovery_policies()},
         )
         self.workspaces = WorkspaceKeeper(
             sessions,

@@ -16,18 +16,17 @@ never listed and a presented one leaves the set with its decision.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from datetime import UTC, datetime, timedelta
 
 from paperclip_hookspecs.presentation import PresentationPath
-from sqlalchemy import exists, not_, or_, select
+from sqlalchemy import and_, exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
-from paperclip.db.availability import log_failure
 from paperclip.engine.endings import RunEndings
+from paperclip.engine.loop import keep_running
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Conversation,
@@ -38,8 +37,11 @@ from paperclip.models import (
     Run,
     RunStatus,
 )
+from paperclip.plugins.seed_policies import SEED_POLICIES, answers
 
 log = logging.getLogger(__name__)
+
+UNPRESENTED = next(p for p in SEED_POLICIES if p.seed == "002")
 
 BATCH = 100
 
@@ -58,16 +60,22 @@ class PresentationRecovery:
         self.grace = grace
         """How long the live path gets before recovery presents in its place."""
         self.presented_total = 0
+        self.passes = 0
+        """Passes completed since this replica started."""
+        self.last_pass_started_at: datetime | None = None
+        """When the last completed pass began: every run finished before it, less the grace,
+        was a candidate of that pass."""
+        self.waiting_without_policy = 0
+        """Candidates the last pass left because no recovery policy is installed."""
+        self._warned = False
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the database is away, say: the next pass retries
-                log_failure(log, "a presentation recovery pass failed", exc)
-            await asyncio.sleep(self.pass_seconds)
+        await keep_running(
+            self.pass_once,
+            every=self.pass_seconds,
+            log=log,
+            failure="a presentation recovery pass failed",
+        )
 
     async def candidates(self) -> list[uuid.UUID]:
         """The runs due for presentation now, oldest first (a bounded batch)."""
@@ -78,9 +86,12 @@ class PresentationRecovery:
                     .where(
                         Run.status == RunStatus.SUCCEEDED,
                         Run.presentation.is_(None),
-                        Run.answer.is_not(None),
                         Run.finished_at < datetime.now(UTC) - self.grace,
-                        or_(not_(_is_chat_turn()), _unsettled_current_turn()),
+                        # A chat turn settles even without prose (it records ``none``).
+                        or_(
+                            and_(Run.answer.is_not(None), not_(_is_chat_turn())),
+                            _unsettled_current_turn(),
+                        ),
                     )
                     .order_by(Run.finished_at)
                     .limit(BATCH)
@@ -89,6 +100,7 @@ class PresentationRecovery:
 
     async def pass_once(self) -> int:
         """Present what is due; how many this pass recorded."""
+        started_at = datetime.now(UTC)
         due = await self.candidates()
         presented = 0
         for run_id in due:
@@ -96,7 +108,25 @@ class PresentationRecovery:
                 presented += 1
                 log.info("presented the answer of run %s after a restart", run_id)
         self.presented_total += presented
+        self.passes += 1
+        self.last_pass_started_at = started_at
+        self._say_what_waits(len(due) - presented)
         return presented
+
+    def _say_what_waits(self, left: int) -> None:
+        """Without the policy, committed chat turns wait (kept, not lost): say so, once."""
+        self.waiting_without_policy = 0
+        if left and not answers(self.endings.plugins, UNPRESENTED.hook or ""):
+            self.waiting_without_policy = left
+            if not self._warned:
+                self._warned = True
+                log.warning(
+                    "%d committed chat answer(s) wait to be presented: no installed plugin "
+                    "decides which to present after a restart; install %s (they are presented "
+                    "then, while each is still its conversation's current turn)",
+                    left,
+                    UNPRESENTED.distribution,
+                )
 
 
 def _is_chat_turn():  # type: ignore[no-untyped-def]

@@ -19,10 +19,18 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
-from sqlalchemy import select
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.models import Agent, Comment, Issue, Run, WakeRequest
+from paperclip.models import (
+    Agent,
+    Comment,
+    Issue,
+    Run,
+    WakeCommentSnapshot,
+    WakeRequest,
+    WakeSnapshotComment,
+)
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
 from paperclip.services.comments import issue_comments
@@ -185,16 +193,7 @@ async def assemble_for_run(
                 .limit(1)
             )
         ).scalar_one_or_none()
-    author_ids = {c.author_agent_id for c in comments if c.author_agent_id}
-    names = (
-        dict(
-            (
-                await session.execute(select(Agent.id, Agent.name).where(Agent.id.in_(author_ids)))
-            ).all()
-        )
-        if author_ids
-        else {}
-    )
+    names = await agent_names(session, comments)
     queue = await open_assigned(session, agent) if wake.source == "heartbeat" else None
     assembled = build_execution_input(
         queue=queue,
@@ -210,3 +209,49 @@ async def assemble_for_run(
         workspace=workspace,
     )
     return RunInput(assembled, current_wake_comments(agent, comments, since))
+
+
+async def agent_names(session: AsyncSession, comments: list[Comment]) -> dict[Any, str]:
+    """The names of the agents who wrote ``comments``."""
+    author_ids = {c.author_agent_id for c in comments if c.author_agent_id}
+    if not author_ids:
+        return {}
+    rows = await session.execute(select(Agent.id, Agent.name).where(Agent.id.in_(author_ids)))
+    return dict(rows.all())
+
+
+async def retry_history(session: AsyncSession, run: Run) -> tuple[CommentSource, ...]:
+    """The earlier thread of a run's fresh retry, oldest first.
+
+    As the first turn saw it (the issue's comments that are not in the run's
+    wake snapshot, written before the run started), and what the run itself
+    posted since: the new session must see the work of the lost one. Others'
+    comments written during the run are not history: a steer reaches the model
+    through the unread-steers ledger, any other comment wakes a later run.
+    """
+    if run.issue_id is None:
+        return ()
+    current = (
+        select(WakeSnapshotComment.comment_id)
+        .join(WakeCommentSnapshot, WakeCommentSnapshot.id == WakeSnapshotComment.snapshot_id)
+        .where(
+            WakeCommentSnapshot.run_id == run.id, WakeCommentSnapshot.company_id == run.company_id
+        )
+    )
+    before = [Comment.created_by_run_id == run.id]
+    if run.started_at is not None:
+        before.append(Comment.created_at <= run.started_at)
+    rows = await session.execute(
+        select(Comment)
+        .where(
+            Comment.company_id == run.company_id,
+            Comment.issue_id == run.issue_id,
+            Comment.deleted_at.is_(None),
+            Comment.id.not_in(current),
+            or_(*before),
+        )
+        .order_by(Comment.created_at, Comment.id)
+    )
+    comments = list(rows.scalars())
+    names = await agent_names(session, comments)
+    return tuple(comment_source(c, names) for c in comments)

@@ -24,6 +24,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.endings import finish_run
+from paperclip.engine.prompt import retry_history
 from paperclip.engine.turns import current_turn, end_turn, open_turn
 from paperclip.engine.unread_steers import unread_steered_messages
 from paperclip.models import (
@@ -111,6 +112,7 @@ async def settle_lost_run(
             read_execution_input(run.execution_input or {}),
             plugins,
             AgentBrief(name=agent.name, instructions=agent.role),
+            history=await retry_history(session, run),
             steered=steered,
         )
         inputs = {

@@ -33,7 +33,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.prompt import assemble_for_run
 from paperclip.engine.resumption import new_token_for, queued_turn, resumable
-from paperclip.engine.snapshot import record_wake_snapshot
+from paperclip.engine.snapshot import record_wake_snapshot, snapshot_source
 from paperclip.engine.turns import open_turn
 from paperclip.engine.workspaces.placement import (
     WorkspaceElsewhere,
@@ -47,12 +47,12 @@ from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
 from paperclip.services.issues import ISSUE_LOCK, start_work
 from paperclip.services.run_tokens import new_run_token
-from paperclip.services.wakes import claimable_wakes, mark_claimed
+from paperclip.services.wakes import WAKES_CHANNEL, claimable_wakes, mark_claimed
 from paperclip.wire.messages import StartTurn
 
 log = logging.getLogger(__name__)
 
-CHANNEL = "paperclip_wakes"
+CHANNEL = WAKES_CHANNEL
 CLAIM_BATCH = 20
 FALLBACK_POLL_SECONDS = 5.0
 """How often to look for wakes when no notification came (a lost listener, a missed one)."""
@@ -336,7 +336,7 @@ class WakeScheduler:
         await record_wake_snapshot(
             session,
             run,
-            wake.source,
+            await snapshot_source(session, wake),
             prepared.current,
             assembled.execution_input.model.rendered_sources,
         )

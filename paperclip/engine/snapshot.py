@@ -20,15 +20,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from paperclip_hookspecs.prompts import SourceBlock, SourceKind
-from sqlalchemy import func, insert, select, true
+from sqlalchemy import exists, func, insert, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from paperclip.models import (
     Comment,
+    ConversationTurnRecord,
     Run,
     WakeCommentRead,
     WakeCommentSnapshot,
+    WakeRequest,
     WakeSnapshotComment,
 )
 
@@ -37,9 +39,11 @@ PAGE_MAX_CHARS = 100_000
 """A page holds at most this many characters of bodies (and always at least one comment):
 with comment bodies capped at 100,000 characters, a page stays far below the wire's 4 MiB."""
 
-CHAT_WAKE_SOURCES: frozenset[str] = frozenset({"chat"})
-"""Wake sources whose comments must always be read in full through the reader, whatever the
-prompt showed. Chat does not create wakes yet; when it does, its wake source is this one."""
+CHAT = "chat"
+CHAT_WAKE_SOURCES: frozenset[str] = frozenset({CHAT})
+"""Wake sources whose read requirement is recorded as a chat request's (``read_reason`` ``chat``):
+a conversation turn's wake (``snapshot_source``). As for any wake, the read is required when the
+prompt did not show every comment in full: a truncated chat request must be read completely."""
 
 CURSOR_PREFIX = "wc1"
 _REVISION = re.compile("[0-9a-f]{64}")
@@ -93,16 +97,30 @@ def read_reason(
     """
     if not comment_ids:
         return None
-    if source in CHAT_WAKE_SOURCES:
-        return "chat"
     comments = [b for b in rendered if b.kind is SourceKind.COMMENT]
     shown = {b.id for b in comments}
     whole = {b.id for b in comments if not b.truncated}
     if any(i not in shown for i in comment_ids):
-        return "omitted"
-    if any(i not in whole for i in comment_ids):
-        return "truncated"
-    return None
+        reason = "omitted"
+    elif any(i not in whole for i in comment_ids):
+        reason = "truncated"
+    else:
+        return None
+    return CHAT if source in CHAT_WAKE_SOURCES else reason
+
+
+async def snapshot_source(session: AsyncSession, wake: WakeRequest) -> str:
+    """The wake's source as the read rule sees it: ``chat`` for a conversation turn's wake
+    (a chat message wakes the agent through its comment), else the wake's own source."""
+    chat = await session.scalar(
+        select(
+            exists().where(
+                ConversationTurnRecord.wake_request_id == wake.id,
+                ConversationTurnRecord.company_id == wake.company_id,
+            )
+        )
+    )
+    return CHAT if chat else wake.source
 
 
 async def record_wake_snapshot(

@@ -14,7 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from paperclip_hookspecs.prompts import ContinuationMessage, ContinuationOptions, SessionAttempt
+from paperclip_hookspecs.prompts import (
+    CommentSource,
+    ContinuationMessage,
+    ContinuationOptions,
+    Placement,
+    ProviderCarriers,
+    SessionAttempt,
+)
 
 from paperclip.prompts.assemble import (
     AgentBrief,
@@ -85,14 +92,19 @@ def fresh_retry(
     hooks: PromptHooks,
     agent: AgentBrief,
     *,
+    history: tuple[CommentSource, ...] = (),
     steered: tuple[ContinuationMessage, ...] = (),
 ) -> AssembledInput:
     """The full brief again, for a new session: the provider could not resume the old one.
 
     Assembled from the sources the run was woken with (its persisted input), under
-    the prompt rules of a ``fresh_retry`` attempt. The steers the lost session
-    acknowledged but never read follow the brief, as a restart continuation carries
-    them: the new session is the only way they still reach the model.
+    the prompt rules of a ``fresh_retry`` attempt, as the run's first turn was: the
+    same envelope version (a v4 run stays v4), the same carriers (the rules stay in
+    the provider's system carrier), and the earlier thread (``history``: the
+    issue's comments before the wake, and what the lost attempt itself posted, so
+    the new session sees it). The steers the lost session acknowledged but never
+    read follow the brief, as a restart continuation carries them: the new session
+    is the only way they still reach the model.
     """
     request = AssemblyRequest(
         task=previous.task,
@@ -102,6 +114,9 @@ def fresh_retry(
         run_id=previous.run_id,
         provider=previous.provider,
         agent=agent,
+        carriers=carriers_of(previous),
+        history=history,
+        previous=previous,
     )
     assembled = assemble_execution_input(request, hooks)
     if not steered:
@@ -114,3 +129,12 @@ def fresh_retry(
     prompt = join_blocks([value.model.prompt, rendered.section.text, FRESH_STEERED_INSTRUCTION])
     value = replace(value, model=replace(value.model, prompt=prompt))
     return AssembledInput(value, write_execution_input(value))
+
+
+def carriers_of(previous: ExecutionInput) -> ProviderCarriers:
+    """The carriers the run's input was assembled for, read back from its section selection."""
+    selection = previous.selection
+    return ProviderCarriers(
+        default_rules=selection.default_rules is Placement.SYSTEM_CARRIER,
+        execution_contract=selection.wake_rules is Placement.SYSTEM_CARRIER,
+    )

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, or_, select, text, update
+from sqlalchemy import and_, exists, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -33,6 +33,15 @@ from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
+
+WAKES_CHANNEL = "paperclip_wakes"
+"""Every replica's scheduler LISTENs here; a queued wake or an ended run notifies it (triggers)."""
+
+
+async def notify_wakes(session: AsyncSession) -> None:
+    """Tell every scheduler, when the caller's transaction commits, that a queued wake may be
+    claimable now (for a change no trigger sees, such as a hold settled without a new wake)."""
+    await session.execute(select(func.pg_notify(WAKES_CHANNEL, "")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,9 @@ the real engine. A decision recorded earlier is kept.
 
 from __future__ import annotations
 
+import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -45,6 +46,7 @@ class Case:
     other_user: bool = False
     other_run: bool = False
     presentation: dict | None = None
+    answer: str | None = ANSWER
 
 
 CASES = {
@@ -130,7 +132,7 @@ async def committed_turn(world, case: Case) -> uuid.UUID:
             wake_request_id=wake.id,
             result={"outcome": case.outcome, "summary": "ok"},
             status_reason=case.reason,
-            answer=ANSWER,
+            answer=case.answer,
             finished_at=datetime.now(UTC) - timedelta(minutes=5),
         )
         if case.presentation is not None:  # else SQL NULL, as a run is stored (not JSON null)
@@ -193,10 +195,44 @@ async def test_paperclip_accept_unpresented_turn_the_candidates_are_the_accepted
 
 
 async def test_paperclip_accept_unpresented_turn_without_the_policy_recovery_leaves_chat_turns(
-    world,
+    world, caplog, paperclip_register_plugin
 ):
     run_id = await committed_turn(world, Case())
     assert run_id in await world.engine.presentations.candidates()
-    assert await world.engine.presentations.pass_once() == 0
+    with caplog.at_level(logging.WARNING, logger="paperclip.engine.presentation_recovery"):
+        assert await world.engine.presentations.pass_once() == 0
     assert (await world.run(run_id)).presentation is None
     assert await reply_count(world, run_id) == 0
+    # Not silently: the operator is told what waits and what to install.
+    assert "install paperclip-unpresented-answers" in caplog.text
+    assert world.engine.presentations.waiting_without_policy >= 1
+    # Kept, not lost: once the policy is installed, the next pass presents it, once.
+    paperclip_register_plugin(unpresented_answers, name="unpresented-answers")
+    assert await world.engine.presentations.pass_once() >= 1
+    assert await reply_count(world, run_id) == 1
+    assert world.engine.presentations.waiting_without_policy == 0
+
+
+async def test_a_chat_turn_that_ended_without_prose_settles_after_a_restart(
+    world, paperclip_register_plugin
+):
+    """Nothing to post, yet the turn is decided (``none``) and its conversation settles."""
+    paperclip_register_plugin(unpresented_answers, name="unpresented-answers")
+    finished = Case(reason="conversation_turn_finished", outcome="done", issue_status="in_progress")
+    run_id = await committed_turn(world, replace(finished, answer=None))
+    assert run_id in await world.engine.presentations.candidates()
+    assert await world.engine.presentations.pass_once() >= 1  # other tests' runs may be due
+    run = await world.run(run_id)
+    assert run.presentation == {
+        "presentationDecision": "none",
+        "reason": "conversation_turn_without_prose",
+        "comment_id": None,
+        "message_id": None,
+    }
+    assert await reply_count(world, run_id) == 0
+    async with world.container.sessions()() as session:
+        state = await session.scalar(
+            select(Conversation.state).where(Conversation.current_wake_id == run.wake_request_id)
+        )
+    assert state == "idle"
+    assert run_id not in await world.engine.presentations.candidates()

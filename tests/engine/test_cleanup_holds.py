@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
+from paperclip.engine import scheduler
 from paperclip.engine.engine import RunEngine
 from paperclip.models import ActivityEntry, ControllerBoot, Issue, Run, RunEvent, RunTurn, TaskHold
 from paperclip.services.actor import LOCAL_OPERATOR
@@ -212,6 +213,33 @@ async def test_holds_of_the_earlier_shape_settle_as_restored_on_the_first_pass(w
     )
     assert sorted(d["hold_id"] for d in logged) == sorted(str(h) for h in holds)
     assert await listed(world, issue_id) == []  # the next pass lists nothing
+
+
+@pytest.fixture
+def told_only(monkeypatch):
+    """No fallback poll: a queued wake starts a run only when a replica is told it may."""
+    monkeypatch.setattr(scheduler, "FALLBACK_POLL_SECONDS", 3600.0)
+
+
+async def test_the_task_goes_on_once_its_hold_settles(told_only, world):
+    """Its own wait ended while it was held (a wake queued): settling the hold lets that wake
+    start the next run at once, without a person and without waiting for a poll."""
+    issue_id, run_id = await fixture_run(world, turn_status="completed")
+    await fixture_hold(world, issue_id, run_id, V1_CLEANUP)
+    await world.container.issues().update(
+        LOCAL_OPERATOR, world.company_id, issue_id, {"assignee_agent_id": world.agent_id}
+    )
+    peer, _ = await world.connect(await world.new_runner())
+    assert await world.engine.scheduler.claim_wakes() == 0  # held: the wake waits
+    runs_before = await count(world, Run)
+
+    await world.engine.reconciler.pass_once()
+    async with asyncio.timeout(10):
+        while (start := await started(peer)) and (
+            await world.run(start.run_id)
+        ).issue_id != issue_id:
+            pass  # a wake another test left queued may be claimed onto this runner too
+    assert start.turn == 1 and await count(world, Run) > runs_before
 
 
 async def test_a_boot_not_seen_for_a_lease_is_proven_gone_once(world):

@@ -55,6 +55,7 @@ async def costs(paperclip_container, paperclip_plugin_host, paperclip_register_p
         paperclip_register_plugin,
         clock=clock,
         budget_sweep_seconds=0.05,
+        lease_seconds=30.0,  # no run changes hands here: a starved loop must not lose one
     )
     world.clock, world.alerts = clock, alerts
     await paperclip_container.prices().put(LOCAL_OPERATOR, PRICE)

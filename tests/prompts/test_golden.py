@@ -26,6 +26,7 @@ from paperclip.prompts import (
     AssemblyRequest,
     assemble_execution_input,
 )
+from paperclip.prompts.restart import fresh_retry as retry_lost_run
 from paperclip.revisions import short_revision
 from tests.prompts.support import BUILTIN
 
@@ -84,6 +85,36 @@ def fresh_retry() -> AssembledInput:
     )
 
 
+# What the lost attempt posted before its session was lost: the new session must see it.
+POSTED = make_comment(
+    "c-5", "Pushed the fix to branch fix-redirect; running the tests next.", author=BUILDER,
+    trust=CommentTrust.UNTRUSTED, created_at="2026-09-21T10:20:00Z",
+)  # fmt: skip
+STEER = ContinuationMessage(
+    "c-6", ISSUE, "Also cover the logout redirect.", ADA, CommentTrust.TRUSTED
+)
+
+
+def lost_run(ownership: bool) -> AssembledInput:
+    """A Codex run's first input (its rules in the system carrier), v5 or (ownership off) v4."""
+    return assemble_execution_input(
+        replace(request(Lane.NATIVE), carriers=ProviderCarriers(default_rules=True),
+                ownership=ownership)
+    , BUILTIN)  # fmt: skip
+
+
+def fresh_retry_v5() -> AssembledInput:
+    """The runtime's fresh retry of a v5 run, with the earlier thread and an unread steer."""
+    previous = lost_run(ownership=True).execution_input
+    return retry_lost_run(previous, BUILTIN, AGENT, history=(*HISTORY, POSTED), steered=(STEER,))
+
+
+def fresh_retry_v4() -> AssembledInput:
+    """The runtime's fresh retry of a run that started on the v4 envelope: it stays v4."""
+    previous = lost_run(ownership=False).execution_input
+    return retry_lost_run(previous, BUILTIN, AGENT, history=(*HISTORY, POSTED))
+
+
 def gateway() -> AssembledInput:
     return assemble_execution_input(
         replace(request(Lane.GATEWAY), provider="gateway",
@@ -119,6 +150,8 @@ LANES: dict[str, Callable[[], AssembledInput]] = {
     "native_full": native_full,
     "native_resumed": native_resumed,
     "fresh_retry": fresh_retry,
+    "fresh_retry_v5": fresh_retry_v5,
+    "fresh_retry_v4": fresh_retry_v4,
     "gateway": gateway,
     "gateway_legacy": gateway_legacy,
     "pi": pi,

@@ -174,6 +174,9 @@ class OpenCodeDriver:
             )
         except ApiError as exc:
             raise TurnAborted(ErrorCode.PROMPT_FAILED, str(exc)) from None
+        if self._context.report_session is not None:
+            # Durable at the runner while the turn runs: a lost turn resumes this session.
+            await self._context.report_session(session_id)
         outcome = await self._follow(server, tracker, emit, settings)
         if outcome == "completed":
             return TurnResult("completed", session_ref=session_id, answer=tracker.answer)

@@ -135,6 +135,9 @@ class PiDriver:
             await process.command("prompt", settings.request_timeout_seconds, message=turn.prompt)
         except CommandFailed as exc:
             raise TurnAborted(ErrorCode.PROMPT_FAILED, str(exc)) from None
+        if self._session is not None and self._context.report_session is not None:
+            # Durable at the runner while the turn runs: a lost turn resumes this session file.
+            await self._context.report_session(self._session)
         last = await self._follow(process, emit, settings)
         session = self._session
         with contextlib.suppress(CommandFailed):

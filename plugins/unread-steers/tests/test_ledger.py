@@ -122,3 +122,76 @@ def test_paperclip_unread_steers_answers_with_the_ledger():
     log = Log().user_message("input").ack("m1").ack("m2").user_message("steer-1")
     assert plugin.paperclip_unread_steers(tuple(log.events)) == ["m2"]
     assert plugin.paperclip_unread_steers(()) == []
+
+
+# Each provider's own read evidence, and a steer across two restarts (read exactly once).
+
+
+def pi_user(log: Log, turn: int) -> Log:
+    message = {"role": "user", "content": [{"type": "text", "text": "x"}], "timestamp": 1}
+    return log.add("message_end", {"type": "message_end", "message": message}, turn)
+
+
+def opencode_prompt(log: Log, user_id: str, turn: int) -> Log:
+    """OpenCode records a user message when it is queued: that is not a read."""
+    info = {"id": user_id, "role": "user", "sessionID": "ses_1"}
+    return log.add("message.updated", {"sessionID": "ses_1", "info": info}, turn)
+
+
+def opencode_answer(log: Log, parent_id: str, turn: int) -> Log:
+    """The model starts answering a user message (sent again with every update)."""
+    info = {"id": f"a-{parent_id}", "role": "assistant", "parentID": parent_id}
+    return log.add("message.updated", {"sessionID": "ses_1", "info": info}, turn)
+
+
+def gateway_start(log: Log, run_id: str, turn: int) -> Log:
+    payload = {"runId": run_id, "stream": "lifecycle", "data": {"phase": "start"}}
+    return log.add("agent.lifecycle", payload, turn)
+
+
+def test_pi_a_user_message_after_the_prompt_reads_the_steer_and_agent_end_reads_all():
+    log = pi_user(Log(), 1).ack("m1").ack("m2")
+    assert log.unread() == ["m1", "m2"]
+    assert pi_user(log, 1).unread() == ["m2"]
+    assert log.add("agent_end", {"type": "agent_end", "messages": []}, 1).unread() == []
+
+
+def test_pi_an_unread_steer_is_carried_by_the_next_restart_only():
+    log = pi_user(Log(), 1).ack("m1")
+    assert log.unread() == ["m1"]  # the first restart's continuation carries it
+    pi_user(log, 2)  # the continuation's input entered the conversation
+    assert log.unread() == []  # the second restart carries nothing
+
+
+def test_opencode_a_queued_steer_is_read_when_its_answer_starts_not_when_queued():
+    log = opencode_prompt(Log(), "msg_prompt", 1)
+    opencode_answer(log, "msg_prompt", 1)
+    opencode_prompt(log, "msg_steer", 1).ack("m1")
+    opencode_answer(log, "msg_prompt", 1)  # the prompt's answer, updated again
+    assert log.unread() == ["m1"]
+    assert opencode_answer(log, "msg_steer", 1).unread() == []
+
+
+def test_opencode_an_unread_steer_is_carried_by_the_next_restart_only():
+    log = opencode_answer(opencode_prompt(Log(), "msg_1", 1), "msg_1", 1)
+    opencode_prompt(log, "msg_2", 1).ack("m1")
+    assert log.unread() == ["m1"]
+    opencode_answer(log, "msg_1", 2)  # an older answer updated again: not this turn's input
+    assert log.unread() == ["m1"]
+    opencode_answer(opencode_prompt(log, "msg_3", 2), "msg_3", 2)
+    assert log.unread() == []
+    assert log.ack("m2", turn=2).add("session.idle", {"sessionID": "ses_1"}, 2).unread() == []
+
+
+def test_gateway_a_follow_up_is_read_when_its_run_starts():
+    log = gateway_start(Log(), "run-1", 1).ack("m1").ack("m2")
+    gateway_start(log, "run-1", 1)  # the turn's own run again (a reconnect): reads nothing
+    assert log.unread() == ["m1", "m2"]
+    assert gateway_start(log, "run-1:follow-up:m2", 1).unread() == ["m1"]
+
+
+def test_gateway_an_unread_follow_up_is_carried_by_the_next_restart_only():
+    log = gateway_start(Log(), "run-1", 1).ack("m1")
+    assert log.unread() == ["m1"]
+    gateway_start(log, "run-1:turn-2", 2)
+    assert log.unread() == []
