@@ -202,6 +202,8 @@ class RunEndings:
             self.on_lost()
             return
         failpoint("engine.status_decision.before_presentation")
+        if ended:
+            log.info("run %s ended %s", run_id, status.value)
         self.ownership.release(run_id)
         link.kick()
         self.nudge()

@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip import log_context
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
 from paperclip.engine import outbox
@@ -233,8 +234,9 @@ class WakeScheduler:
                 if link is None or place.wait:
                     continue  # another replica's runner, or a runner still to come, may take it
                 try:
-                    async with session.begin_nested():
-                        seq, start = await self._create_run(session, wake, agent, link)
+                    with log_context.about(issue_id=wake.issue_id, company_id=wake.company_id):
+                        async with session.begin_nested():
+                            seq, start = await self._create_run(session, wake, agent, link)
                 except (IntegrityError, WorkspaceElsewhere):
                     continue  # another replica started a run for this issue first
                 except BudgetRefused as refused:
@@ -243,6 +245,8 @@ class WakeScheduler:
                 started.append((link, seq, start))
         for link, seq, start in started:
             self.ownership.own(start.run_id, 1)
+            with log_context.about(run_id=start.run_id):
+                log.info("run %s started on runner %s", start.run_id, link.runner_id)
             # Committed: send it now rather than when the link next reads its outbox.
             await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
         return len(started)
@@ -305,6 +309,7 @@ class WakeScheduler:
         )
         assembled = prepared.assembled
         now = datetime.now(UTC)
+        log_context.remember(run_id, issue_id=wake.issue_id, company_id=wake.company_id)
         run = Run(
             id=run_id,
             company_id=wake.company_id,
