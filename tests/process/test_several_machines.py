@@ -10,6 +10,7 @@ written twice, no tool replayed, one active run per issue, ...).
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import signal
 import tempfile
@@ -29,7 +30,8 @@ from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
-RUNS = 6
+RUNS = int(os.environ.get("PAPERCLIP_MACHINES_RUNS", "6"))
+"""Runs in flight through the faults (CI: 6; the longer recorded run of docs/reliability.md: more)."""
 
 
 @pytest.fixture
