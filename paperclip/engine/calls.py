@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip import metrics
+from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import engine_of, plain_connection
 from paperclip.engine import journal, outbox
@@ -217,7 +217,7 @@ class CallPipeline:
         self, runner_id: uuid.UUID, batch: list[Admitted]
     ) -> list[tuple[int, ToolResult]]:
         """Execute and settle a batch; its replies, queued in ``runner_id``'s outbox, by seq."""
-        started = time.perf_counter()
+        started, began = time.perf_counter(), tracing.now()
         epochs = {
             run_id: epoch
             for run_id, _, _ in batch
@@ -294,6 +294,14 @@ class CallPipeline:
             tool = metrics.tool_label(call.tool)
             metrics.TOOL_CALLS.labels(tool, "error" if outcome.is_error else "ok").inc()
             metrics.TOOL_CALL_SECONDS.labels(tool).observe(elapsed)
+            tracing.record(
+                "paperclip.tool_call",
+                call.run_id,
+                began,
+                tool=call.tool,
+                call_id=call.call_id,
+                outcome="error" if outcome.is_error else "ok",
+            )
         return [(seq, numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
 

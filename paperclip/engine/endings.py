@@ -25,6 +25,7 @@ from paperclip_hookspecs.presentation import (
 from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip import tracing
 from paperclip.engine import drain, outbox
 from paperclip.engine.completion import check_completion, current_snapshot, report_of
 from paperclip.engine.events import NewEvent, append_events
@@ -197,6 +198,9 @@ class RunEndings:
                 else:
                     ended, status = await self._end_run(session, run, link, message)
                     await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+        tracing.turn_ended(
+            run_id, number, status="lost" if lost else message.status, error=message.error_code
+        )
         if lost:
             self.ownership.release(run_id)
             self.on_lost()

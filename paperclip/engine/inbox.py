@@ -17,7 +17,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip import log_context, metrics
+from paperclip import log_context, metrics, tracing
 from paperclip.db.availability import log_failure
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.costs.usage import UsageRecorder
@@ -232,6 +232,7 @@ class RunnerInbox:
             waited = await wake_age(session, run) if first and message.turn == 1 else None
         if first:
             metrics.TURNS_STARTED.inc()
+            tracing.turn_began(message.run_id, message.turn)
         if waited is not None:
             metrics.WAKE_TO_TURN_SECONDS.observe(waited)
 
