@@ -25,13 +25,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from paperclip.chaos.db import settled_issues, unfinished_runs
 from paperclip.chaos.invariants import check_all
 from paperclip.chaos.workload import Workload
+from tests.support.db import query
 from tests.support.machines import Cluster, available
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 RUNS = int(os.environ.get("PAPERCLIP_MACHINES_RUNS", "6"))
-"""Runs in flight through the faults (CI: 6; the longer recorded run of docs/reliability.md: more)."""
+"""Runs in flight through each cycle of faults."""
+CYCLES = int(os.environ.get("PAPERCLIP_MACHINES_CYCLES", "1"))
+"""Cycles of faults (CI: one; the longer recorded run of docs/reliability.md: more)."""
 
 
 @pytest.fixture
@@ -98,11 +101,9 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
     wait_until(lambda: all(healthy(cluster, i) for i in (0, 1)), 90, 0.3, "both replicas")
     cluster.start_runners()
     wait_until(lambda: runners_connected(cluster) == 2, 60, 0.3, "both runners connected")
-    workload = Workload(RUNS, cluster.script_dir, pause=3.0, comments=3)
+    workload = Workload(RUNS * CYCLES, cluster.script_dir, pause=3.0, comments=3)
     with client(cluster, 0, timeout=30) as api:
         workload.create(api)
-        for item in workload.items:
-            assert workload.assign(api, item)
     url, company = cluster.postgres.url, workload.company_id
     scrapes: list[dict] = []
 
@@ -113,39 +114,52 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
                 assert seen[("paperclip_database_up", ())] in (0, 1)
                 scrapes.append(seen)
 
-    net, cp0, runner0 = cluster.network, cluster.replicas[0], cluster.runner_machines[0]
-
-    # A slow link to a runner, then a replica cut off from everything (its runners move to
-    # the other, its runs are adopted there), then healed.
     def in_flight() -> int:
         return asyncio.run(unfinished_runs(url, company))
 
-    wait_until(lambda: in_flight() == RUNS, 30, 0.3, "every run started")
-    net.delay(runner0, 200)
-    time.sleep(2)
-    scrape_both()
-    assert in_flight() > 0
-    net.cut(cp0)
-    time.sleep(1)
-    assert scrape(cluster, 0) is None  # cut off: nothing reaches it
-    time.sleep(4)
-    scrape_both()
-    net.heal(cp0)
-    net.heal(runner0)
-    # SIGKILL of the other replica and of a runner, started again on their machines.
-    assert in_flight() > 0
-    cluster.control_planes[1].signal(signal.SIGKILL)
-    cluster.runners[1].signal(signal.SIGKILL)
-    time.sleep(2)
-    scrape_both()
-    cluster.control_planes[1].start()
-    cluster.runners[1].start()
-    wait_until(lambda: all(healthy(cluster, i) for i in (0, 1)), 90, 0.3, "both replicas again")
-    scrape_both()
+    def started(items) -> bool:
+        ids = [item.issue_id for item in items]
+        found = query(url, "SELECT DISTINCT issue_id FROM runs WHERE issue_id::text = ANY($1)", ids)
+        return len(found) == len(ids)
+
+    for cycle in range(CYCLES):
+        # Each cycle's runs, assigned through a live replica; the faults fall on the two
+        # sides in turn.
+        wave = workload.items[cycle * RUNS : (cycle + 1) * RUNS]
+        with client(cluster, cycle % 2, timeout=30) as api:
+            for item in wave:
+                assert workload.assign(api, item)
+        cut, killed = cycle % 2, 1 - cycle % 2
+        slow = cluster.runner_machines[cycle % 2]
+        net, replica = cluster.network, cluster.replicas[cut]
+        wait_until(lambda wave=wave: started(wave), 60, 0.3, "the cycle's runs started")
+        # A slow link to a runner, then a replica cut off from everything (its runners move
+        # to the other, its runs are adopted there), then healed.
+        net.delay(slow, 200)
+        time.sleep(2)
+        scrape_both()
+        assert in_flight() > 0
+        net.cut(replica)
+        time.sleep(1)
+        assert scrape(cluster, cut) is None  # cut off: nothing reaches it
+        time.sleep(4)
+        scrape_both()
+        net.heal(replica)
+        net.heal(slow)
+        # SIGKILL of the other replica and of a runner, started again on their machines.
+        assert in_flight() > 0
+        cluster.control_planes[killed].signal(signal.SIGKILL)
+        cluster.runners[killed].signal(signal.SIGKILL)
+        time.sleep(2)
+        scrape_both()
+        cluster.control_planes[killed].start()
+        cluster.runners[killed].start()
+        wait_until(lambda: all(healthy(cluster, i) for i in (0, 1)), 90, 0.3, "both replicas")
+        scrape_both()
 
     def settled() -> bool:
         outcome = asyncio.run(settled_issues(url, company))
-        return len(outcome) == RUNS and asyncio.run(unfinished_runs(url, company)) == 0
+        return len(outcome) == RUNS * CYCLES and asyncio.run(unfinished_runs(url, company)) == 0
 
     wait_until(settled, 240, 1.0, "every run settled")
     violations = asyncio.run(
@@ -165,12 +179,12 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
 
     # The metrics, scraped under the faults: read from replicas that could answer, and at
     # the end the whole instance seen the same way from both.
-    assert len(scrapes) >= 4
+    assert len(scrapes) >= 4 * CYCLES
     wait_until(lambda: runners_connected(cluster) == 2, 60, 0.5, "both runners back")
     ends = [scrape(cluster, i) for i in (0, 1)]
     for seen in ends:
         assert seen is not None
-        assert seen[("paperclip_runs", (("status", "succeeded"),))] >= RUNS
+        assert seen[("paperclip_runs", (("status", "succeeded"),))] >= RUNS * CYCLES
         assert seen[("paperclip_journal_pending", ())] == 0
         assert seen[("paperclip_database_up", ())] == 1
     tool_calls = sum(
