@@ -39,17 +39,21 @@ class Target:
     def of(cls, url: str) -> Target:
         """From a ``postgresql://`` URL (the embedded server's socket in ``?host=``)."""
         parsed = make_url(url)
+        query = parsed.query
         parts = {
-            "host": parsed.query.get("host", parsed.host),
+            "host": query.get("host", parsed.host),
             "port": parsed.port,
             "user": parsed.username,
             "dbname": parsed.database,
+            # asyncpg's ssl=require is libpq's sslmode=require
+            "sslmode": query.get("sslmode", query.get("ssl")),
         }
         conninfo = " ".join(f"{k}={_quoted(str(v))}" for k, v in parts.items() if v)
         return cls(conninfo, parsed.password or None)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
+        # The operator's own PG* settings (PGSSLROOTCERT, …) stay; the URL's parts win.
+        env = dict(os.environ)
         if self.password:
             env["PGPASSWORD"] = self.password
         return env
