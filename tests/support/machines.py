@@ -303,7 +303,7 @@ class Cluster:
             child.argv = machine.argv(child.argv)
             self.control_planes.append(child)
             child.start()
-        launch = self.procs.fake_launch(self.script_dir, self.fake_log)
+        launch = self.shared_sessions(self.procs.fake_launch(self.script_dir, self.fake_log))
         dial = runners_dial if runners_dial is not None else list(range(len(self.replicas)))
         for index, machine in enumerate(self.runner_machines):
             credential = self.procs.runner_credential(f"runner-{self.network.tag}-{index}", url)
@@ -313,6 +313,26 @@ class Cluster:
             )
             child.argv = machine.argv(child.argv)
             self.runners.append(child)
+
+    def shared_sessions(self, launch: str) -> str:
+        """The fake app-server keeping its threads in one folder both runners reach.
+
+        A run whose runner was lost may go on on the other runner. Codex keeps a thread
+        on its own machine (each run's ``CODEX_HOME``): there the thread cannot be
+        resumed, and the fake, which plays its script by the thread's turn, would play
+        the first turn again (its comments twice). A shared store lets it resume the
+        thread, as a provider whose sessions live off the machine does.
+        """
+        import json
+
+        home = self.folder / "codex-home"
+        home.mkdir(exist_ok=True)
+        home.chmod(0o777)  # the runners' providers may run as another user
+        profiles = json.loads(launch)
+        for provider in profiles.values():
+            for name, argv in provider.items():
+                provider[name] = ["env", f"CODEX_HOME={home}", *argv]
+        return json.dumps(profiles)
 
     def start_runners(self) -> None:
         for child in self.runners:
