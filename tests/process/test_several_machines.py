@@ -187,8 +187,6 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
         assert seen[("paperclip_runs", (("status", "succeeded"),))] >= RUNS * CYCLES
         assert seen[("paperclip_journal_pending", ())] == 0
         assert seen[("paperclip_database_up", ())] == 1
-    tool_calls = sum(
-        seen.get(("paperclip_tool_calls_total", (("outcome", "ok"), ("tool", "post_comment"))), 0)
-        for seen in ends
-    )
-    assert tool_calls >= 1  # counted by the replicas that ran them (a killed one forgot its own)
+    # A replica counts the calls it ran since it started: seen while the runs went on.
+    post_comment = ("paperclip_tool_calls_total", (("outcome", "ok"), ("tool", "post_comment")))
+    assert any(seen.get(post_comment, 0) >= 1 for seen in scrapes)
