@@ -136,13 +136,13 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
         # A slow link to a runner, then a replica cut off from everything (its runners move
         # to the other, its runs are adopted there), then healed.
         net.delay(slow, 200)
-        time.sleep(2)
+        time.sleep(2)  # deliberate: the link stays slow this long, with runs on it
         scrape_both()
         assert in_flight() > 0
         net.cut(replica)
-        time.sleep(1)
+        time.sleep(1)  # deliberate: cut this long before it is looked at
         assert scrape(cluster, cut) is None  # cut off: nothing reaches it
-        time.sleep(4)
+        time.sleep(4)  # deliberate: the cut lasts past the lease (2 s): its runs are adopted
         scrape_both()
         net.heal(replica)
         net.heal(slow)
@@ -150,7 +150,7 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
         assert in_flight() > 0
         cluster.control_planes[killed].signal(signal.SIGKILL)
         cluster.runners[killed].signal(signal.SIGKILL)
-        time.sleep(2)
+        time.sleep(2)  # deliberate: both stay dead a while, their runs without them
         scrape_both()
         cluster.control_planes[killed].start()
         cluster.runners[killed].start()
