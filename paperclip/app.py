@@ -28,6 +28,7 @@ from paperclip.api.health import health
 from paperclip.api.holds import HoldController
 from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
+from paperclip.api.metrics import metrics_page
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
@@ -134,6 +135,7 @@ def create_app(
             PriceController,
             BudgetController,
             recovery_status,
+            metrics_page,
             ApiKeyController,
             PluginController,
             ProviderController,

@@ -166,6 +166,38 @@ class Settings(BaseSettings):
         le=3600,
         description="How often each replica looks for ended issues' worktrees to remove.",
     )
+    retention_run_events_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="How long a finished run's events are kept (counted from the event and "
+        "from the run's end); 0 keeps them for ever. Live runs and answers not presented yet "
+        "keep theirs (docs/operations.md#retention).",
+    )
+    retention_tool_calls_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="How long a finished run's settled tool calls (the tool journal) are kept; "
+        "0 keeps them for ever. Receipts are always kept.",
+    )
+    retention_activity_days: float = Field(
+        default=365.0,
+        ge=0,
+        description="How long activity log entries are kept (those of a live run stay); "
+        "0 keeps them for ever.",
+    )
+    retention_sweep_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=86_400,
+        description="How often a replica removes history past its retention.",
+    )
+    retention_batch_rows: int = Field(
+        default=1000,
+        ge=10,
+        le=100_000,
+        description="Rows the retention keeper looks at in one transaction (a small batch "
+        "never holds up the engine).",
+    )
     routine_grace_seconds: float = Field(
         default=60.0,
         ge=1,

@@ -12,6 +12,7 @@ import click
 import paperclip
 from paperclip.cli.agents import agents
 from paperclip.cli.background import stop
+from paperclip.cli.backup import db_backup, db_restore
 from paperclip.cli.chaos import chaos
 from paperclip.cli.companies import companies
 from paperclip.cli.context import database_errors, load_settings, start_database, with_database
@@ -102,7 +103,11 @@ def serve(
 
 @cli.group()
 def db() -> None:
-    """Database migrations."""
+    """Database migrations, backup and restore."""
+
+
+db.add_command(db_backup)
+db.add_command(db_restore)
 
 
 @db.command("upgrade")

@@ -13,6 +13,7 @@ from pathlib import Path
 import uvicorn
 from litestar import Litestar
 
+from paperclip import tracing
 from paperclip.app import create_app
 from paperclip.cli.background import claim, default_files, release
 from paperclip.cli.context import connection_problem, unreachable
@@ -92,6 +93,7 @@ def serve(settings: Settings, *, as_json: bool = False, pid_file: Path | None = 
 
 def _serve(settings: Settings, as_json: bool) -> None:
     configure_logging(settings.log_level, settings.log_format)
+    tracing.configure(settings.instance_id)
     try:
         settings.check_bind_address()
     except ConfigurationError as exc:
