@@ -2,7 +2,8 @@
 
 Client commands talk to a running server like any other client (``--url``,
 ``PAPERCLIP_URL``; a key in ``PAPERCLIP_API_KEY`` when the server asks for
-one) and never open the database. People name things as they see them: a
+one; to a server on this machine without login, the operator token of the
+data dir) and never open the database. People name things as they see them: a
 company by its name or issue prefix, an agent by its name, an issue by its
 identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
 a non-zero exit, never a traceback.
@@ -20,12 +21,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import click
 import httpx
 
+from paperclip.api.origins import is_loopback_name
 from paperclip.cli.output import errors, fail
+from paperclip.operator_token import OperatorTokenError, read_token, token_file
 
 IDENTIFIER = re.compile(r"^([A-Za-z][A-Za-z0-9]+)-(\d+)$")
 READ_CAP = 10_000
@@ -71,7 +74,7 @@ class ApiClient:
 
     def __init__(self, url: str) -> None:
         headers = {}
-        if key := os.environ.get("PAPERCLIP_API_KEY"):
+        if key := credential(url):
             headers["Authorization"] = f"Bearer {key}"
         self.url = url.rstrip("/")
         self.http = httpx.Client(base_url=f"{self.url}/api", headers=headers, timeout=30)
@@ -99,11 +102,14 @@ class ApiClient:
             message = f"{body.get('code', answer.status_code)}: {body.get('message', '')}"
         except ValueError:
             message = f"HTTP {answer.status_code} from {answer.request.url}"
-        hint = (
-            "Set PAPERCLIP_API_KEY to a key of this server (`paperclip keys create`)."
-            if answer.status_code == 401
-            else None
-        )
+        hint = None
+        if answer.status_code == 401:
+            hint = "Set PAPERCLIP_API_KEY to a key of this server (`paperclip keys create`)."
+        if answer.status_code == 401 and body_code(answer) == "operator_token_required":
+            hint = (
+                "Run this command as the server's user, with its data dir (PAPERCLIP_DATA_DIR): "
+                "it reads the operator token there; or set PAPERCLIP_API_KEY."
+            )
         fail(message, hint=hint)
 
     def get(self, path: str, **params: Any) -> Any:
@@ -267,6 +273,36 @@ class ApiClient:
                 )
             time.sleep(0.5)
         return dict(runs[0])
+
+
+def credential(url: str) -> str | None:
+    """What the commands send as ``Authorization: Bearer``: ``PAPERCLIP_API_KEY`` when set;
+    else, to a server on this machine, the operator token of the data dir (when there is
+    one). The token never goes to another host."""
+    if key := os.environ.get("PAPERCLIP_API_KEY"):
+        return key
+    return operator_token(url)
+
+
+def operator_token(url: str) -> str | None:
+    """The operator token of the data dir, for a server on this machine (None: no token
+    there, or another host)."""
+    host = urlsplit(url).hostname
+    if host is None or not is_loopback_name(host):
+        return None
+    from paperclip.cli.context import load_settings
+
+    try:
+        return read_token(token_file(load_settings().data_dir))
+    except OperatorTokenError as exc:
+        fail(f"the operator token: {exc}")
+
+
+def body_code(answer: httpx.Response) -> str | None:
+    try:
+        return str(answer.json().get("code"))
+    except (ValueError, AttributeError):
+        return None
 
 
 def _is_uuid(ref: str) -> bool:
