@@ -27,11 +27,12 @@ class Served:
     def cli(
         self, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``paperclip ARGS`` with PAPERCLIP_URL set to the server (and nothing else of ours)."""
+        """``paperclip ARGS`` with PAPERCLIP_URL and PAPERCLIP_DATA_DIR set to the server's (and
+        nothing else of ours): it reads the operator token there, as on the server's machine."""
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCLIP_")}
         return subprocess.run(
             [sys.executable, "-m", "paperclip", *args],
-            env={**clean, "PAPERCLIP_URL": self.url, **(env or {})},
+            env={**clean, **self.stack.servers[0].client_env, **(env or {})},
             input=stdin,
             capture_output=True,
             text=True,
