@@ -195,7 +195,9 @@ def create_app(
         debug=False,
         logging_config=None,  # the process configures logging (paperclip.logging)
     )
-    complete(app, authenticated=authenticated, providers=host.providers())
+    complete(
+        app, authenticated=authenticated or operator_token is not None, providers=host.providers()
+    )
     app.asgi_handler = RequestGate(
         StreamLimits(
             app.asgi_handler,
