@@ -2,8 +2,8 @@
 
 Client commands talk to a running server like any other client (``--url``,
 ``PAPERCLIP_URL``; a key in ``PAPERCLIP_API_KEY`` when the server asks for
-one; to a server on this machine without login, the operator token of the
-data dir) and never open the database. People name things as they see them: a
+one; when a server on this machine without login asks for it, the operator
+token of the data dir) and never open the database. People name things as they see them: a
 company by its name or issue prefix, an agent by its name, an issue by its
 identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
 a non-zero exit, never a traceback.
@@ -74,16 +74,36 @@ class ApiClient:
 
     def __init__(self, url: str) -> None:
         headers = {}
-        if key := credential(url):
+        if key := os.environ.get("PAPERCLIP_API_KEY"):
             headers["Authorization"] = f"Bearer {key}"
         self.url = url.rstrip("/")
         self.http = httpx.Client(base_url=f"{self.url}/api", headers=headers, timeout=30)
+        self.asked_for_token = False
+
+    def send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """One request; when a server on this machine asks for the operator token, again with it."""
+        answer = self.http.request(method, path, **options)
+        if answer.status_code == 401 and self.sign_in(answer):
+            answer = self.http.request(method, path, **options)  # refused at the door: not done
+        return answer
+
+    def sign_in(self, refused: httpx.Response) -> bool:
+        """Take the operator token of the data dir, the first time the server asks for it (and
+        only a server on this machine): whether there is one to try."""
+        if self.asked_for_token or body_code(refused) != "operator_token_required":
+            return False
+        self.asked_for_token = True
+        token = operator_token(self.url)
+        if token is None:
+            return False
+        self.http.headers["Authorization"] = f"Bearer {token}"
+        return True
 
     # Requests
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         try:
-            answer = self.http.request(method, path, **options)
+            answer = self.send(method, path, **options)
         except httpx.HTTPError as exc:
             self.unreachable(exc)
         if answer.status_code >= 400:
@@ -158,6 +178,9 @@ class ApiClient:
         ) as answer:
             if answer.status_code >= 400:
                 answer.read()
+                if answer.status_code == 401 and self.sign_in(answer):
+                    yield from self.stream(path, params=params, last_id=last_id)
+                    return
                 self.refused(answer)
             event, data = "message", []
             for line in answer.iter_lines():
@@ -243,7 +266,7 @@ class ApiClient:
     def find(self, path: str) -> dict[str, Any] | None:
         """The object at ``path``, or None when the server says it is not there (404)."""
         try:
-            answer = self.http.get(path)
+            answer = self.send("GET", path)
         except httpx.HTTPError as exc:
             self.unreachable(exc)
         if answer.status_code == 404:
@@ -275,18 +298,9 @@ class ApiClient:
         return dict(runs[0])
 
 
-def credential(url: str) -> str | None:
-    """What the commands send as ``Authorization: Bearer``: ``PAPERCLIP_API_KEY`` when set;
-    else, to a server on this machine, the operator token of the data dir (when there is
-    one). The token never goes to another host."""
-    if key := os.environ.get("PAPERCLIP_API_KEY"):
-        return key
-    return operator_token(url)
-
-
 def operator_token(url: str) -> str | None:
     """The operator token of the data dir, for a server on this machine (None: no token
-    there, or another host)."""
+    there, or another host: the token never goes elsewhere)."""
     host = urlsplit(url).hostname
     if host is None or not is_loopback_name(host):
         return None
