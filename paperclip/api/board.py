@@ -68,7 +68,7 @@ async def board_page(request: Request[Any, Any, Any]) -> Response[bytes]:
 
     ``/?token=…`` (the URL ``paperclip serve`` prints without login) signs the
     operator in: the token becomes an HttpOnly, SameSite=Strict cookie, and a
-    redirect takes it out of the address bar (and the history).
+    redirect takes it out of the address bar (and out of any link copied from it).
     """
     if QUERY_PARAMETER in request.query_params:
         return _sign_in(request, request.query_params[QUERY_PARAMETER])
@@ -93,6 +93,7 @@ def _sign_in(request: Request[Any, Any, Any], token: str) -> Response[bytes]:
     return Response(
         b"",
         status_code=303,
+        media_type="text/plain",
         headers={**SECURITY_HEADERS, "Location": "/"},
         cookies=cookies,
     )

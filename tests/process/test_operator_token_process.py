@@ -127,3 +127,26 @@ def test_another_user_reads_no_token_and_cannot_act_as_the_operator(
             assert api.get("/companies").json()["items"] == []
     finally:
         server.stop()
+
+
+def test_turned_off_it_is_said_at_start_and_no_token_is_made(paperclip_database_url, tmp_path):
+    env = {
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
+        "PAPERCLIP_DATA_DIR": str(tmp_path / "data"),
+        "PAPERCLIP_PORT": "0",
+        "PAPERCLIP_OPERATOR_TOKEN_REQUIRED": "false",
+        "PAPERCLIP_LOG_FORMAT": "json",
+    }
+    server = ServerProcess(env, tmp_path / "serve.log", "--no-runner").start()
+    try:
+        assert server.token is None and not (tmp_path / "data" / "operator-token").exists()
+        with server.api() as api:
+            assert api.get("/companies").status_code == 200  # no token: the operator
+        warnings = [
+            json.loads(line)["message"]
+            for line in server.tail(200).splitlines()
+            if line.startswith("{") and '"warning"' in line
+        ]
+        assert any("PAPERCLIP_OPERATOR_TOKEN_REQUIRED=false" in w for w in warnings), warnings
+    finally:
+        server.stop()
