@@ -32,12 +32,18 @@ class Served:
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCLIP_")}
         return subprocess.run(
             [sys.executable, "-m", "paperclip", *args],
-            env={**clean, **self.stack.servers[0].client_env, **(env or {})},
+            env={**clean, **self.client_env, **(env or {})},
             input=stdin,
             capture_output=True,
             text=True,
             timeout=120,
         )
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """``PAPERCLIP_URL`` and ``PAPERCLIP_DATA_DIR`` of the server: where a command reads the
+        operator token (tests/support/processes.py)."""
+        return self.stack.servers[0].client_env
 
     def ok(self, *args: str, **options) -> str:
         result = self.cli(*args, **options)
