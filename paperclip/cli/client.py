@@ -3,9 +3,9 @@
 Client commands talk to a running server like any other client (``--url``,
 ``PAPERCLIP_URL``; a key in ``PAPERCLIP_API_KEY`` when the server asks for
 one; when a server on this machine without login asks for it, the operator
-token of the data dir) and never open the database. People name things as they see them: a
-company by its name or issue prefix, an agent by its name, an issue by its
-identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
+token of the data dir) and never open the database. People name things as
+they see them: a company by its name or issue prefix, an agent by its name,
+an issue by its identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
 a non-zero exit, never a traceback.
 
 A client command group is built from what is here: ``url_option``,
