@@ -115,16 +115,16 @@ def _serve(settings: Settings, as_json: bool) -> None:
             code=2,
         )
     try:
-        operator_token = local_operator_token(settings)
-    except ConfigurationError as exc:
-        sock.close()
-        fail(str(exc), code=2)
-    try:
         container.init_resources()
     except EmbeddedDatabaseError as exc:
         sock.close()
         fail(str(exc), code=2)
     try:
+        # After the database's checks: a data dir refused there is left as it was found.
+        try:
+            operator_token = local_operator_token(settings)
+        except ConfigurationError as exc:
+            fail(str(exc), code=2)
         url = container.database_url()
         _migrate_when_reachable(url, settings)
         host, port = sock.getsockname()[:2]
