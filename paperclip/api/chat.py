@@ -62,17 +62,7 @@ class ConversationOut(msgspec.Struct):
 
     @classmethod
     def of(cls, c: Conversation) -> ConversationOut:
-        return cls(
-            c.id,
-            c.company_id,
-            c.issue_id,
-            c.agent_id,
-            c.title,
-            c.state,
-            c.session_generation,
-            c.current_wake_id,
-            c.created_at,
-        )
+        return msgspec.convert(c, cls, from_attributes=True)
 
 
 class MessageOut(msgspec.Struct):
@@ -91,15 +81,15 @@ class MessageOut(msgspec.Struct):
     @classmethod
     def of(cls, m: ConversationMessage) -> MessageOut:
         return cls(
-            m.id,
-            m.seq,
-            m.conversation_id,
-            m.role,
-            m.author_ref,
-            m.body,
-            m.run_id,
-            m.delivery,
-            m.created_at,
+            id=m.id,
+            seq=m.seq,
+            conversation_id=m.conversation_id,
+            role=m.role,
+            author=m.author_ref,
+            body=m.body,
+            run_id=m.run_id,
+            delivery=m.delivery,
+            created_at=m.created_at,
         )
 
 

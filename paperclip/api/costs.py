@@ -41,6 +41,8 @@ class TotalsOut(msgspec.Struct):
     """In millionths of the currency (the sum of the events whose cost is known)."""
     unpriced_events: int
     """Events whose model had no price and whose provider said no cost: tokens only."""
+    runs: int
+    """The runs these events belong to, each counted once."""
 
     @classmethod
     def of(cls, totals: Totals) -> TotalsOut:

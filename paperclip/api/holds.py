@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import msgspec
 from litestar import Controller, get, post
@@ -54,26 +54,7 @@ class HoldOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: TaskHold) -> HoldOut:
-        set_by: Any = row.set_by
-        status: Any = row.status
-        resolved_by: Any = row.resolved_by
-        return cls(
-            row.id,
-            row.company_id,
-            row.issue_id,
-            row.run_id,
-            row.kind,
-            row.reason,
-            set_by,
-            row.set_by_actor,
-            row.replay_forbidden,
-            status,
-            row.resolution,
-            resolved_by,
-            row.resolved_at,
-            row.details,
-            row.created_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
 
 class HoldController(Controller):

@@ -57,22 +57,7 @@ class InteractionOut(msgspec.Struct):
 
     @classmethod
     def of(cls, i: Interaction) -> InteractionOut:
-        return cls(
-            i.id,
-            i.issue_id,
-            i.conversation_id,
-            i.run_id,
-            i.kind,
-            i.status,
-            i.title,
-            i.body,
-            list(i.options),
-            i.response,
-            i.revision,
-            i.created_by,
-            i.resolved_by,
-            i.created_at,
-        )
+        return msgspec.convert(i, cls, from_attributes=True)
 
 
 class InteractionController(Controller):

@@ -35,6 +35,15 @@ class QuarantinedItem(msgspec.Struct):
     updated_at: datetime
 
 
+class PresentationStatus(msgspec.Struct):
+    passes: int
+    """Passes of this replica's presentation recovery completed since it started."""
+    last_pass_started_at: datetime | None
+    """When the last completed pass began."""
+    presented_total: int
+    """Answers it presented since this replica started."""
+
+
 class RecoveryStatus(msgspec.Struct):
     replica: str
     passes: int
@@ -42,6 +51,8 @@ class RecoveryStatus(msgspec.Struct):
     policies: list[PolicyStatus]
     quarantined: list[QuarantinedItem]
     """Candidates set aside after too many failed attempts (newest first, at most 100)."""
+    presentation: PresentationStatus
+    """Answers whose run succeeded but were never presented (a crash in between)."""
 
 
 @get("/recovery", tags=["recovery"], opt=access(Access.INSTANCE))
@@ -69,4 +80,10 @@ async def recovery_status(state: State) -> RecoveryStatus:
         QuarantinedItem(i.kind, i.key, i.attempts, i.last_error, i.updated_at)
         for i in await reconciler.quarantined_items()
     ]
-    return RecoveryStatus(state.run_engine.instance, reconciler.passes, policies, quarantined)
+    presentations = state.run_engine.presentations
+    presentation = PresentationStatus(
+        presentations.passes, presentations.last_pass_started_at, presentations.presented_total
+    )
+    return RecoveryStatus(
+        state.run_engine.instance, reconciler.passes, policies, quarantined, presentation
+    )

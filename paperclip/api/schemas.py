@@ -143,31 +143,19 @@ class AgentOut(msgspec.Struct):
     @classmethod
     def of(cls, row: Agent, kinds: Sequence[ProviderKind] = ()) -> AgentOut:
         kind = next((k for k in kinds if k.name == row.provider), None)
-        caps = kind.capabilities if kind is not None else None
-        return cls(
-            row.id,
-            row.company_id,
-            row.name,
-            row.role,
-            row.provider,
-            row.provider_config,
-            row.status,
-            row.created_at,
-            row.updated_at,  # type: ignore[arg-type]
-            default_project_id=row.default_project_id,
-            heartbeat_seconds=row.heartbeat_seconds,
-            heartbeat_due_at=row.heartbeat_due_at,
-            capabilities=None
-            if caps is None
-            else CapabilitiesOut(
-                steer=caps.steer,
-                follow_up=caps.follow_up,
-                resume=caps.resume,
-                mcp_tools=caps.mcp_tools,
-                fresh_retry=caps.fresh_retry,
-                system_prompt=caps.system_prompt,
-            ),
+        out = msgspec.convert(row, cls, from_attributes=True)
+        if kind is None:
+            return out
+        caps = kind.capabilities
+        capabilities = CapabilitiesOut(
+            steer=caps.steer,
+            follow_up=caps.follow_up,
+            resume=caps.resume,
+            mcp_tools=caps.mcp_tools,
+            fresh_retry=caps.fresh_retry,
+            system_prompt=caps.system_prompt,
         )
+        return msgspec.structs.replace(out, capabilities=capabilities)
 
 
 class WakeupCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -195,22 +183,8 @@ class WakeRequestOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: WakeRequest, *, deduplicated: bool = False) -> WakeRequestOut:
-        return cls(
-            row.id,
-            row.company_id,
-            row.agent_id,
-            row.issue_id,
-            row.source,
-            row.reason,
-            row.payload,
-            row.idempotency_key,
-            row.coalesced_count,
-            row.status,
-            row.claimed_at,
-            row.run_id,
-            row.created_at,
-            deduplicated,
-        )
+        out = msgspec.convert(row, cls, from_attributes=True)
+        return msgspec.structs.replace(out, deduplicated=deduplicated) if deduplicated else out
 
 
 # Issues
@@ -290,19 +264,7 @@ class CommentOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: Comment) -> CommentOut:
-        return cls(
-            row.id,
-            row.company_id,
-            row.issue_id,
-            row.author_agent_id,
-            row.author_user_id,
-            row.body,
-            row.revision,
-            row.created_by_run_id,
-            row.edited_at,
-            row.deleted_at,
-            row.created_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
     @classmethod
     def of_columns(cls, columns: Iterable[Any]) -> CommentOut:
@@ -384,15 +346,7 @@ class RunEventOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: RunEvent) -> RunEventOut:
-        return cls(
-            row.seq,
-            row.type,
-            row.payload,
-            row.turn,
-            row.source_instance,
-            row.source_seq,
-            row.created_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
 
 TurnKindName = Literal["initial", "continuation", "fresh_retry"]
@@ -421,22 +375,7 @@ class RunTurnOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: RunTurn) -> RunTurnOut:
-        kind: Any = row.kind
-        status: Any = row.status
-        return cls(
-            row.number,
-            kind,
-            status,
-            row.runner_id,
-            row.session_ref,
-            row.provider_turn_id,
-            row.input_schema,
-            row.error_code,
-            row.error_message,
-            row.created_at,
-            row.started_at,
-            row.finished_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
 
 class RunTurnList(msgspec.Struct):
@@ -481,16 +420,7 @@ class ApiKeyOut(msgspec.Struct):
 
     @classmethod
     def of(cls, row: ApiKey) -> ApiKeyOut:
-        return cls(
-            row.id,
-            row.company_id,
-            row.name,
-            row.role,  # type: ignore[arg-type]
-            row.prefix,
-            row.created_at,
-            row.last_used_at,
-            row.revoked_at,
-        )
+        return msgspec.convert(row, cls, from_attributes=True)
 
 
 class ApiKeyCreated(msgspec.Struct):

@@ -33,9 +33,7 @@ class SteerOut(msgspec.Struct):
 
     @classmethod
     def of(cls, sent: SteerSent) -> SteerOut:
-        return cls(
-            sent.run_id, sent.message_id, sent.comment_id, sent.turn, sent.delivery, sent.duplicate
-        )
+        return msgspec.convert(sent, cls, from_attributes=True)
 
 
 class RunSteerController(Controller):

@@ -11,7 +11,6 @@ renews nothing, so the proof cannot be overtaken by the process waking up.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
@@ -21,7 +20,7 @@ from paperclip_hookspecs.recovery import OwnerProof
 from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.db.availability import log_failure
+from paperclip.engine.loop import keep_running
 from paperclip.models import ControllerBoot
 
 log = logging.getLogger(__name__)
@@ -46,15 +45,19 @@ class BootRegistry:
 
     async def run(self) -> None:
         """Renew the boot every third of a lease (registering it first, once reachable)."""
-        while True:
-            try:
-                if not self._registered:
-                    await self.register()
-                elif not await self.renew():
-                    log.warning("this process's boot %s was retired by another", self.boot_id)
-            except Exception as exc:  # the database may be away: try again next time
-                log_failure(log, "the boot %s was not renewed", exc, self.boot_id)
-            await asyncio.sleep(self.ttl / 3)
+        await keep_running(
+            self._renew_or_register,
+            every=self.ttl / 3,
+            log=log,
+            failure="the boot %s was not renewed",
+            failure_args=(self.boot_id,),
+        )
+
+    async def _renew_or_register(self) -> None:
+        if not self._registered:
+            await self.register()
+        elif not await self.renew():
+            log.warning("this process's boot %s was retired by another", self.boot_id)
 
     async def renew(self) -> bool:
         async with self.sessions.begin() as session:

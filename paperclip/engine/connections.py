@@ -307,6 +307,7 @@ class RunnerConnections:
         for as long as the other replica's lease lasts.
         """
         deadline = asyncio.get_running_loop().time() + self.ttl * 3 + 10
+        waiting = False
         while run_id not in self.ownership:
             async with self.sessions.begin() as session:
                 epoch = await leases.adopt(session, run_id, instance=self.instance, ttl=self.ttl)
@@ -320,6 +321,9 @@ class RunnerConnections:
             if asyncio.get_running_loop().time() > deadline or link.closed.is_set():
                 log.warning("could not adopt run %s in time", run_id)
                 return False
+            if not waiting:  # once: why this runner's runs do not go on yet
+                log.info("run %s: another replica holds its lease; waiting for it", run_id)
+                waiting = True
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), min(0.5, self.ttl / 4))
         return True

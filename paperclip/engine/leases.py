@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
@@ -12,9 +11,9 @@ from datetime import timedelta
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.db.availability import log_failure
 from paperclip.engine.endings import finish_run
 from paperclip.engine.fence import lock_run
+from paperclip.engine.loop import keep_running
 from paperclip.engine.ownership import RunOwnership
 from paperclip.models import ACTIVE_RUN_STATUSES, Run, RunStatus
 
@@ -117,17 +116,19 @@ class LeaseKeeper:
         self.nudge = nudge
 
     async def run(self) -> None:
-        """Every third of a lease: renew, then end abandoned runs; until cancelled."""
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            with contextlib.suppress(Exception):
-                await self.fail_abandoned_runs()
-            try:
-                await self.renew_owned()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log_failure(log, "renewing leases failed", exc)
+        """Every third of a lease: end abandoned runs, then renew; until cancelled."""
+        await keep_running(
+            self._keep,
+            every=self.ttl / 3,
+            first_wait=True,
+            log=log,
+            failure="renewing leases failed",
+        )
+
+    async def _keep(self) -> None:
+        with contextlib.suppress(Exception):  # its own pass: renewing matters more
+            await self.fail_abandoned_runs()
+        await self.renew_owned()
 
     async def renew_owned(self) -> None:
         owned = self.ownership.snapshot()

@@ -16,7 +16,6 @@ never listed and a presented one leaves the set with its decision.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -26,8 +25,8 @@ from sqlalchemy import exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
-from paperclip.db.availability import log_failure
 from paperclip.engine.endings import RunEndings
+from paperclip.engine.loop import keep_running
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Conversation,
@@ -58,16 +57,19 @@ class PresentationRecovery:
         self.grace = grace
         """How long the live path gets before recovery presents in its place."""
         self.presented_total = 0
+        self.passes = 0
+        """Passes completed since this replica started."""
+        self.last_pass_started_at: datetime | None = None
+        """When the last completed pass began: every run finished before it, less the grace,
+        was a candidate of that pass."""
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.pass_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the database is away, say: the next pass retries
-                log_failure(log, "a presentation recovery pass failed", exc)
-            await asyncio.sleep(self.pass_seconds)
+        await keep_running(
+            self.pass_once,
+            every=self.pass_seconds,
+            log=log,
+            failure="a presentation recovery pass failed",
+        )
 
     async def candidates(self) -> list[uuid.UUID]:
         """The runs due for presentation now, oldest first (a bounded batch)."""
@@ -89,6 +91,7 @@ class PresentationRecovery:
 
     async def pass_once(self) -> int:
         """Present what is due; how many this pass recorded."""
+        started_at = datetime.now(UTC)
         due = await self.candidates()
         presented = 0
         for run_id in due:
@@ -96,6 +99,8 @@ class PresentationRecovery:
                 presented += 1
                 log.info("presented the answer of run %s after a restart", run_id)
         self.presented_total += presented
+        self.passes += 1
+        self.last_pass_started_at = started_at
         return presented
 
 

@@ -12,7 +12,6 @@ failed attempts instead of trying it forever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
@@ -29,7 +28,8 @@ from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.db.availability import is_unavailable, log_failure
+from paperclip.db.availability import is_unavailable
+from paperclip.engine.loop import keep_running
 from paperclip.failpoints import failpoint
 from paperclip.models import RecoveryItem, RecoveryItemStatus
 from paperclip.plugins import PluginHost
@@ -88,17 +88,13 @@ class Reconciler:
 
     async def run(self) -> None:
         """Pass after pass until cancelled; a failing pass is logged and retried later."""
-        while True:
-            try:
-                await self.pass_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # the database is away, say: the next pass retries
-                log_failure(log, "a recovery pass failed", exc)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.pass_seconds):
-                    await self._nudge.wait()
-            self._nudge.clear()
+        await keep_running(
+            self.pass_once,
+            every=self.pass_seconds,
+            nudge=self._nudge,
+            log=log,
+            failure="a recovery pass failed",
+        )
 
     async def pass_once(self) -> None:
         for policy in self.plugins.recovery_policies():

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.clock import Clock, speed_of, system_clock
 from paperclip.db.availability import log_failure
+from paperclip.engine.loop import keep_running
 from paperclip.models import Agent, ExecutionStatus, Routine, RoutineExecution, Trigger
 from paperclip.services.actor import SYSTEM
 from paperclip.services.heartbeats import Beat, beat_due
@@ -74,16 +75,14 @@ class RoutineScheduler:
 
     async def run(self) -> None:
         """Pass, then sleep until something is due (at most ``pass_seconds``); until cancelled."""
-        while True:
-            try:
-                await self.tick()
-                wait = await self._until_due()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log_failure(log, "the routine scheduler's pass failed", exc)
-                wait = RETRY_SECONDS
-            await asyncio.sleep(wait)
+        await keep_running(
+            self.tick,
+            every=self.pass_seconds,
+            until_next=self._until_due,
+            retry=RETRY_SECONDS,
+            log=log,
+            failure="the routine scheduler's pass failed",
+        )
 
     async def tick(self) -> Pass:
         """One pass at the clock's now."""

@@ -34,6 +34,8 @@ class Totals:
     reasoning_tokens: int = 0
     cost_micros: int = 0
     unpriced_events: int = 0
+    runs: int = 0
+    """The runs the events belong to (a run counts once however many responses it had)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +56,7 @@ def _sums() -> list[Any]:
         func.coalesce(func.sum(CostEvent.reasoning_tokens), 0),
         func.coalesce(func.sum(CostEvent.cost_micros), 0),
         func.count(case((CostEvent.cost_source == CostSource.UNKNOWN, 1))),
+        func.count(func.distinct(CostEvent.run_id)),
     ]
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -21,7 +20,7 @@ import pytest
 
 from tests.board.conftest import PHONE
 from tests.support.db import query
-from tests.support.processes import wait_until
+from tests.support.processes import lines_with, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
 
@@ -225,10 +224,15 @@ def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothi
     wait_until(lambda: len(shown_seqs(page)) == len(stack.events(ctx, run["id"])), 30)
     before = shown_seqs(page)
 
+    retries = lines_with(stack.runner.log_path, "; retrying")
     stack.servers[0].kill()
     expect(state).to_have_attribute("data-state", "reconnecting")
     gate.touch()  # the turn goes on while no control plane answers; the runner keeps it
-    time.sleep(1.0)
+    wait_until(
+        lambda: lines_with(stack.runner.log_path, "; retrying") > retries,
+        30,
+        message="the runner going on without a control plane",
+    )
     stack.start_server()  # the same port: the page's origin
 
     events = page.locator("ol.events")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 
 from tests.support.db import query
 from tests.support.processes import wait_until
@@ -120,3 +121,23 @@ def candidates(stack, run_id: str) -> list[dict]:
 
 def replies(stack, ctx: dict, index: int = 0) -> list[str]:
     return [m["body"] for m in messages(stack, ctx, index) if m["role"] == "agent"]
+
+
+def presentation_pass_after(stack, index: int, instant: datetime, timeout: float = 60) -> None:
+    """Wait until replica ``index``'s presentation recovery completed a pass that began after
+    ``instant`` (``GET /api/recovery``): what it would present by then, it has."""
+
+    def passed() -> bool:
+        with stack.api(index) as api:
+            response = api.get("/recovery")
+        started = response.json()["presentation"]["last_pass_started_at"]
+        return started is not None and datetime.fromisoformat(started) > instant
+
+    wait_until(passed, timeout, 0.1, f"a presentation recovery pass of replica {index}")
+
+
+def past_the_grace(stack, run: dict) -> datetime:
+    """When the live path's grace for ``run``'s answer is over (its end plus twice the lease):
+    from then on, recovery may present it."""
+    finished = datetime.fromisoformat(run["finished_at"])
+    return finished + timedelta(seconds=2 * stack.lease_seconds)

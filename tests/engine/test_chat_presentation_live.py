@@ -8,8 +8,9 @@ most one reply (``uq_conversation_messages_reply``).
 
 from __future__ import annotations
 
-import time
+from datetime import UTC, datetime
 
+import httpx
 import pytest
 
 from tests.engine.chat_stack import (
@@ -21,6 +22,8 @@ from tests.engine.chat_stack import (
     link_interaction,
     messages,
     open_chat,
+    past_the_grace,
+    presentation_pass_after,
     presented_run,
     replies,
     say,
@@ -30,6 +33,14 @@ from tests.support.processes import wait_until
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 POINT = "engine.status_decision.before_presentation"
+
+
+def healthy(stack, index: int) -> bool:
+    try:
+        with stack.api(index) as api:
+            return api.get("/health", timeout=1).status_code == 200
+    except httpx.HTTPError:  # frozen: no answer in time
+        return False
 
 
 def test_a_live_presented_answer_is_no_candidate_and_never_posted_twice(stack):
@@ -45,8 +56,8 @@ def test_a_live_presented_answer_is_no_candidate_and_never_posted_twice(stack):
         "conversation_turn_finished",
     )
     assert candidates(stack, run["id"]) == []
-    # Longer than the live path's grace and a recovery pass: recovery finds nothing to do.
-    time.sleep(2 * stack.lease_seconds + 3)
+    # A recovery pass after the live path's grace finds nothing to do.
+    presentation_pass_after(stack, 0, past_the_grace(stack, run))
     assert replies(stack, ctx) == [answer]
     assert [m["role"] for m in messages(stack, ctx)] == ["user", "agent"]
     assert [m["delivery"] for m in messages(stack, ctx)] == ["turn", ""]
@@ -68,7 +79,7 @@ def test_own_question_card_live_no_reply_none_recorded_card_pending_conversation
     assert (card["kind"], card["status"], card["run_id"]) == ("question", "pending", run["id"])
     assert conversation(stack, ctx)["state"] == "waiting"
     assert issue_status(stack, ctx) == "in_review"
-    time.sleep(2 * stack.lease_seconds + 3)
+    presentation_pass_after(stack, 0, past_the_grace(stack, run))
     assert replies(stack, ctx) == []
 
 
@@ -124,8 +135,12 @@ def test_the_live_path_and_recovery_racing_on_two_replicas_post_exactly_one_repl
         30,
         message=f"replica {other}'s recovery presenting (log: {stack.servers[other].tail(20)})",
     )
-    # The frozen replica wakes up and runs its live path: it must post nothing.
-    time.sleep(freeze + 4)
+    # The frozen replica wakes up and runs its live path: it must post nothing. It answers
+    # again once awake; two of its recovery passes later, its live path is long done.
+    wait_until(lambda: healthy(stack, frozen), freeze + 60, message="the frozen replica awake")
+    awake = datetime.now(UTC)
+    presentation_pass_after(stack, frozen, awake)
+    presentation_pass_after(stack, frozen, datetime.now(UTC))
     assert stack.servers[frozen].proc.poll() is None
     assert f"presented the answer of run {run['id']}" not in stack.servers[frozen].tail(400)
     assert replies(stack, ctx) == [answer]

@@ -11,7 +11,6 @@ restarted control plane's presentation recovery, through the
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 
@@ -23,6 +22,8 @@ from tests.engine.chat_stack import (
     issue_status,
     link_interaction,
     open_chat,
+    past_the_grace,
+    presentation_pass_after,
     presented_run,
     replies,
     say,
@@ -64,7 +65,7 @@ def assert_presented_once_after_restart(stack, ctx: dict, answer: str, reason: s
     # A second recovery, in a process started again, posts nothing.
     stack.servers[0].kill()
     stack.start_server()
-    time.sleep(2 * stack.lease_seconds + 3)
+    presentation_pass_after(stack, 0, past_the_grace(stack, run))
     assert replies(stack, ctx) == [answer]
     assert stack.runs(ctx)[0]["presentation"] == run["presentation"]
     return run
@@ -119,6 +120,6 @@ def test_a_turn_its_own_card_presents_records_none_after_a_restart(stack):
     assert candidates(stack, run["id"]) == []
     stack.servers[0].kill()
     stack.start_server()
-    time.sleep(2 * stack.lease_seconds + 3)
+    presentation_pass_after(stack, 0, past_the_grace(stack, run))
     assert replies(stack, ctx) == []
     assert stack.runs(ctx)[0]["presentation"] == run["presentation"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -19,7 +18,7 @@ import pytest
 from paperclip.db import migrate
 from paperclip.db.embedded import EmbeddedPostgres
 from tests.engine.conftest import Stack
-from tests.support.processes import wait_until
+from tests.support.processes import lines_with, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -62,6 +61,14 @@ def connected_runners(api: httpx.Client) -> int:
     return r.json().get("runners", {}).get("connected_here", 0) if r.status_code == 200 else -1
 
 
+LOOP_FAILURES = (
+    "a recovery pass failed",
+    "a presentation recovery pass failed",
+    "was not renewed",  # the replica's boot record
+)
+"""What the control plane's background loops log when a pass meets the outage."""
+
+
 def test_while_the_database_is_away_the_api_answers_503_and_everything_recovers(outage_stack):
     stack, postgres = outage_stack
     stack.start_server()
@@ -69,6 +76,8 @@ def test_while_the_database_is_away_the_api_answers_503_and_everything_recovers(
     api = stack.api()
     wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")
 
+    log = stack.servers[0].log_path
+    seen = {text: lines_with(log, text) for text in LOOP_FAILURES}
     postgres.stop()
     wait_until(lambda: api.get("/health").status_code == 503, 30, message="health 503")
     r = api.get("/companies")
@@ -77,7 +86,12 @@ def test_while_the_database_is_away_the_api_answers_503_and_everything_recovers(
     assert int(r.headers["Retry-After"]) > 0
     r = api.post("/companies", json={"name": "During the outage"})
     assert r.status_code == 503 and r.json()["code"] == "database_unavailable"
-    time.sleep(3)  # the background loops and the runner's link meet the outage
+    # The background loops meet the outage: each one's pass fails, is logged, goes on.
+    wait_until(
+        lambda: all(lines_with(log, text) > n for text, n in seen.items()),
+        60,
+        message="each background loop meeting the outage",
+    )
 
     postgres.start()
     wait_until(lambda: api.get("/companies").status_code == 200, 60, message="the API is back")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 import uuid
 from pathlib import Path
 
@@ -287,7 +286,18 @@ def test_with_no_runner_the_task_ends_held_and_a_released_hold_runs_it_again(sta
         stack.start_runner(another=True)
         r = api.post(f"/companies/{company}/issues/{issue}/comments", json={"body": "Try again?"})
         assert r.status_code == 201, r.text
-        time.sleep(3)
+        # A wake of another task of the agent, made after it, starts its run: the
+        # scheduler has looked at the held wake too, and left it.
+        other = api.post(
+            f"/companies/{company}/issues",
+            json={"title": "Another task", "assignee_agent_id": ctx["agent"]["id"]},
+        )
+        assert other.status_code == 201, other.text
+        wait_until(
+            lambda: stack.runs({**ctx, "issue": other.json()}),
+            60,
+            message="the other task's run",
+        )
         assert [r["id"] for r in stack.runs(ctx)] == [run["id"]]
 
         r = api.post(f"/companies/{company}/holds/{hold['id']}/resolve", json={})

@@ -1,7 +1,8 @@
 """Seed 003 on real processes: a plugin tool call a control-plane SIGKILL interrupted.
 
 The ``notify_webhook`` call reaches the receiver (its effect happens), the
-control plane is killed 3 s later, the next one adopts the runner; the
+control plane is killed while the call waits for the receiver's answer (its
+journal row admitted, unsettled), the next one adopts the runner; the
 orphaned-callback policy settles the call as ``tool_call_interrupted_by_restart``
 (the receiver has no receipt of it), the runner hands the late result to the
 model, the turn completes and the run closes with every input settled. The
@@ -11,7 +12,6 @@ receiver counts one delivery: the tool never ran twice.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
@@ -47,6 +47,15 @@ def journal(stack, run_id):
     )
 
 
+def pending_calls(stack, ctx) -> list[dict]:
+    return query(
+        stack.database_url,
+        "SELECT c.tool FROM tool_calls c JOIN runs r ON r.id = c.run_id "
+        "WHERE r.issue_id = $1 AND c.status = 'pending'",
+        uuid.UUID(ctx["issue"]["id"]),
+    )
+
+
 def test_a_plugin_tool_call_interrupted_by_a_restart_settles_once(stack):
     with WebhookReceiver(hold=True) as receiver:
         stack.extra_env = {"PAPERCLIP_WEBHOOK_URL": receiver.url}
@@ -55,7 +64,7 @@ def test_a_plugin_tool_call_interrupted_by_a_restart_settles_once(stack):
         ctx = stack.setup_issue(SCRIPT)
         stack.assign(ctx)
         wait_until(lambda: receiver.count == 1, 60, message="the webhook call started")
-        time.sleep(3)
+        wait_until(lambda: pending_calls(stack, ctx), 30, message="the call admitted, unsettled")
         stack.servers[0].kill()
         stack.start_server()
 

@@ -134,7 +134,11 @@ def test_a_replica_stopped_while_it_waits_to_adopt_stops_at_once_and_loses_nothi
 
     # The runner dialled the survivor, whose connection now waits for the dead lease.
     wait_until(lambda: runner_on(f"replica-{survivor}"), 30, message="the runner on the survivor")
-    time.sleep(1.0)
+    wait_until(
+        lambda: "another replica holds its lease; waiting" in stack.servers[survivor].tail(200),
+        30,
+        message="the survivor waiting for the dead owner's lease",
+    )
     started = time.monotonic()
     assert stack.servers[survivor].terminate(timeout=60) == 0
     stopped_in = time.monotonic() - started

@@ -12,7 +12,7 @@ from collections import Counter
 import pytest
 
 from tests.support.db import HeldLock, query
-from tests.support.processes import wait_until
+from tests.support.processes import lines_with, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -67,9 +67,14 @@ def test_sigkill_between_two_tool_calls(stack):
     stack.assign(ctx)
     wait_until(gate_reached.exists, 60, message="the fake reached the gate")
 
+    retries = lines_with(stack.runner.log_path, "; retrying")
     stack.servers[0].kill()
     gate.touch()  # the second call is made while no control plane answers
-    time.sleep(1.0)
+    wait_until(
+        lambda: lines_with(stack.runner.log_path, "; retrying") > retries,
+        30,
+        message="the runner going on without a control plane",
+    )
     stack.start_server()
 
     run = stack.wait_for_terminal_run(ctx)

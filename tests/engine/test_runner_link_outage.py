@@ -14,7 +14,6 @@ runner's runs were not let go.
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -26,7 +25,7 @@ from tests.engine.test_database_outage import (  # noqa: F401 (fixtures)
     outage_stack,
     own_postgres,
 )
-from tests.support.processes import RunnerProcess, wait_until
+from tests.support.processes import RunnerProcess, lines_with, wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
@@ -65,6 +64,7 @@ def test_a_link_closed_by_the_control_plane_during_an_outage_is_closed_once(
         env={"PAPERCLIP_RUNNER_LAUNCH": json.dumps(fake_launch(stack.script_dir, stack.fake_log))},
     ).start()
     api = stack.api()
+    cp_log = stack.tmp / "cp0.log"
     try:
         wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")
         script, held, go = emits_on_a_signal(stack)
@@ -74,15 +74,20 @@ def test_a_link_closed_by_the_control_plane_during_an_outage_is_closed_once(
 
         postgres.stop()
         wait_until(lambda: api.get("/health").status_code == 503, 30, message="health 503")
+        unavailable = lines_with(cp_log, "listing the runs of a gone runner")
         proxy.stall(8, down_only=True)  # the control plane's close waits for its reply
         go.write_text("now")  # the provider emits: the runner's message cannot be stored
-        cp_log = stack.tmp / "cp0.log"
         wait_until(
             lambda: "the connection of runner" in cp_log.read_text(),
             30,
             message="the control plane gave the link up",
         )
-        time.sleep(8)  # the link's cleanup meets the outage
+        # Once the stalled close returns, the link's cleanup meets the outage and waits.
+        wait_until(
+            lambda: lines_with(cp_log, "listing the runs of a gone runner") > unavailable,
+            60,
+            message="the link's cleanup waiting for the database",
+        )
 
         postgres.start()
         wait_until(lambda: api.get("/companies").status_code == 200, 60, message="API back")

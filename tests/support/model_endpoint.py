@@ -248,7 +248,7 @@ class ModelEndpoint:
     def _wait_at(self, step: Step) -> str | None:
         """Apply a step's delay and hold; an error text if the hold was never released."""
         if step.delay:
-            time.sleep(step.delay)
+            time.sleep(step.delay)  # deliberate: a slow model is what the step scripts
         if step.hold is not None:
             if not self.gate(step.hold)._hold(self._hold_limit):
                 return f"scripted gate {step.hold!r} was not released in {self._hold_limit:g}s"

@@ -202,6 +202,15 @@ def wait_until(predicate, timeout: float = 60, interval: float = 0.1, message: s
         time.sleep(interval)
 
 
+def lines_with(log_path: Path, text: str) -> int:
+    """How many lines of a process's log hold ``text`` (0 before the log exists): taken
+    before an event, a test waits for more of them after it."""
+    try:
+        return sum(text in line for line in log_path.read_text().splitlines())
+    except FileNotFoundError:
+        return 0
+
+
 def free_port() -> int:
     import socket
 

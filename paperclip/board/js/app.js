@@ -4,6 +4,7 @@ import { ApiError, setApiKey } from "./api.js";
 import { clear, errorBox, field, h } from "./dom.js";
 import { installShortcuts } from "./keys.js";
 import { companiesView, companyNav, currentCompany } from "./views/companies.js";
+import { costsView } from "./views/costs.js";
 import { dashboardView } from "./views/dashboard.js";
 import { inboxView } from "./views/inbox.js";
 import { issuesView } from "./views/issues.js";
@@ -28,6 +29,7 @@ const ROUTES = [
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
   [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
   [/^\/c\/([0-9a-f-]{36})\/routines$/, routinesView],
+  [/^\/c\/([0-9a-f-]{36})\/costs$/, costsView],
   [/^\/c\/([0-9a-f-]{36})\/routines\/([0-9a-f-]{36})$/, routineView],
   [/^\/c\/([0-9a-f-]{36})\/issues\/([0-9a-f-]{36}|[A-Za-z][A-Za-z0-9]{1,9}-\d+)$/, issueView],
   [/^\/c\/([0-9a-f-]{36})\/runs\/([0-9a-f-]{36})$/, runView],

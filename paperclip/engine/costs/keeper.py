@@ -11,7 +11,6 @@ that waited), the stop is lifted. Any replica may do it; rows are taken with
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.db.availability import log_failure
+from paperclip.engine.loop import keep_running
 from paperclip.models import ACTIVE_RUN_STATUSES, Company, HoldStatus, Issue, Run, TaskHold
 from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import (
@@ -64,14 +63,12 @@ class BudgetKeeper:
         self.clock = clock
 
     async def run(self) -> None:
-        while True:
-            try:
-                await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log_failure(log, "releasing work held by budgets failed", exc)
-            await asyncio.sleep(self.pass_seconds)
+        await keep_running(
+            self.sweep,
+            every=self.pass_seconds,
+            log=log,
+            failure="releasing work held by budgets failed",
+        )
 
     async def sweep(self) -> int:
         """One pass; how many held tasks and stopped runs it let go of."""

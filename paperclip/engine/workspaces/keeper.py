@@ -12,7 +12,6 @@ new worktree from its kept branch.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections.abc import Callable
@@ -21,9 +20,9 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.db.availability import log_failure
 from paperclip.engine import outbox
 from paperclip.engine.link import RunnerLink
+from paperclip.engine.loop import keep_running
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
@@ -64,14 +63,12 @@ class WorkspaceKeeper:
 
     async def run(self) -> None:
         """A pass every ``pass_seconds`` until cancelled; a failed pass is logged and retried."""
-        while True:
-            try:
-                await self.sweep()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log_failure(log, "releasing ended issues' worktrees failed", exc)
-            await asyncio.sleep(self.pass_seconds)
+        await keep_running(
+            self.sweep,
+            every=self.pass_seconds,
+            log=log,
+            failure="releasing ended issues' worktrees failed",
+        )
 
     async def sweep(self) -> int:
         """One pass: mark when each ended issue's worktree may go, ask for the due ones;

@@ -2,7 +2,7 @@
 
 The same scenario as ``tests/engine/test_orphaned_callbacks.py``, the model
 a scripted endpoint and the provider the pinned ``codex app-server``: the
-webhook delivery starts, the control plane is killed 3 s later, the next
+webhook delivery starts, the control plane is killed while it waits (the call admitted), the next
 one adopts the runner and settles the call as
 ``tool_call_interrupted_by_restart``; Codex hands the late result to the
 model, the turn completes, close drains, and the receiver counts one delivery.
@@ -11,11 +11,11 @@ model, the turn completes, close drains, and the receiver counts one delivery.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
 
+from tests.engine.test_orphaned_callbacks import pending_calls
 from tests.providers.codex.conftest import start_real
 from tests.providers.codex.test_real_cli import WAIT, new_agent, tool_items
 from tests.support.db import query
@@ -44,7 +44,7 @@ def test_a_webhook_call_interrupted_by_a_restart_settles_once_with_the_real_cli(
         )
         real_stack.assign(ctx)
         wait_until(lambda: receiver.count == 1, WAIT, message="the webhook call started")
-        time.sleep(3)
+        wait_until(lambda: pending_calls(real_stack, ctx), 30, message="the call admitted")
         real_stack.servers[0].kill()
         real_stack.start_server()
 

@@ -31,6 +31,7 @@ export const COMPANY_LINKS = [
   ["/agents", () => "Agents"],
   ["/projects", () => "Projects"],
   ["/routines", () => "Routines"],
+  ["/costs", () => "Costs"],
 ];
 
 const LAST_COMPANY = "paperclip.company";

@@ -3,6 +3,7 @@
 
 import { get } from "../api.js";
 import { badge, clear, errorBox, h, scrollTable, statusName, when } from "../dom.js";
+import { budgetAlerts } from "./budgets.js";
 import { ISSUE_STATUSES, issueHref } from "./issues.js";
 
 const REFRESH_MS = 4000;
@@ -23,8 +24,10 @@ const table = (caption, headers, rows) => scrollTable(h("table", {}, h("caption"
 export async function dashboardView(companyId, signal) {
   const base = `/companies/${companyId}`;
   const body = h("div", { class: "dashboard" });
+  const alerts = budgetAlerts(companyId);
 
   async function refresh() {
+    alerts.refresh().catch(() => {});
     const data = await get(`${base}/dashboard`);
     if (body.dataset.sig === JSON.stringify(data)) return;
     body.dataset.sig = JSON.stringify(data);
@@ -52,5 +55,5 @@ export async function dashboardView(companyId, signal) {
   try { await refresh(); } catch (error) { body.append(errorBox(error)); }
   const timer = setInterval(() => { if (!document.hidden) refresh().catch(() => {}); }, REFRESH_MS);
   signal.addEventListener("abort", () => clearInterval(timer));
-  return h("div", {}, h("h1", {}, "Dashboard"), body);
+  return h("div", {}, h("h1", {}, "Dashboard"), alerts.node, body);
 }

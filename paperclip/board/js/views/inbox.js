@@ -5,6 +5,7 @@
 import { get } from "../api.js";
 import { badge, clear, errorBox, h, plural, statusName, when } from "../dom.js";
 import { interactionActions } from "../chat.js";
+import { budgetAlerts } from "./budgets.js";
 import { issueHref } from "./issues.js";
 
 const REFRESH_MS = 4000;
@@ -24,8 +25,10 @@ export async function inboxView(companyId, signal) {
   const body = h("div", { class: "inbox-sections" });
   const note = h("div", { "aria-live": "polite" });
   let agents = null;
+  const alerts = budgetAlerts(companyId);
 
   async function refresh() {
+    alerts.refresh().catch(() => {});
     const [inbox, agentList] = await Promise.all([get(`${base}/inbox`), agents ? null : get(`${base}/agents?limit=200`)]);
     agents = agents || Object.fromEntries(agentList.items.map((a) => [a.id, a.name]));
     // Keep a half-typed answer: no redraw while the focus is in a form field here.
@@ -65,5 +68,5 @@ export async function inboxView(companyId, signal) {
     h("p", { class: "muted" },
       "What waits on a person: questions and approvals to answer, holds to resolve, and failed runs nobody has moved past ",
       "(the latest run of an open issue: it leaves the inbox when the issue runs again, or is closed or put in the backlog)."),
-    note, body);
+    note, alerts.node, body);
 }

@@ -2,10 +2,12 @@
 // transcript live), its workspace, what holds it, and the slots for the chat and the cards.
 
 import { all, get, keyFor, patch, post } from "../api.js";
-import { badge, clear, errorBox, field, h, statusName, when } from "../dom.js";
+import { badge, clear, errorBox, field, h, plural, statusName, when } from "../dom.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
+import { budgetHref, count, usageFacts } from "../usage.js";
+import { budgetReason } from "./budgets.js";
 import { ISSUE_STATUSES, agentOptions, resolveIssue } from "./issues.js";
 import { projectName, projectOptions } from "./projects.js";
 import { workspacePanel } from "./workspace.js";
@@ -131,12 +133,43 @@ export async function issueView(companyId, issueRef, signal) {
       badge(hold.status), " ", h("strong", {}, statusName(hold.kind)), ": ", hold.reason,
       h("span", { class: "muted" }, ` set by ${hold.set_by}`, hold.replay_forbidden ? " · no replay" : "",
         hold.resolution ? ` · ${hold.resolution} by ${hold.resolved_by}` : ""),
+      hold.kind === "budget_exceeded" ? [" · ", h("a", { href: budgetHref(companyId, hold.details && hold.details.budget_id) }, "Raise the budget")] : [],
       hold.status === "active" ? [" ", resolve] : []);
     return li;
   }
 
   // The worktree its runs work in; its events say when it changed.
   const workspace = workspacePanel(companyId, issueId);
+
+  // What its runs used and cost (the costs API filtered by the issue), read again when its runs
+  // change and every few passes while one works; and why it waits, when a budget holds it.
+  const costFacts = h("dl", { class: "usage-facts", "aria-label": "Usage of its runs" });
+  const waits = h("div", { class: "why" });
+  let costRead = null;
+  let passes = 0;
+  let waitsFor = null;
+  async function readCost(runs) {
+    const key = JSON.stringify(runs.map((r) => [r.id, r.status]));
+    const working = runs.some((r) => ["queued", "running"].includes(r.status));
+    if (key === costRead && !(working && passes % 3 === 0)) return;
+    costRead = key;
+    const { totals, groups } = await get(`${base}/costs?issue_id=${issueId}&group_by=model`);
+    const models = groups.map((g) => `${g.key} (${plural(g.totals.events, "response")})`).join(", ");
+    clear(costFacts).append(...[...usageFacts(totals), ["Runs", count(totals.runs)], ["Models", models || "none"]]
+      .flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+  }
+  async function showWaits(holds) {
+    const hold = holds.find((x) => x.status === "active" && x.kind === "budget_exceeded") || null;
+    if ((hold && hold.id) === waitsFor) return;
+    waitsFor = hold && hold.id;
+    clear(waits);
+    if (hold) {
+      waits.append(await budgetReason(companyId, {
+        lead: "Waiting for a budget:", message: hold.reason, budgetId: hold.details && hold.details.budget_id,
+        agentId: issue.assignee_agent_id, projectId: issue.project_id,
+      }));
+    }
+  }
 
   // Runs, newest first, and the latest one's transcript live.
   const runList = h("ul", { class: "runs", "aria-label": "Runs" });
@@ -176,6 +209,8 @@ export async function issueView(companyId, issueRef, signal) {
       all(`${base}/runs/${runs[0].id}/tool-calls`).then(live.journal).catch(() => { journalRead = null; });
     }
     const holding = interactions.filter((i) => i.status === "pending" || i.status === "revision_requested");
+    passes += 1;
+    await Promise.all([readCost(runs).catch(() => { costRead = null; }), showWaits(holds)]);
     if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, [holds, holding])) return;
     clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
       h("div", { class: "meta" }, c.author_agent_id ? agentName(c.author_agent_id) : "operator", " · ", when(c.created_at)),
@@ -201,11 +236,14 @@ export async function issueView(companyId, issueRef, signal) {
     title,
     h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText, " · project ", projectText,
       " · priority ", h("span", { id: "issue-priority" }, statusName(issue.priority))),
+    waits,
     description,
     editForm,
     h("div", { class: "columns" },
       h("div", {},
         h("section", { class: "panel", "aria-label": "Runs" }, h("h2", {}, "Runs"), runList, livePanel),
+        h("section", { class: "panel", "aria-label": "Cost" }, h("h2", {}, "Cost"), costFacts,
+          h("p", { class: "muted small" }, "Summed over the issue's runs. ", h("a", { href: `#/c/${companyId}/costs` }, "The company's costs"))),
         workspace,
         h("section", { class: "panel", "aria-label": "Comments" }, h("h2", {}, "Comments"), commentList, commentForm)),
       h("div", {},

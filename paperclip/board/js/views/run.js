@@ -6,6 +6,8 @@ import { badge, clear, duration, h, scrollTable, statusName, when } from "../dom
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
+import { usageFacts } from "../usage.js";
+import { budgetReason } from "./budgets.js";
 
 const ENDED = ["succeeded", "failed", "cancelled"];
 const took = (from, to) => (from && to ? duration(Date.parse(to) - Date.parse(from)) : "");
@@ -32,6 +34,8 @@ export async function runView(companyId, runId, signal) {
   const turns = h("tbody");
   const calls = h("tbody");
   const steer = h("div");
+  const why = h("div", { class: "why" });
+  let whyShown = null;
   const log = transcript(runId);
   let steerPanel = null;
 
@@ -49,10 +53,19 @@ export async function runView(companyId, runId, signal) {
       ["Took", took(run.started_at, run.finished_at)],
       ["Outcome", [statusName(run.status_reason), run.error_code, run.error_message].filter(Boolean).join(" · ")],
       ["Answer", run.answer || ""],
+      ...usageFacts(run.usage),
       ["Phase", statusName(run.phase)], ["Controller", `${run.controller_instance || "none"} · epoch ${run.controller_epoch}`],
     ];
     clear(summary).append(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
     summary.dataset.status = run.status;
+    // A run a budget stopped says so, with the budget to raise.
+    if (run.error_code === "budget_exceeded" && whyShown !== run.status) {
+      whyShown = run.status;
+      clear(why).append(await budgetReason(companyId, {
+        lead: "Stopped: a budget is spent.", message: run.error_message, agentId: run.agent_id,
+        projectId: issue ? issue.project_id : null,
+      }));
+    }
     clear(turns).append(...items.map((t) => h("tr", { "data-turn": t.number, "data-status": t.status },
       h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
       h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
@@ -79,7 +92,7 @@ export async function runView(companyId, runId, signal) {
   signal.addEventListener("abort", () => { stop(); clearInterval(timer); });
 
   return h("div", { class: "run", "data-run": runId },
-    h("h1", {}, `Run ${runId.slice(0, 8)}`, issue ? h("span", { class: "muted" }, ` · ${issue.identifier}`) : ""), summary,
+    h("h1", {}, `Run ${runId.slice(0, 8)}`, issue ? h("span", { class: "muted" }, ` · ${issue.identifier}`) : ""), why, summary,
     h("div", { class: "columns" },
       h("section", { class: "panel", "aria-label": "Transcript" }, h("h2", {}, "Transcript ", state), log),
       h("div", {},
