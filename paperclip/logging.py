@@ -35,8 +35,9 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry)
 
 
-CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_")
-"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes)."""
+CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_", "pco_")
+"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes), and the
+operator token (``paperclip.operator_token``)."""
 _CREDENTIAL = re.compile(r"\b(" + "|".join(CREDENTIAL_PREFIXES) + r")[A-Za-z0-9_\-]+")
 _QUERY = re.compile(r"(/[^\s\"'?]*)\?([^\s\"'#]+)")
 REDACTED = "…"

@@ -19,7 +19,7 @@ from paperclip.wire.workspace_rules import path_problem
 
 class DeploymentMode(StrEnum):
     LOCAL_TRUSTED = "local_trusted"
-    """Loopback only, no login: every request acts as the local operator."""
+    """Loopback only, no login: the local operator, who proves it with the operator token."""
     AUTHENTICATED = "authenticated"
     """Every request carries a board API key (``Authorization: Bearer ...``)."""
 
@@ -58,6 +58,13 @@ class Settings(BaseSettings):
         default=3100, ge=0, le=65535, description="Port the HTTP server binds (0: any free)."
     )
     deployment_mode: DeploymentMode = Field(default=DeploymentMode.LOCAL_TRUSTED)
+    operator_token_required: bool = Field(
+        default=True,
+        description="Without login (local_trusted), a request acts as the operator only with the "
+        "operator token of the data dir (<data dir>/operator-token; the board's sign-in URL "
+        "carries it). false: every request from this host acts as the operator (for a machine "
+        "only you use).",
+    )
     allowed_hosts: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(),
         description="Host names the HTTP server answers to, comma-separated. In local_trusted "

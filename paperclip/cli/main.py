@@ -13,6 +13,7 @@ import paperclip
 from paperclip.cli.agents import agents
 from paperclip.cli.background import stop
 from paperclip.cli.backup import db_backup, db_restore
+from paperclip.cli.board import board
 from paperclip.cli.chaos import chaos
 from paperclip.cli.companies import companies
 from paperclip.cli.context import database_errors, load_settings, start_database, with_database
@@ -290,6 +291,7 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 
 cli.add_command(chaos)
 cli.add_command(stop)
+cli.add_command(board)
 cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)
