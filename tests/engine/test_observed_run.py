@@ -19,8 +19,8 @@ from tests.support.processes import wait_until
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 
-def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    text = httpx.get(f"{url}/api/metrics", timeout=10).text
+def scrape(server) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"{server.url}/api/metrics", headers=server.headers, timeout=10).text
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -36,7 +36,7 @@ def test_a_run_is_counted_in_the_metrics_and_named_in_each_log_line(stack):
     run = stack.wait_for_terminal_run(ctx)
     assert run["status"] == "succeeded", stack.runner.tail()
 
-    seen = scrape(stack.url())
+    seen = scrape(stack.servers[0])
     assert seen[("paperclip_tool_calls_total", (("outcome", "ok"), ("tool", "finish")))] == 1
     assert seen[("paperclip_tool_calls_total", (("outcome", "ok"), ("tool", "post_comment")))] == 1
     assert seen[("paperclip_tool_call_seconds_count", (("tool", "finish"),))] == 1

@@ -54,13 +54,13 @@ def created(response: httpx.Response) -> dict:
 class Load:
     """Comments posted one after another from a thread, each remembered once acknowledged."""
 
-    def __init__(self, api: str) -> None:
-        self.url, self.acked = f"{api}/comments", []
+    def __init__(self, api: str, headers: dict[str, str]) -> None:
+        self.url, self.acked, self.headers = f"{api}/comments", [], headers
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._post, daemon=True)
 
     def _post(self) -> None:
-        with httpx.Client(timeout=10) as client:
+        with httpx.Client(timeout=10, headers=self.headers) as client:
             n = 0
             while not self.stop.is_set():
                 n += 1
@@ -81,10 +81,11 @@ def test_a_backup_under_load_restores_into_a_new_data_dir_and_runs_go_on(folder)
     ).start(timeout=120)
     try:
         api = f"{first.url}/api"
-        company = created(httpx.post(f"{api}/companies", json={"name": "Acme"}))
+        http = httpx.Client(headers=first.headers, timeout=30)
+        company = created(http.post(f"{api}/companies", json={"name": "Acme"}))
         base = f"{api}/companies/{company['id']}"
         agent = created(
-            httpx.post(
+            http.post(
                 f"{base}/agents",
                 json={
                     "name": "coder",
@@ -95,13 +96,13 @@ def test_a_backup_under_load_restores_into_a_new_data_dir_and_runs_go_on(folder)
         )
         # Assigned while no runner is connected: its run waits, in the database.
         task = created(
-            httpx.post(
+            http.post(
                 f"{base}/issues",
                 json={"title": "Fix the build", "assignee_agent_id": agent["id"]},
             )
         )
-        busy = created(httpx.post(f"{base}/issues", json={"title": "Busy"}))
-        load = Load(f"{base}/issues/{busy['id']}")
+        busy = created(http.post(f"{base}/issues", json={"title": "Busy"}))
+        load = Load(f"{base}/issues/{busy['id']}", first.headers)
         load.thread.start()
         wait_until(lambda: len(load.acked) >= 20, 30, message="comments under way")
         acked_before = list(load.acked)
@@ -133,9 +134,10 @@ def test_a_backup_under_load_restores_into_a_new_data_dir_and_runs_go_on(folder)
     ).start(timeout=120)
     try:
         api = f"{second.url}/api/companies/{company['id']}"
+        http = httpx.Client(headers=second.headers, timeout=30)
         ids, params = [], {"limit": 100}
         while True:
-            page = httpx.get(f"{api}/issues/{busy['id']}/comments", params=params).json()
+            page = http.get(f"{api}/issues/{busy['id']}/comments", params=params).json()
             ids += [c["id"] for c in page["items"]]
             if not page["next_cursor"]:
                 break
@@ -147,7 +149,7 @@ def test_a_backup_under_load_restores_into_a_new_data_dir_and_runs_go_on(folder)
             lambda: next(
                 (
                     r
-                    for r in httpx.get(f"{api}/runs", params={"issue_id": task["id"]}).json()[
+                    for r in http.get(f"{api}/runs", params={"issue_id": task["id"]}).json()[
                         "items"
                     ]
                     if r["status"] in ("succeeded", "failed")
