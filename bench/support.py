@@ -56,6 +56,9 @@ class ControlPlane:
             "PAPERCLIP_DATA_DIR": tmp,
             "PAPERCLIP_PORT": str(free_port()),
             "PAPERCLIP_LOG_LEVEL": "WARNING",
+            # A benchmark's clients are its own process on a machine of its own: they measure
+            # the server, not the operator's sign-in (a comparison of one short string).
+            "PAPERCLIP_OPERATOR_TOKEN_REQUIRED": "false",
             **(env or {}),
         }
         self.server = ServerProcess(self.env, Path(tmp) / "serve.log", "--no-runner").start()

@@ -28,6 +28,7 @@ from paperclip.api.health import health
 from paperclip.api.holds import HoldController
 from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
+from paperclip.api.metrics import metrics_page
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
@@ -43,15 +44,29 @@ from paperclip.api.stream_limits import StreamLimits, stream_paths
 from paperclip.api.workspaces import WorkspaceController
 from paperclip.container import Container
 from paperclip.db.availability import when_reachable
+from paperclip.operator_token import OperatorTokenError, ensure_token
 from paperclip.plugins import PluginHost
 from paperclip.services.server_secrets import server_secret
-from paperclip.settings import DeploymentMode, Settings
+from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)
 
 
 def _service(provider: object) -> Provide:
     return Provide(lambda: provider(), sync_to_thread=False)  # type: ignore[operator]
+
+
+def local_operator_token(settings: Settings) -> str | None:
+    """The token the operator shows without login (made in the data dir at the first start);
+    None when every caller must show a key instead, or when the operator turned it off."""
+    if settings.deployment_mode is not DeploymentMode.LOCAL_TRUSTED:
+        return None
+    if not settings.operator_token_required:
+        return None
+    try:
+        return ensure_token(settings.data_dir)
+    except (OperatorTokenError, OSError) as exc:
+        raise ConfigurationError(f"the operator token: {exc}") from exc
 
 
 def create_app(
@@ -64,6 +79,7 @@ def create_app(
     stops startup.
     """
     settings.check_bind_address()
+    operator_token = local_operator_token(settings)
     owns_container = container is None
     if container is None:
         container = Container(settings=settings)
@@ -134,6 +150,7 @@ def create_app(
             PriceController,
             BudgetController,
             recovery_status,
+            metrics_page,
             ApiKeyController,
             PluginController,
             ProviderController,
@@ -180,7 +197,9 @@ def create_app(
         debug=False,
         logging_config=None,  # the process configures logging (paperclip.logging)
     )
-    complete(app, authenticated=authenticated, providers=host.providers())
+    complete(
+        app, authenticated=authenticated or operator_token is not None, providers=host.providers()
+    )
     app.asgi_handler = RequestGate(
         StreamLimits(
             app.asgi_handler,
@@ -193,6 +212,7 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
     )
     app.state.settings = settings
+    app.state.operator_token = operator_token
     app.state.container = container
     app.state.plugin_host = host
     return app

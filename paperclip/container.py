@@ -54,6 +54,15 @@ def database_url(settings: Settings) -> Iterator[str]:
         embedded.stop()
 
 
+def retention_days(settings: Settings) -> dict[str, float]:
+    """Each kind of history's retention, by table (``paperclip.engine.retention``)."""
+    return {
+        "run_events": settings.retention_run_events_days,
+        "tool_calls": settings.retention_tool_calls_days,
+        "activity_log": settings.retention_activity_days,
+    }
+
+
 class Container(containers.DeclarativeContainer):
     settings = providers.Dependency(instance_of=Settings)
 
@@ -107,6 +116,9 @@ class Container(containers.DeclarativeContainer):
         clock=clock,
         routine_grace_seconds=settings.provided.routine_grace_seconds,
         routine_pass_seconds=settings.provided.routine_pass_seconds,
+        retention_days=providers.Callable(retention_days, settings),
+        retention_sweep_seconds=settings.provided.retention_sweep_seconds,
+        retention_batch_rows=settings.provided.retention_batch_rows,
     )
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
     steering = providers.Singleton(

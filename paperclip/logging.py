@@ -13,24 +13,31 @@ import re
 import sys
 from datetime import UTC, datetime
 
+from paperclip import log_context
 from paperclip.settings import LogFormat
 
 
 class JsonFormatter(logging.Formatter):
+    """One JSON object a line: ``ts`` (ISO 8601 in UTC, to the microsecond, with its
+    offset), ``level``, ``logger``, ``message``, and the ``run_id``, ``issue_id`` and
+    ``company_id`` of the work the line is about, where known (``paperclip.log_context``)."""
+
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="microseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
+            **log_context.current(),
         }
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         return json.dumps(entry)
 
 
-CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_")
-"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes)."""
+CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_", "pco_")
+"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes), and the
+operator token (``paperclip.operator_token``)."""
 _CREDENTIAL = re.compile(r"\b(" + "|".join(CREDENTIAL_PREFIXES) + r")[A-Za-z0-9_\-]+")
 _QUERY = re.compile(r"(/[^\s\"'?]*)\?([^\s\"'#]+)")
 REDACTED = "…"

@@ -19,7 +19,7 @@ from paperclip.wire.workspace_rules import path_problem
 
 class DeploymentMode(StrEnum):
     LOCAL_TRUSTED = "local_trusted"
-    """Loopback only, no login: every request acts as the local operator."""
+    """Loopback only, no login: the local operator, who proves it with the operator token."""
     AUTHENTICATED = "authenticated"
     """Every request carries a board API key (``Authorization: Bearer ...``)."""
 
@@ -58,6 +58,13 @@ class Settings(BaseSettings):
         default=3100, ge=0, le=65535, description="Port the HTTP server binds (0: any free)."
     )
     deployment_mode: DeploymentMode = Field(default=DeploymentMode.LOCAL_TRUSTED)
+    operator_token_required: bool = Field(
+        default=True,
+        description="Without login (local_trusted), a request acts as the operator only with the "
+        "operator token of the data dir (<data dir>/operator-token; the board's sign-in URL "
+        "carries it). false: every request from this host acts as the operator (for a machine "
+        "only you use).",
+    )
     allowed_hosts: Annotated[frozenset[str], NoDecode] = Field(
         default=frozenset(),
         description="Host names the HTTP server answers to, comma-separated. In local_trusted "
@@ -165,6 +172,38 @@ class Settings(BaseSettings):
         gt=0,
         le=3600,
         description="How often each replica looks for ended issues' worktrees to remove.",
+    )
+    retention_run_events_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="How long a finished run's events are kept (counted from the event and "
+        "from the run's end); 0 keeps them for ever. Live runs and answers not presented yet "
+        "keep theirs (docs/operations.md#retention).",
+    )
+    retention_tool_calls_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="How long a finished run's settled tool calls (the tool journal) are kept; "
+        "0 keeps them for ever. Receipts are always kept.",
+    )
+    retention_activity_days: float = Field(
+        default=365.0,
+        ge=0,
+        description="How long activity log entries are kept (those of a live run stay); "
+        "0 keeps them for ever.",
+    )
+    retention_sweep_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        le=86_400,
+        description="How often a replica removes history past its retention.",
+    )
+    retention_batch_rows: int = Field(
+        default=1000,
+        ge=10,
+        le=100_000,
+        description="Rows the retention keeper looks at in one transaction (a small batch "
+        "never holds up the engine).",
     )
     routine_grace_seconds: float = Field(
         default=60.0,

@@ -10,7 +10,8 @@ pytest plugin's:
   test module.
 - ``paperclip_settings``, ``paperclip_container``, ``paperclip_app``, ``paperclip_client``:
   the application on that database, built per test; ``paperclip_client`` is an HTTP
-  client speaking to it in-process.
+  client speaking to it in-process, as the operator (``operator_headers(app)``: the
+  operator token, without login).
 - ``paperclip_plugin_host``: a fresh plugin host with the built-in plugins only (no
   installed plugin is discovered); ``paperclip_bare_plugin_host``: one with no plugin at
   all; ``paperclip_installed_plugin_host``: built-ins and installed plugins, as the server
@@ -213,8 +214,19 @@ async def paperclip_client(paperclip_app: Litestar) -> AsyncIterator[httpx.Async
 
     async with running_lifespan(paperclip_app):
         transport = httpx.ASGITransport(app=paperclip_app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://127.0.0.1",
+            headers=operator_headers(paperclip_app),
+        ) as http:
             yield http
+
+
+def operator_headers(app: Litestar) -> dict[str, str]:
+    """``Authorization`` with the app's operator token, without login (none with login, or with
+    the token turned off): what the local operator's clients send."""
+    token = app.state.get("operator_token")
+    return {"Authorization": f"Bearer {token}"} if token else {}
 
 
 @asynccontextmanager

@@ -89,6 +89,8 @@ class RunStack:
     launch: Mapping[str, Mapping[str, Sequence[str]]] | None = None
     runner_env: Mapping[str, str] = field(default_factory=dict)
     url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    """What its clients send: the operator token (``paperclip serve`` says where it is)."""
     _processes: list[subprocess.Popen[str]] = field(default_factory=list)
     _logs: list[Any] = field(default_factory=list)
 
@@ -118,7 +120,12 @@ class RunStack:
         line = server.stdout.readline()
         if not line:
             raise RuntimeError(f"paperclip serve exited: {self.tail('server.log')}")
-        self.url = json.loads(line)["url"]
+        said = json.loads(line)
+        self.url = said["url"]
+        # Without login the API acts for the operator only, who shows the token on file.
+        if "token_file" in said:
+            token = Path(said["token_file"]).read_text().strip()
+            self.headers = {"Authorization": f"Bearer {token}"}
         _wait(self._healthy, 60, "paperclip serve to answer")
         made = subprocess.run(
             [*PAPERCLIP, "runners", "create", f"test-runner-{_free_port()}", "--json"],
@@ -178,7 +185,7 @@ class RunStack:
     ) -> RunOutcome:
         """Create a company, an agent on ``provider`` and an issue; assign it; wait for the run."""
         self.start()
-        with httpx.Client(base_url=f"{self.url}/api", timeout=30) as api:
+        with httpx.Client(base_url=f"{self.url}/api", headers=self.headers, timeout=30) as api:
             company = _ok(api.post("/companies", json={"name": "Test", "issue_prefix": "TST"}))
             base = f"/companies/{company['id']}"
             agent = _ok(

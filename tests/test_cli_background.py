@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 
@@ -49,13 +50,19 @@ def test_detach_then_stop(env, tmp_path):
     assert started.returncode == 0, started.stderr
     data = tmp_path / "data"
     pid = int((data / "serve.pid").read_text())
-    assert started.stdout.strip() == (
+    token = (data / "operator-token").read_text().strip()
+    assert started.stdout.strip().splitlines() == [
         f"Paperclip is serving on http://127.0.0.1:{port} in the background (pid {pid}); "
-        f"log: {data / 'serve.log'}; stop it with `paperclip stop`"
-    )
+        f"log: {data / 'serve.log'}; stop it with `paperclip stop`",
+        f"Board: http://127.0.0.1:{port}/?token={token}",
+    ]
+    # Its log holds that URL too: only its user may read it.
+    assert stat.S_IMODE((data / "serve.log").stat().st_mode) == 0o600
     try:
         # It listens as soon as the command returns, and outlives it.
         assert httpx.get(f"http://127.0.0.1:{port}/api/health").status_code == 200
+        auth = {"Authorization": f"Bearer {token}"}
+        assert httpx.get(f"http://127.0.0.1:{port}/api/companies", headers=auth).status_code == 200
         assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
 
         # Started again: the first is said, by its pid file, and nothing else starts.
@@ -124,6 +131,9 @@ def test_detach_json_and_a_pid_file_of_ones_own(env, tmp_path):
     assert started.returncode == 0, started.stderr
     said = json.loads(started.stdout)
     assert said["event"] == "listening" and said["pid_file"] == str(pid_file)
+    token_file = tmp_path / "data" / "operator-token"
+    assert said["token_file"] == str(token_file)
+    assert said["board_url"] == f"{said['url']}/?token={token_file.read_text().strip()}"
     assert int(pid_file.read_text()) == said["pid"]
     try:
         assert httpx.get(f"{said['url']}/api/health").status_code == 200

@@ -165,7 +165,13 @@ def upgrade() -> None:
     op.add_column("runs", sa.Column("lease_expires_at", sa.DateTime(timezone=True), nullable=True))
     op.add_column("runs", sa.Column("runner_id", sa.Uuid(), nullable=True))
     op.add_column("runs", sa.Column("wake_request_id", sa.Uuid(), nullable=True))
-    op.add_column("runs", sa.Column("last_event_seq", sa.Integer(), nullable=False))
+    # Runs made before it: their log's newest seq (a NOT NULL column without a value failed).
+    op.add_column("runs", sa.Column("last_event_seq", sa.Integer(), nullable=True))
+    op.execute(
+        "UPDATE runs SET last_event_seq = coalesce("
+        "(SELECT max(seq) FROM run_events e WHERE e.run_id = runs.id), 0)"
+    )
+    op.alter_column("runs", "last_event_seq", nullable=False)
     op.create_index(op.f("ix_runs_runner_id"), "runs", ["runner_id"], unique=False)
     op.create_index(
         "uq_runs_active_issue",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import re
 import uuid
 from typing import Any
@@ -11,7 +12,9 @@ from litestar.handlers.base import BaseRouteHandler
 
 from paperclip.api.access import ACTOR_KEY, Access, authorize, route_access
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
+from paperclip.operator_token import cookie_name, token_file
 from paperclip.services.actor import LOCAL_OPERATOR, Actor
+from paperclip.services.api_keys import KEY_PREFIX as API_KEY_PREFIX
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
 
@@ -52,14 +55,44 @@ async def authenticate(
         connection.state[ACTOR_KEY] = actor
         return
     if app_state.settings.deployment_mode is DeploymentMode.LOCAL_TRUSTED:
-        connection.state[ACTOR_KEY] = LOCAL_OPERATOR
+        connection.state[ACTOR_KEY] = await local_caller(connection, token)
         return
     if token is None:
         raise UnauthorizedError("an API key is required: Authorization: Bearer <key>")
-    actor = await app_state.api_keys.authenticate(token)
+    connection.state[ACTOR_KEY] = await _key_holder(connection, token)
+
+
+async def local_caller(connection: ASGIConnection[Any, Any, Any, Any], token: str | None) -> Actor:
+    """Without login: the operator, who shows the operator token (a bearer token, or the
+    board's cookie); or the holder of an API key; anyone else is refused.
+
+    With ``operator_token_required`` off, every caller is the operator (as on a machine
+    only its user may reach).
+    """
+    expected: str | None = connection.app.state.operator_token
+    if expected is None:
+        return LOCAL_OPERATOR
+    if token is not None and hmac.compare_digest(token.encode(), expected.encode()):
+        return LOCAL_OPERATOR
+    if token is not None and token.startswith(API_KEY_PREFIX):
+        return await _key_holder(connection, token)
+    cookie = connection.cookies.get(cookie_name(connection.headers.get("host")))
+    if token is None and cookie and hmac.compare_digest(cookie.encode(), expected.encode()):
+        return LOCAL_OPERATOR
+    where = token_file(connection.app.state.settings.data_dir)
+    raise UnauthorizedError(
+        f"this server acts for its operator only: send the operator token in {where} "
+        "(Authorization: Bearer <token>), or open the board through the URL `paperclip serve` "
+        "printed (`paperclip board` prints it again)",
+        code="operator_token_required",
+    )
+
+
+async def _key_holder(connection: ASGIConnection[Any, Any, Any, Any], token: str) -> Actor:
+    actor = await connection.app.state.api_keys.authenticate(token)
     if actor is None:
         raise UnauthorizedError("the API key is not valid or was revoked", code="invalid_api_key")
-    connection.state[ACTOR_KEY] = actor
+    return actor  # type: ignore[no-any-return]
 
 
 RUN_TOKEN_ROUTES = frozenset(

@@ -9,12 +9,19 @@ framing.
 
 from __future__ import annotations
 
+import hmac
 from pathlib import Path
+from typing import Any
 
-from litestar import Response, get
+from litestar import Request, Response, get
+from litestar.datastructures import Cookie
 from litestar.exceptions import NotFoundException
 
 from paperclip.api.access import Access, access
+from paperclip.operator_token import QUERY_PARAMETER, cookie_name
+
+COOKIE_SECONDS = 30 * 24 * 3600
+"""How long the board's sign-in lasts in a browser (the token itself lasts until its file goes)."""
 
 BOARD_DIR = Path(__file__).resolve().parent.parent / "board"
 
@@ -56,9 +63,40 @@ def _file(relative: str) -> Response[bytes]:
 
 
 @get("/", opt=access(Access.PUBLIC), include_in_schema=False)
-async def board_page() -> Response[bytes]:
-    """The board's single page; its views are chosen by the URL's fragment."""
+async def board_page(request: Request[Any, Any, Any]) -> Response[bytes]:
+    """The board's single page; its views are chosen by the URL's fragment.
+
+    ``/?token=…`` (the URL ``paperclip serve`` prints without login) signs the
+    operator in: the token becomes an HttpOnly, SameSite=Strict cookie, and a
+    redirect takes it out of the address bar (and out of any link copied from it).
+    """
+    if QUERY_PARAMETER in request.query_params:
+        return _sign_in(request, request.query_params[QUERY_PARAMETER])
     return _file("index.html")
+
+
+def _sign_in(request: Request[Any, Any, Any], token: str) -> Response[bytes]:
+    expected: str | None = request.app.state.operator_token
+    cookies = []
+    # A wrong token sets nothing: the board then says how to get in.
+    if expected is not None and hmac.compare_digest(token.encode(), expected.encode()):
+        cookies.append(
+            Cookie(
+                key=cookie_name(request.headers.get("host")),
+                value=token,
+                path="/",
+                max_age=COOKIE_SECONDS,
+                httponly=True,
+                samesite="strict",
+            )
+        )
+    return Response(
+        b"",
+        status_code=303,
+        media_type="text/plain",
+        headers={**SECURITY_HEADERS, "Location": "/"},
+        cookies=cookies,
+    )
 
 
 @get("/board/{name:path}", opt=access(Access.PUBLIC), include_in_schema=False)

@@ -73,6 +73,9 @@ def openapi_config() -> OpenAPIConfig:
 def complete(app: Litestar, *, authenticated: bool, providers: Sequence[ProviderKind]) -> None:
     """Add what holds for every operation to the app's document (built once, then served).
 
+    ``authenticated``: every operation but the public ones needs a bearer token (a key, or
+    without login the operator token); otherwise none does.
+
     ``providers``: the provider kinds this server's plugins offer; the agent
     bodies are described by their names and config schemas.
     """
@@ -84,8 +87,9 @@ def complete(app: Litestar, *, authenticated: bool, providers: Sequence[Provider
         SECURITY_SCHEME: SecurityScheme(
             type="http",
             scheme="bearer",
-            description="An API key (`pck_…`; `paperclip keys create`) or an agent's run token "
-            "(`pcr_…`). Without login (local_trusted), only run tokens are read.",
+            description="An API key (`pck_…`; `paperclip keys create`), an agent's run token "
+            "(`pcr_…`), or without login (local_trusted) the operator token (`pco_…`, in "
+            "<data dir>/operator-token; the board sends it as a cookie).",
         )
     }
     _forbid_unknown_fields(components)
@@ -102,7 +106,8 @@ def complete(app: Litestar, *, authenticated: bool, providers: Sequence[Provider
             if is_public:
                 operation.security = []
             else:
-                # Without login a request needs no credential, but a run token is still read.
+                # With the operator token off a request needs no credential, but a run token is
+                # still read.
                 operation.security = (
                     [{SECURITY_SCHEME: []}]
                     if authenticated

@@ -31,6 +31,7 @@ from paperclip.chaos.points import (
 )
 from paperclip.chaos.proxy import LinkProxy
 from paperclip.chaos.workload import Workload
+from paperclip.operator_token import read_token, token_file
 
 TICK = 0.25
 TERM_GRACE = 40.0
@@ -179,7 +180,7 @@ class ChaosRun:
             self._launch(child)
         self._wait(lambda: self._connected() >= o.runners, 60, "the runners")
         self.workload = Workload(o.runs, c.script_dir, o.pause, o.comments)
-        with httpx.Client(base_url=f"http://127.0.0.1:{c.ports[0]}/api", timeout=30) as api:
+        with self._api(0, timeout=30) as api:
             self.workload.create(api)
 
     def _drive(self) -> None:
@@ -330,11 +331,19 @@ class ChaosRun:
         healthy = [i for i in range(self.options.replicas) if self._healthy(i)]
         if not healthy or not live:
             return
-        port = self.cluster.ports[self.rng.choice(healthy)]
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api", timeout=10) as api:
+        with self._api(self.rng.choice(healthy)) as api:
             for issue_id, run_id in live:
                 if self.workload.steer(api, waiting[issue_id], run_id):
                     self.steer_next[issue_id] = time.monotonic() + 3 * self.options.pause + 1
+
+    def _api(self, index: int, timeout: float = 10) -> httpx.Client:
+        """Replica ``index``'s API, as its operator: the token in its data dir."""
+        token = read_token(token_file(self.cluster.folder / f"cp{index}"))
+        return httpx.Client(
+            base_url=f"http://127.0.0.1:{self.cluster.ports[index]}/api",
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+            timeout=timeout,
+        )
 
     def _record(self, fault: Fault) -> None:
         self.faults.append(fault)
@@ -408,8 +417,7 @@ class ChaosRun:
         if not live:
             return
         want = self.options.concurrency - len(self.workload.active())
-        port = self.cluster.ports[self.rng.choice(live)]
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}/api", timeout=10) as api:
+        with self._api(self.rng.choice(live)) as api:
             for item in self.workload.pending()[: max(want, 0)]:
                 if not self.workload.assign(api, item):
                     return

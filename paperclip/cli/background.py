@@ -81,7 +81,9 @@ def detach(
     """Start ``paperclip serve OPTIONS`` in the background; return once it answers."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
     start = log_file.stat().st_size if log_file.exists() else 0
-    with log_file.open("ab") as log:
+    # Only its user reads the log: the start line carries the board's sign-in URL.
+    with os.fdopen(os.open(log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
+        os.fchmod(log.fileno(), 0o600)
         child = subprocess.Popen(
             [*PAPERCLIP_SERVE, "--json", "--pid-file", str(pid_file), *options],
             stdin=subprocess.DEVNULL,
@@ -115,6 +117,8 @@ def detach(
         soft_wrap=True,
         highlight=False,
     )
+    if board := listening.get("board_url"):
+        console.print(f"Board: {board}", soft_wrap=True, highlight=False, markup=False)
 
 
 @click.command("stop")

@@ -2,9 +2,10 @@
 
 Client commands talk to a running server like any other client (``--url``,
 ``PAPERCLIP_URL``; a key in ``PAPERCLIP_API_KEY`` when the server asks for
-one) and never open the database. People name things as they see them: a
-company by its name or issue prefix, an agent by its name, an issue by its
-identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
+one; when a server on this machine without login asks for it, the operator
+token of the data dir) and never open the database. People name things as
+they see them: a company by its name or issue prefix, an agent by its name,
+an issue by its identifier (``PAP-1``); ids work too. Every failure is one line on stderr and
 a non-zero exit, never a traceback.
 
 A client command group is built from what is here: ``url_option``,
@@ -20,12 +21,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import click
 import httpx
 
+from paperclip.api.origins import is_loopback_name
 from paperclip.cli.output import errors, fail
+from paperclip.operator_token import OperatorTokenError, read_token, token_file
 
 IDENTIFIER = re.compile(r"^([A-Za-z][A-Za-z0-9]+)-(\d+)$")
 READ_CAP = 10_000
@@ -75,12 +78,32 @@ class ApiClient:
             headers["Authorization"] = f"Bearer {key}"
         self.url = url.rstrip("/")
         self.http = httpx.Client(base_url=f"{self.url}/api", headers=headers, timeout=30)
+        self.asked_for_token = False
+
+    def send(self, method: str, path: str, **options: Any) -> httpx.Response:
+        """One request; when a server on this machine asks for the operator token, again with it."""
+        answer = self.http.request(method, path, **options)
+        if answer.status_code == 401 and self.sign_in(answer):
+            answer = self.http.request(method, path, **options)  # refused at the door: not done
+        return answer
+
+    def sign_in(self, refused: httpx.Response) -> bool:
+        """Take the operator token of the data dir, the first time the server asks for it (and
+        only a server on this machine): whether there is one to try."""
+        if self.asked_for_token or body_code(refused) != "operator_token_required":
+            return False
+        self.asked_for_token = True
+        token = operator_token(self.url)
+        if token is None:
+            return False
+        self.http.headers["Authorization"] = f"Bearer {token}"
+        return True
 
     # Requests
 
     def request(self, method: str, path: str, **options: Any) -> Any:
         try:
-            answer = self.http.request(method, path, **options)
+            answer = self.send(method, path, **options)
         except httpx.HTTPError as exc:
             self.unreachable(exc)
         if answer.status_code >= 400:
@@ -99,11 +122,14 @@ class ApiClient:
             message = f"{body.get('code', answer.status_code)}: {body.get('message', '')}"
         except ValueError:
             message = f"HTTP {answer.status_code} from {answer.request.url}"
-        hint = (
-            "Set PAPERCLIP_API_KEY to a key of this server (`paperclip keys create`)."
-            if answer.status_code == 401
-            else None
-        )
+        hint = None
+        if answer.status_code == 401:
+            hint = "Set PAPERCLIP_API_KEY to a key of this server (`paperclip keys create`)."
+        if answer.status_code == 401 and body_code(answer) == "operator_token_required":
+            hint = (
+                "Run this command as the server's user, with its data dir (PAPERCLIP_DATA_DIR): "
+                "it reads the operator token there; or set PAPERCLIP_API_KEY."
+            )
         fail(message, hint=hint)
 
     def get(self, path: str, **params: Any) -> Any:
@@ -152,6 +178,9 @@ class ApiClient:
         ) as answer:
             if answer.status_code >= 400:
                 answer.read()
+                if answer.status_code == 401 and self.sign_in(answer):
+                    yield from self.stream(path, params=params, last_id=last_id)
+                    return
                 self.refused(answer)
             event, data = "message", []
             for line in answer.iter_lines():
@@ -237,7 +266,7 @@ class ApiClient:
     def find(self, path: str) -> dict[str, Any] | None:
         """The object at ``path``, or None when the server says it is not there (404)."""
         try:
-            answer = self.http.get(path)
+            answer = self.send("GET", path)
         except httpx.HTTPError as exc:
             self.unreachable(exc)
         if answer.status_code == 404:
@@ -267,6 +296,27 @@ class ApiClient:
                 )
             time.sleep(0.5)
         return dict(runs[0])
+
+
+def operator_token(url: str) -> str | None:
+    """The operator token of the data dir, for a server on this machine (None: no token
+    there, or another host: the token never goes elsewhere)."""
+    host = urlsplit(url).hostname
+    if host is None or not is_loopback_name(host):
+        return None
+    from paperclip.cli.context import load_settings
+
+    try:
+        return read_token(token_file(load_settings().data_dir))
+    except OperatorTokenError as exc:
+        fail(f"the operator token: {exc}")
+
+
+def body_code(answer: httpx.Response) -> str | None:
+    try:
+        return str(answer.json().get("code"))
+    except (ValueError, AttributeError):
+        return None
 
 
 def _is_uuid(ref: str) -> bool:

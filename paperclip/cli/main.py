@@ -12,6 +12,8 @@ import click
 import paperclip
 from paperclip.cli.agents import agents
 from paperclip.cli.background import stop
+from paperclip.cli.backup import db_backup, db_restore
+from paperclip.cli.board import board
 from paperclip.cli.chaos import chaos
 from paperclip.cli.companies import companies
 from paperclip.cli.context import database_errors, load_settings, start_database, with_database
@@ -102,7 +104,11 @@ def serve(
 
 @cli.group()
 def db() -> None:
-    """Database migrations."""
+    """Database migrations, backup and restore."""
+
+
+db.add_command(db_backup)
+db.add_command(db_restore)
 
 
 @db.command("upgrade")
@@ -285,6 +291,7 @@ def keys_revoke(key_id: uuid.UUID, as_json: bool) -> None:
 
 cli.add_command(chaos)
 cli.add_command(stop)
+cli.add_command(board)
 cli.add_command(plugins)
 cli.add_command(runner)
 cli.add_command(runners)

@@ -13,7 +13,8 @@ from pathlib import Path
 import uvicorn
 from litestar import Litestar
 
-from paperclip.app import create_app
+from paperclip import tracing
+from paperclip.app import create_app, local_operator_token
 from paperclip.cli.background import claim, default_files, release
 from paperclip.cli.context import connection_problem, unreachable
 from paperclip.cli.http_protocol import DeadlineProtocol
@@ -24,8 +25,9 @@ from paperclip.db.access import EmbeddedDatabaseError
 from paperclip.db.availability import describe, is_unavailable
 from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
+from paperclip.operator_token import board_url, token_file
 from paperclip.plugins.errors import PluginError
-from paperclip.settings import ConfigurationError, Settings
+from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,7 @@ def serve(settings: Settings, *, as_json: bool = False, pid_file: Path | None = 
 
 def _serve(settings: Settings, as_json: bool) -> None:
     configure_logging(settings.log_level, settings.log_format)
+    tracing.configure(settings.instance_id)
     try:
         settings.check_bind_address()
     except ConfigurationError as exc:
@@ -119,6 +122,11 @@ def _serve(settings: Settings, as_json: bool) -> None:
         sock.close()
         fail(str(exc), code=2)
     try:
+        # After the database's checks: a data dir refused there is left as it was found.
+        try:
+            operator_token = local_operator_token(settings)
+        except ConfigurationError as exc:
+            fail(str(exc), code=2)
         url = container.database_url()
         _migrate_when_reachable(url, settings)
         host, port = sock.getsockname()[:2]
@@ -143,11 +151,7 @@ def _serve(settings: Settings, as_json: bool) -> None:
         if settings.local_runner:
             local_runner = LocalRunner(settings.data_dir, base_url)
             local_runner.register(url)
-        if as_json:
-            emit_json({"event": "listening", "url": base_url, "database": database})
-        else:
-            console.print(f"Paperclip is serving on [bold]{base_url}[/] (API under /api)")
-            console.print(f"[dim]database: {database}; stop with Ctrl-C[/]")
+        _say_listening(settings, base_url, database, operator_token, as_json)
         # uvicorn handles SIGINT and SIGTERM: stop accepting, finish in-flight requests.
         # It then raises the signal again for the handler installed before it; ours
         # turns that into an exception, so the database below is stopped too.
@@ -165,6 +169,36 @@ def _serve(settings: Settings, as_json: bool) -> None:
     finally:
         container.shutdown_resources()
         log.info("stopped")
+
+
+def _say_listening(
+    settings: Settings, base_url: str, database: str, token: str | None, as_json: bool
+) -> None:
+    """The start line: where the server listens, and the board's URL that signs the operator
+    in (with the token, without login); where the token is kept."""
+    board = board_url(base_url, token)
+    where = str(token_file(settings.data_dir)) if token else None
+    local = settings.deployment_mode is DeploymentMode.LOCAL_TRUSTED
+    if local and not settings.operator_token_required:
+        log.warning(
+            "the operator token is off (PAPERCLIP_OPERATOR_TOKEN_REQUIRED=false): every process "
+            "and every user of this host acts as the operator"
+        )
+    if as_json:
+        event = {"event": "listening", "url": base_url, "database": database, "board_url": board}
+        emit_json(event | ({"token_file": where} if where else {}))
+        return
+    console.print(f"Paperclip is serving on [bold]{base_url}[/] (API under /api)")
+    console.print(f"Board: {board}", soft_wrap=True, highlight=False, markup=False)
+    if where:
+        console.print(
+            f'operator token: {where} (curl -H "Authorization: Bearer $(cat {where})")',
+            style="dim",
+            soft_wrap=True,
+            highlight=False,
+            markup=False,
+        )
+    console.print(f"[dim]database: {database}; stop with Ctrl-C[/]")
 
 
 def _migrate_when_reachable(url: str, settings: Settings) -> None:

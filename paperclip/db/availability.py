@@ -18,6 +18,8 @@ from asyncpg.exceptions import InternalClientError, PostgresConnectionError
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
+from paperclip.metrics import DATABASE_ERRORS
+
 T = TypeVar("T")
 
 
@@ -63,8 +65,10 @@ def describe(exc: BaseException) -> str:
 def log_failure(log: logging.Logger, message: str, exc: BaseException, *args: object) -> None:
     """Log a background failure: one warning line when the database is away, else the traceback."""
     if is_unavailable(exc):
+        DATABASE_ERRORS.labels("unavailable").inc()
         log.warning(message + " (the database is unavailable: %s)", *args, describe(exc))
     else:
+        DATABASE_ERRORS.labels("other").inc()
         log.error(message, *args, exc_info=exc)
 
 

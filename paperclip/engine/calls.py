@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import engine_of, plain_connection
 from paperclip.engine import journal, outbox
@@ -215,6 +217,7 @@ class CallPipeline:
         self, runner_id: uuid.UUID, batch: list[Admitted]
     ) -> list[tuple[int, ToolResult]]:
         """Execute and settle a batch; its replies, queued in ``runner_id``'s outbox, by seq."""
+        started, began = time.perf_counter(), tracing.now()
         epochs = {
             run_id: epoch
             for run_id, _, _ in batch
@@ -286,6 +289,19 @@ class CallPipeline:
                 ],
             )
             tx.appended(added)
+        elapsed = time.perf_counter() - started
+        for (_, call), outcome in zip(work, outcomes, strict=True):
+            tool = metrics.tool_label(call.tool)
+            metrics.TOOL_CALLS.labels(tool, "error" if outcome.is_error else "ok").inc()
+            metrics.TOOL_CALL_SECONDS.labels(tool).observe(elapsed)
+            tracing.record(
+                "paperclip.tool_call",
+                call.run_id,
+                began,
+                tool=call.tool,
+                call_id=call.call_id,
+                outcome="error" if outcome.is_error else "ok",
+            )
         return [(seq, numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
 

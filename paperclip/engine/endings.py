@@ -27,6 +27,7 @@ from paperclip_hookspecs.presentation import (
 from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip import tracing
 from paperclip.engine import drain, outbox
 from paperclip.engine.completion import (
     check_completion,
@@ -207,11 +208,16 @@ class RunEndings:
                 else:
                     ended, status = await self._end_run(session, run, link, message)
                     await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+        tracing.turn_ended(
+            run_id, number, status="lost" if lost else message.status, error=message.error_code
+        )
         if lost:
             self.ownership.release(run_id)
             self.on_lost()
             return
         failpoint("engine.status_decision.before_presentation")
+        if ended:
+            log.info("run %s ended %s", run_id, status.value)
         self.ownership.release(run_id)
         link.kick()
         self.nudge()

@@ -13,6 +13,7 @@
 - ``usage``, ``budgets``: the usage runners report, recorded and charged once; work a budget
   held, let go once the budget allows it again.
 - ``routines``: routines' due cron slots, their queued executions, agents' heartbeats.
+- ``retention``: history past its retention (events, tool journal, activity), removed in batches.
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
@@ -49,6 +50,7 @@ from paperclip.engine.presentation_recovery import PresentationRecovery
 from paperclip.engine.reconciler import Reconciler
 from paperclip.engine.recovery_port import LOST_RUNS, ControlPlanePort
 from paperclip.engine.resumption import Limits
+from paperclip.engine.retention import RetentionKeeper
 from paperclip.engine.routines import RoutineScheduler
 from paperclip.engine.scheduler import WakeScheduler
 from paperclip.engine.transport import Transport, TransportClosed
@@ -83,6 +85,9 @@ class RunEngine:
         clock: Clock = system_clock,
         routine_grace_seconds: float = 60.0,
         routine_pass_seconds: float = 1.0,
+        retention_days: Mapping[str, float] | None = None,
+        retention_sweep_seconds: float = 300.0,
+        retention_batch_rows: int = 1000,
     ) -> None:
         self.instance = instance
         self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
@@ -179,6 +184,12 @@ class RunEngine:
             grace_seconds=routine_grace_seconds,
             pass_seconds=routine_pass_seconds,
         )
+        self.retention = RetentionKeeper(
+            sessions,
+            retention_days=dict(retention_days or {}),
+            pass_seconds=retention_sweep_seconds,
+            batch_rows=retention_batch_rows,
+        )
         self._loops: list[asyncio.Task[Any]] = []
         self._adoptions: set[asyncio.Task[None]] = set()
 
@@ -211,6 +222,7 @@ class RunEngine:
             asyncio.create_task(self.workspaces.run(), name="workspace-keeper"),
             asyncio.create_task(self.budgets.run(), name="budget-keeper"),
             asyncio.create_task(self.routines.run(), name="routine-scheduler"),
+            asyncio.create_task(self.retention.run(), name="retention-keeper"),
         ]
 
     def begin_stop(self) -> None:

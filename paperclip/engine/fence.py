@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 from sqlalchemy.orm import defer
 
+from paperclip import log_context
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import Run
 
@@ -38,6 +39,7 @@ async def lock_run(session: AsyncSession, run_id: uuid.UUID, *, instance: str, e
     ).scalar_one_or_none()
     if run is None:
         raise NotFoundError.of("run", run_id)
+    log_context.remember(run.id, issue_id=run.issue_id, company_id=run.company_id)
     error = _fence_error(run, instance, epoch)
     if error is not None:
         raise error

@@ -17,6 +17,7 @@ from datetime import timedelta
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip import log_context, metrics, tracing
 from paperclip.db.availability import log_failure
 from paperclip.engine.calls import CallPipeline
 from paperclip.engine.costs.usage import UsageRecorder
@@ -29,7 +30,7 @@ from paperclip.engine.link import RunnerLink
 from paperclip.engine.ownership import RunOwnership
 from paperclip.engine.runner_offers import record_provider_report
 from paperclip.engine.transport import TransportClosed
-from paperclip.engine.turns import turn_started
+from paperclip.engine.turns import turn_started, wake_age
 from paperclip.engine.workspaces.reports import record_released, record_report, record_status
 from paperclip.wire.messages import (
     Ack,
@@ -168,6 +169,10 @@ class RunnerInbox:
             await self._append_events(link, [m for m in group if isinstance(m, Event)])
 
     async def _handle(self, link: RunnerLink, message: DataMessage) -> None:
+        with log_context.about(run_id=getattr(message, "run_id", None)):
+            await self._handle_one(link, message)
+
+    async def _handle_one(self, link: RunnerLink, message: DataMessage) -> None:
         if isinstance(message, TurnFinished):
             await self.endings.turn_finished(link, message)
         elif isinstance(message, TurnStarted):
@@ -223,7 +228,13 @@ class RunnerInbox:
                 instance=self.calls.instance,
                 epoch=self.ownership.epoch(message.run_id),
             )
-            await turn_started(session, run, message.turn, message.session_ref)
+            first = await turn_started(session, run, message.turn, message.session_ref)
+            waited = await wake_age(session, run) if first and message.turn == 1 else None
+        if first:
+            metrics.TURNS_STARTED.inc()
+            tracing.turn_began(message.run_id, message.turn)
+        if waited is not None:
+            metrics.WAKE_TO_TURN_SECONDS.observe(waited)
 
     async def _workspace_report(self, link: RunnerLink, message: WorkspaceReport) -> None:
         if not await self.gate.controls(link, message.run_id):

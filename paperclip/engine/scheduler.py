@@ -19,6 +19,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip import log_context, tracing
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
 from paperclip.engine import outbox
@@ -220,6 +221,7 @@ class WakeScheduler:
 
     async def _claim_new_runs(self) -> int:
         started: list[tuple[RunnerLink, int, StartTurn]] = []
+        claims: dict[uuid.UUID, tuple[int, uuid.UUID, str]] = {}  # when, the wake (a span's)
         async with self.sessions.begin() as session:
             here = self.runners_here() if self.runners_here is not None else None
             for wake, agent in await claimable_wakes(session, CLAIM_BATCH, runners=here):
@@ -232,17 +234,24 @@ class WakeScheduler:
                 )
                 if link is None or place.wait:
                     continue  # another replica's runner, or a runner still to come, may take it
+                claimed = tracing.now()
                 try:
-                    async with session.begin_nested():
-                        seq, start = await self._create_run(session, wake, agent, link)
+                    with log_context.about(issue_id=wake.issue_id, company_id=wake.company_id):
+                        async with session.begin_nested():
+                            seq, start = await self._create_run(session, wake, agent, link)
                 except (IntegrityError, WorkspaceElsewhere):
                     continue  # another replica started a run for this issue first
                 except BudgetRefused as refused:
                     await wait_for_budget(session, wake, refused.refusal)
                     continue
                 started.append((link, seq, start))
+                claims[start.run_id] = (claimed, wake.id, wake.source)
         for link, seq, start in started:
+            claimed, wake_id, source = claims[start.run_id]
+            tracing.record("paperclip.wake", start.run_id, claimed, wake_id=wake_id, source=source)
             self.ownership.own(start.run_id, 1)
+            with log_context.about(run_id=start.run_id):
+                log.info("run %s started on runner %s", start.run_id, link.runner_id)
             # Committed: send it now rather than when the link next reads its outbox.
             await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
         return len(started)
@@ -305,6 +314,7 @@ class WakeScheduler:
         )
         assembled = prepared.assembled
         now = datetime.now(UTC)
+        log_context.remember(run_id, issue_id=wake.issue_id, company_id=wake.company_id)
         run = Run(
             id=run_id,
             company_id=wake.company_id,

@@ -17,7 +17,7 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine import outbox
-from paperclip.models import Run, RunTurn, TurnKind, TurnStatus
+from paperclip.models import Run, RunTurn, TurnKind, TurnStatus, WakeRequest
 
 TURN_LOST = "turn_lost"
 """The runner's code for a turn an earlier process of it started: gone with that process."""
@@ -70,8 +70,12 @@ async def current_turn(session: AsyncSession, run: Run) -> RunTurn | None:
 
 async def turn_started(
     session: AsyncSession, run: Run, number: int, session_ref: str | None
-) -> None:
-    """The runner started the turn (and, when given, its provider session exists)."""
+) -> bool:
+    """The runner started the turn (and, when given, its provider session exists); True
+    for the turn's first such report (a runner may report again, with its session)."""
+    before = await session.scalar(
+        select(RunTurn.status).where(RunTurn.run_id == run.id, RunTurn.number == number)
+    )
     values: dict[str, Any] = {"status": TurnStatus.RUNNING}
     if session_ref:
         values["session_ref"] = session_ref
@@ -88,6 +92,17 @@ async def turn_started(
         )
         .values(**values, started_at=datetime.now(UTC))
     )
+    return before == TurnStatus.STARTING
+
+
+async def wake_age(session: AsyncSession, run: Run) -> float | None:
+    """Seconds since the wake that made ``run`` (None for a run of no wake)."""
+    if run.wake_request_id is None:
+        return None
+    woken = await session.scalar(
+        select(WakeRequest.created_at).where(WakeRequest.id == run.wake_request_id)
+    )
+    return (datetime.now(UTC) - woken).total_seconds() if woken is not None else None
 
 
 async def end_turn(

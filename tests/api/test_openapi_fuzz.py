@@ -130,7 +130,7 @@ def served(mode, paperclip_database_url, tmp_path_factory):
         headers["Authorization"] = f"Bearer {json.loads(out.stdout)['key']}"
     server = ServerProcess(env, tmp / "serve.log", "--no-runner").start()
     try:
-        yield server, headers, tmp
+        yield server, {**headers, **server.headers}, tmp
     finally:
         server.stop()
 

@@ -62,7 +62,7 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
     script, reached, gate = gated_script(stack, "live")
     stack.script_dir.mkdir(parents=True, exist_ok=True)
     (stack.script_dir / "board-live.json").write_text(json.dumps(script))
-    page.goto(f"{stack.url()}/")
+    page.goto(stack.board("/"))
 
     page.get_by_label("Name", exact=True).fill("Acme")
     page.get_by_role("button", name="Create company").click()
@@ -142,7 +142,7 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
 
     # A phone-sized viewport: the issue page reflows to one column, nothing wider than it.
     page.set_viewport_size(PHONE)
-    page.goto(f"{stack.url()}/#/c/{company_id}/issues/{run['issue_id']}")
+    page.goto(stack.board(f"/#/c/{company_id}/issues/{run['issue_id']}"))
     expect(page.locator("#issue-status")).to_have_attribute("data-status", "done")
     expect(page.locator(".stream-state")).to_have_attribute("data-state", "ended")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
@@ -156,7 +156,7 @@ def test_hold_a_task_and_resolve_the_hold_from_the_keyboard(stack, page, screens
         issue = api.post(
             f"/companies/{company['id']}/issues", json={"title": "Wait for the freeze"}
         ).json()
-    page.goto(f"{stack.url()}/#/c/{company['id']}/issues/{issue['id']}")
+    page.goto(stack.board(f"/#/c/{company['id']}/issues/{issue['id']}"))
 
     page.get_by_label("Reason to hold").fill("The release branch is frozen")
     page.get_by_label("Reason to hold").press("Enter")  # submits the form
@@ -199,7 +199,7 @@ def test_sigkill_of_the_control_plane_during_a_live_view_loses_and_repeats_nothi
     stack.assign(ctx)
     wait_until(reached.exists, 90, message="the fake at its gate")
     [run] = stack.runs(ctx)
-    page.goto(f"{stack.url()}/#/c/{ctx['company']['id']}/runs/{run['id']}")
+    page.goto(stack.board(f"/#/c/{ctx['company']['id']}/runs/{run['id']}"))
     state = page.locator(".stream-state")
     expect(state).to_have_attribute("data-state", "live")
     wait_until(lambda: len(shown_seqs(page)) == len(stack.events(ctx, run["id"])), 30)
@@ -265,7 +265,7 @@ def test_with_login_the_page_asks_for_a_key_and_a_viewer_may_only_look(stack, pa
         api.post(f"/companies/{company['id']}/issues", json={"title": "Seen"}, headers=admin)
     viewer = make_key(stack, "watcher", "--company", company["id"], "--role", "viewer")
 
-    page.goto(f"{stack.url()}/")
+    page.goto(stack.board("/"))
     page.get_by_label("API key").fill(viewer)
     page.get_by_role("button", name="Use this key").click()
     page.get_by_role("link", name="Keyed").click()
@@ -276,5 +276,5 @@ def test_with_login_the_page_asks_for_a_key_and_a_viewer_may_only_look(stack, pa
     expect(page.get_by_role("alert")).to_contain_text("insufficient_role")
     # The key lives in this tab only: a new tab asks again.
     other = page.context.new_page()
-    other.goto(f"{stack.url()}/")
+    other.goto(stack.board("/"))
     expect(other.get_by_label("API key")).to_be_visible()

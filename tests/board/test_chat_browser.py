@@ -25,7 +25,7 @@ def test_chat_with_the_agent_answer_its_card_and_see_each_reply_once(stack, page
     wait_until(lambda: interactions(stack, ctx), 90, message="the agent's card")
     stack.rewrite_script(ctx, held_turn("The designer joins the web team.", "done"))
 
-    page.goto(f"{stack.url()}/#/c/{ctx['company']['id']}/issues/{ctx['issue']['id']}")
+    page.goto(stack.board(f"/#/c/{ctx['company']['id']}/issues/{ctx['issue']['id']}"))
     cards = page.get_by_role("region", name="Questions and approvals")
     card = cards.locator("li[data-status='pending']")
     expect(card).to_contain_text("Which team hires?")

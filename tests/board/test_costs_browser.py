@@ -111,7 +111,7 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
     daily.ended_run(stack, cid, review["id"])
     assert fix_run["status"] == "succeeded", fix_run
 
-    page.goto(f"{stack.url()}/#/c/{cid}")
+    page.goto(stack.board(f"/#/c/{cid}"))
     page.locator("#nav").get_by_role("link", name="Costs").click()
     expect(page.get_by_role("heading", name="Costs", exact=True)).to_be_visible()
     root = page.locator(".costs")
@@ -188,18 +188,18 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
 
     # The run page and the issue page: their tokens and cost.
     run = daily.get(stack, f"/companies/{cid}/runs/{fix_run['id']}")
-    page.goto(f"{stack.url()}/#/c/{cid}/runs/{fix_run['id']}")
+    page.goto(stack.board(f"/#/c/{cid}/runs/{fix_run['id']}"))
     facts = page.locator("dl.facts").first
     expect(facts.locator(".cost")).to_have_text(money(run["usage"]["cost_micros"]))
     expect(facts.locator(".tokens")).to_have_attribute(
         "data-input", str(run["usage"]["input_tokens"])
     )
     expect(facts.locator(".tokens")).to_contain_text("25,000 in (2,000 cached)")
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{fix['identifier']}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{fix['identifier']}"))
     panel = page.get_by_role("region", name="Cost")
     expect(panel.locator(".cost")).to_have_text(money(run["usage"]["cost_micros"]))
     expect(panel).to_contain_text(coder["model"])
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{review['identifier']}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{review['identifier']}"))
     expect(page.get_by_role("region", name="Cost").locator(".cost")).to_have_text(
         "unknown (no price)"
     )
@@ -208,7 +208,7 @@ def test_the_costs_page_shows_what_the_api_counts(stack, page, screenshots):
     with stack.api() as client:
         r = client.patch(f"/companies/{cid}", json={"time_zone": "America/New_York"})
         assert r.status_code == 200, r.text
-    page.goto(f"{stack.url()}/#/c/{cid}/costs")
+    page.goto(stack.board(f"/#/c/{cid}/costs"))
     expect(page.locator(".range")).to_contain_text("America/New_York")
     root = page.locator(".costs")
     since, until = root.get_attribute("data-since"), root.get_attribute("data-until")
@@ -234,7 +234,7 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     coder = daily.agent(stack, cid, [spend, context, FINISH])
     price(stack, coder["model"])
 
-    page.goto(f"{stack.url()}/#/c/{cid}/costs")
+    page.goto(stack.board(f"/#/c/{cid}/costs"))
     form = page.get_by_role("form", name="Budget")
     form.get_by_label("Covers").select_option("agent")
     form.get_by_label("Agent", exact=True).select_option(coder["id"])
@@ -274,16 +274,16 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
         message="the later task held by the budget",
     )
     assert daily.runs(stack, cid, later["id"]) == []
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{later['identifier']}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{later['identifier']}"))
     why = page.locator(".why-waits")
     expect(why).to_contain_text("the agent budget (0.01 USD a month) is spent")
     expect(why).to_have_attribute("data-budget", budget["id"])
 
-    page.goto(f"{stack.url()}/#/c/{cid}/runs/{run['id']}")
+    page.goto(stack.board(f"/#/c/{cid}/runs/{run['id']}"))
     why = page.locator(".why-waits")
     expect(why).to_contain_text("Stopped: a budget is spent.")
     expect(why).to_have_attribute("data-budget", budget["id"])
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{task['identifier']}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{task['identifier']}"))
     why = page.locator(".why-waits")
     expect(why).to_contain_text("Waiting for a budget:")
     expect(why).to_contain_text("a budget of this run was spent during its turn")
@@ -295,12 +295,12 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     ).to_have_count(1)
     page.evaluate("window.scrollTo(0, 0)")
     screenshots(page, "issue-budget")
-    page.goto(f"{stack.url()}/#/c/{cid}/dashboard")
+    page.goto(stack.board(f"/#/c/{cid}/dashboard"))
     alert = page.get_by_role("region", name="Budgets past their warning")
     expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_have_attribute(
         "data-state", "stopped"
     )
-    page.goto(f"{stack.url()}/#/c/{cid}/inbox")
+    page.goto(stack.board(f"/#/c/{cid}/inbox"))
     alert = page.get_by_role("region", name="Budgets past their warning")
     expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_contain_text("Stopped")
 
@@ -324,10 +324,10 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     again = daily.ended_run(stack, cid, task["id"], count=2)
     assert again["status"] == "succeeded", again
     assert daily.ended_run(stack, cid, later["id"])["status"] == "succeeded"
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{task['identifier']}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{task['identifier']}"))
     expect(page.locator(".why-waits")).to_have_count(0)
     expect(page.get_by_role("list", name="Runs").locator("li[data-run]")).to_have_count(2)
-    page.goto(f"{stack.url()}/#/c/{cid}/dashboard")
+    page.goto(stack.board(f"/#/c/{cid}/dashboard"))
     alert = page.get_by_role("region", name="Budgets past their warning")
     expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_have_attribute(
         "data-state", "warning"

@@ -38,7 +38,7 @@ def titles(page) -> list[str]:
 
 
 def test_search_filter_and_sort_the_issues(stack, acme, page, screenshots):
-    page.goto(f"{stack.url()}/#/c/{acme['id']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}"))
     rows = page.locator("tr[data-issue]")
     expect(rows).to_have_count(4)
     assert titles(page) == ["Plan the offsite", "Release 2.0", "Write the docs", "Fix the build"]
@@ -77,7 +77,7 @@ def test_search_filter_and_sort_the_issues(stack, acme, page, screenshots):
 
 def test_kanban_moves_an_issue_by_drag_and_by_keyboard(stack, acme, page, screenshots):
     task = daily.issue(stack, acme["id"], "Triage the bug reports")
-    page.goto(f"{stack.url()}/#/c/{acme['id']}/kanban")
+    page.goto(stack.board(f"/#/c/{acme['id']}/kanban"))
     todo = page.locator("[data-column='todo']")
     doing = page.locator("[data-column='in_progress']")
     card = page.locator(f"[data-issue='{task['id']}']")
@@ -111,7 +111,7 @@ def test_kanban_moves_an_issue_by_drag_and_by_keyboard(stack, acme, page, screen
 
 
 def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, page, screenshots):
-    page.goto(f"{stack.url()}/#/c/{acme['id']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}"))
     expect(page.locator("tr[data-issue]").first).to_be_visible()
     page.keyboard.press("?")
     help_dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
@@ -144,7 +144,7 @@ def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, pag
 
     # A dark system theme darkens the page.
     page.emulate_media(color_scheme="dark")
-    page.goto(f"{stack.url()}/#/c/{acme['id']}/issues/GLX-1")
+    page.goto(stack.board(f"/#/c/{acme['id']}/issues/GLX-1"))
     expect(page.get_by_role("heading", name="GLX-1 · Fix the build")).to_be_visible()
     background = page.evaluate("getComputedStyle(document.documentElement).backgroundColor")
     assert background == "rgb(17, 20, 24)", background
@@ -153,11 +153,11 @@ def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, pag
 
     # On a phone, nothing is cut off: wide tables scroll inside their box and say so.
     page.set_viewport_size(PHONE)
-    page.goto(f"{stack.url()}/#/c/{acme['id']}/agents")
+    page.goto(stack.board(f"/#/c/{acme['id']}/agents"))
     expect(page.get_by_role("heading", name="Agents")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     expect(page.locator(".scroll-hint").first).to_be_visible()
-    page.goto(f"{stack.url()}/#/c/{acme['id']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}"))
     expect(page.locator("tr[data-issue]").first).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     screenshots(page, "issues-phone", full_page=True)

@@ -23,7 +23,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     with stack.api() as api:
         company = api.post("/companies", json={"name": "Acme"}).json()
     cid = company["id"]
-    page.goto(f"{stack.url()}/#/c/{cid}")
+    page.goto(stack.board(f"/#/c/{cid}"))
     expect(page.get_by_role("heading", name="Issues")).to_be_visible()
 
     page.get_by_role("link", name="Projects").click()

@@ -19,7 +19,7 @@ def test_make_a_routine_run_it_now_and_read_its_history(stack, page, screenshots
     stack.start_server()
     ctx = stack.setup_issue({"turns": []})  # a company and an agent (no runner: nothing runs)
     cid = ctx["company"]["id"]
-    page.goto(f"{stack.url()}/#/c/{cid}")
+    page.goto(stack.board(f"/#/c/{cid}"))
     page.get_by_role("link", name="Routines").click()
     expect(page.get_by_role("heading", name="Routines")).to_be_visible()
 

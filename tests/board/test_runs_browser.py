@@ -49,7 +49,7 @@ def test_a_run_reads_as_a_transcript_while_it_works_and_after(stack, page, scree
     wait_until(reached.exists, 90, message="the fake at its gate")
     [run] = daily.runs(stack, acme["id"], task["id"])
 
-    page.goto(f"{stack.url()}/#/c/{acme['id']}/runs/{run['id']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}/runs/{run['id']}"))
     log = page.get_by_role("list", name="Transcript")
     # One message, not a line per streamed word.
     message = log.locator("li[data-kind='message']")
@@ -136,7 +136,7 @@ def test_a_card_with_options_is_answered_with_a_button_and_held_the_task_until_t
     daily.ended_run(stack, acme["id"], task["id"])
     daily.script(stack, coder, then)  # what the agent does once answered
 
-    page.goto(f"{stack.url()}/#/c/{acme['id']}/issues/{task['identifier']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}/issues/{task['identifier']}"))
     cards = page.get_by_role("region", name="Questions and approvals")
     card = cards.locator("li[data-status='pending']")
     expect(card).to_contain_text("Which team hires?")
@@ -186,7 +186,7 @@ def test_the_inbox_and_the_dashboard_show_what_waits_and_what_failed(stack, page
         )
         api.post(f"{base}/holds", json={"issue_id": held_issue["id"], "reason": "Release freeze"})
 
-    page.goto(f"{stack.url()}/#/c/{acme['id']}")
+    page.goto(stack.board(f"/#/c/{acme['id']}"))
     page.get_by_role("link", name="Inbox", exact=True).click()
     expect(page.get_by_role("heading", name="Inbox", exact=True)).to_be_visible()
     expect(page.locator("[data-total]")).to_have_text("3 things wait on a person.")
@@ -245,7 +245,7 @@ READ = """async ({ events, calls }) => {
 @pytest.mark.parametrize("provider", ["codex", "opencode", "pi", "gateway"])
 def test_each_providers_log_reads_as_the_same_transcript(stack, page, provider):
     recorded = json.loads((DATA / f"transcript-{provider}.json").read_text())
-    page.goto(f"{stack.url()}/#/")
+    page.goto(stack.board("/#/"))
     entries = page.evaluate(READ, recorded)
     kinds = [e["kind"] for e in entries]
     messages = [e["text"] for e in entries if e["kind"] == "message"]

@@ -69,7 +69,7 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
         )
         assert moved.status_code == 200, moved.text
 
-    page.goto(f"{stack.url()}/#/c/{cid}/issues/{iid}")
+    page.goto(stack.board(f"/#/c/{cid}/issues/{iid}"))
     panel = page.get_by_role("region", name="Workspace")
     expect(panel).to_contain_text("will work in a worktree of the project's repository")
     expect(panel.locator("dl.facts")).to_be_hidden()

@@ -27,16 +27,23 @@ class Served:
     def cli(
         self, *args: str, env: dict[str, str] | None = None, stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``paperclip ARGS`` with PAPERCLIP_URL set to the server (and nothing else of ours)."""
+        """``paperclip ARGS`` with PAPERCLIP_URL and PAPERCLIP_DATA_DIR set to the server's (and
+        nothing else of ours): it reads the operator token there, as on the server's machine."""
         clean = {k: v for k, v in os.environ.items() if not k.startswith("PAPERCLIP_")}
         return subprocess.run(
             [sys.executable, "-m", "paperclip", *args],
-            env={**clean, "PAPERCLIP_URL": self.url, **(env or {})},
+            env={**clean, **self.client_env, **(env or {})},
             input=stdin,
             capture_output=True,
             text=True,
             timeout=120,
         )
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """``PAPERCLIP_URL`` and ``PAPERCLIP_DATA_DIR`` of the server: where a command reads the
+        operator token (tests/support/processes.py)."""
+        return self.stack.servers[0].client_env
 
     def ok(self, *args: str, **options) -> str:
         result = self.cli(*args, **options)

@@ -8,6 +8,7 @@ server by ``PAPERCLIP_URL`` or ``--url``, naming things as people do.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -183,6 +184,7 @@ def test_runs_tail_follows_a_live_run(served, company):
 
     tail = subprocess.Popen(
         [sys.executable, "-m", "paperclip", "runs", "tail", identifier, "--url", served.url],
+        env={**os.environ, **served.client_env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -321,7 +323,12 @@ def test_commands_read_the_url_from_the_environment_or_the_option(served, compan
     # Without PAPERCLIP_URL, PAPERCLIP_PORT on loopback (the port `serve` reads too).
     result = subprocess.run(
         [sys.executable, "-m", "paperclip", "companies", "--json"],
-        env={"PATH": "/usr/bin:/bin", "PAPERCLIP_PORT": port, "HOME": str(served.stack.tmp)},
+        env={
+            "PATH": "/usr/bin:/bin",
+            "PAPERCLIP_PORT": port,
+            "HOME": str(served.stack.tmp),
+            "PAPERCLIP_DATA_DIR": served.client_env["PAPERCLIP_DATA_DIR"],
+        },
         capture_output=True,
         text=True,
         timeout=60,

@@ -79,7 +79,7 @@ def test_the_transcript_of_each_provider(stack, provider):
             *(sys.executable, "-m", "paperclip", "runs", "tail", ctx["issue"]["identifier"]),
             *("--company", ctx["company"]["id"], "--json"),  # each test's company is Acme (ACM)
         ],
-        env={**clean, "PAPERCLIP_URL": stack.url()},
+        env={**clean, **stack.servers[0].client_env},
         capture_output=True,
         text=True,
         timeout=WAIT + 60,

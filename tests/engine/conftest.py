@@ -141,7 +141,18 @@ class Stack:
     # HTTP helpers
 
     def api(self, index: int = 0) -> httpx.Client:
-        return httpx.Client(base_url=f"{self.url(index)}/api", timeout=30)
+        """A client of replica ``index``'s API, as its operator."""
+        return httpx.Client(
+            base_url=f"{self.url(index)}/api", headers=self.headers(index), timeout=30
+        )
+
+    def headers(self, index: int = 0) -> dict[str, str]:
+        """What a client of replica ``index`` sends: its operator token (tests/support/processes)."""
+        return self.servers[index].headers if index < len(self.servers) else {}
+
+    def board(self, path: str = "/", index: int = 0) -> str:
+        """Replica ``index``'s board at ``path`` (``/#/…``), through its sign-in URL."""
+        return self.servers[index].board(path)
 
     def setup_issue(
         self,

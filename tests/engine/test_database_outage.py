@@ -73,7 +73,7 @@ def test_while_the_database_is_away_the_api_answers_503_and_everything_recovers(
     stack, postgres = outage_stack
     stack.start_server()
     stack.start_runner()
-    api = httpx.Client(base_url=f"{stack.url()}/api", timeout=10)
+    api = stack.api()
     wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")
 
     log = stack.servers[0].log_path

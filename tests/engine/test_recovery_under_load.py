@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
 import pytest
 
 from paperclip.testing import connect
@@ -49,7 +48,7 @@ def test_health_answers_within_2_s_of_start_while_10000_lost_runs_are_recovered(
     ).start()
     try:
         assert server.healthy_at - server.listening_at < WITHIN, server.tail()
-        api = httpx.Client(base_url=f"{server.url}/api", timeout=10)
+        api = server.api(timeout=10)
 
         def working() -> dict | None:
             [policy] = [

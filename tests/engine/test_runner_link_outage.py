@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from paperclip.chaos.cluster import free_port
@@ -64,7 +63,7 @@ def test_a_link_closed_by_the_control_plane_during_an_outage_is_closed_once(
         stack.tmp / "runner.log",
         env={"PAPERCLIP_RUNNER_LAUNCH": json.dumps(fake_launch(stack.script_dir, stack.fake_log))},
     ).start()
-    api = httpx.Client(base_url=f"{stack.url()}/api", timeout=10)
+    api = stack.api()
     cp_log = stack.tmp / "cp0.log"
     try:
         wait_until(lambda: connected_runners(api) == 1, 30, message="the runner connected")

@@ -6,7 +6,6 @@ import asyncio
 import json
 import uuid
 
-import httpx
 import pytest
 import websockets
 
@@ -320,7 +319,7 @@ def test_an_unknown_provider_fails_the_run_and_says_which(control_plane):
     stack = control_plane
 
     def assign_to_unknown_provider() -> tuple[dict, dict]:
-        with httpx.Client(base_url=f"{stack.url()}/api") as api:
+        with stack.api() as api:
             company = api.post("/companies", json={"name": "P"}).json()
             agent = api.post(
                 f"/companies/{company['id']}/agents", json={"name": "x", "provider": "codex"}
@@ -338,7 +337,7 @@ def test_an_unknown_provider_fails_the_run_and_says_which(control_plane):
         return company, issue
 
     def run_of(company: dict, issue: dict) -> dict | None:
-        with httpx.Client(base_url=f"{stack.url()}/api") as api:
+        with stack.api() as api:
             runs = api.get(
                 f"/companies/{company['id']}/runs", params={"issue_id": issue["id"]}
             ).json()

@@ -9,6 +9,7 @@ with ``COMMITTER``'s settings gets run.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import uuid
@@ -78,7 +79,11 @@ def shell_outputs(stack, ctx: dict, run_id: str) -> list[str]:
 def paperclip_cli(stack, *args: str) -> str:
     """A client command of ``paperclip`` against the stack's server; its output."""
     done = subprocess.run(
-        [*PAPERCLIP, *args, "--url", stack.url()], capture_output=True, text=True, check=False
+        [*PAPERCLIP, *args, "--url", stack.url()],
+        env={**os.environ, **stack.servers[0].client_env},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -163,6 +168,7 @@ def test_a_commit_lands_on_the_issue_branch_and_the_next_wake_sees_it(stack):
     assert paperclip_cli(stack, "workspace", "diff", ctx["issue"]["identifier"]) == diff["diff"]
     missing = subprocess.run(
         [*PAPERCLIP, "workspace", "diff", "ACM-99", "--url", stack.url()],
+        env={**os.environ, **stack.servers[0].client_env},
         capture_output=True,
         text=True,
     )

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import httpx
 import pytest
 from paperclip_hookspecs import HOOK_API
 
@@ -100,7 +99,7 @@ def test_serve_loads_an_installed_plugin_at_the_next_start(
     env = {**site_env, "PAPERCLIP_DATABASE_URL": paperclip_database_url, "PAPERCLIP_PORT": "0"}
     before = ServerProcess(env, tmp_path / "before.log").start()
     try:
-        plugins = httpx.get(f"{before.url}/api/plugins").json()["plugins"]
+        plugins = before.api().get("/plugins").json()["plugins"]
         assert "omega" not in [p["name"] for p in plugins]
         assert all(p["status"] == "loaded" for p in plugins if p["builtin"])
     finally:
@@ -109,7 +108,7 @@ def test_serve_loads_an_installed_plugin_at_the_next_start(
     install_omega(fake_site)  # installing is all it takes: no change to the core
     after = ServerProcess(env, tmp_path / "after.log").start()
     try:
-        plugins = httpx.get(f"{after.url}/api/plugins").json()["plugins"]
+        plugins = after.api().get("/plugins").json()["plugins"]
         [omega] = [p for p in plugins if p["name"] == "omega"]
         assert (omega["version"], omega["status"]) == ("4.5.6", "loaded")
     finally:

@@ -15,6 +15,7 @@ import pytest
 import websockets
 
 from paperclip.logging import CREDENTIAL_PREFIXES
+from paperclip.operator_token import TOKEN_PREFIX as OPERATOR_TOKEN_PREFIX
 from paperclip.services.api_keys import KEY_PREFIX
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.services.runners import CREDENTIAL_PREFIX
@@ -24,7 +25,12 @@ pytestmark = pytest.mark.process
 
 
 def test_the_logs_know_every_credential_prefix():
-    assert set(CREDENTIAL_PREFIXES) == {KEY_PREFIX, RUN_TOKEN_PREFIX, CREDENTIAL_PREFIX}
+    assert set(CREDENTIAL_PREFIXES) == {
+        KEY_PREFIX,
+        RUN_TOKEN_PREFIX,
+        CREDENTIAL_PREFIX,
+        OPERATOR_TOKEN_PREFIX,
+    }
 
 
 @pytest.mark.parametrize("log_format", ["console", "json"])
@@ -43,6 +49,7 @@ def test_credentials_in_query_strings_are_not_logged(paperclip_database_url, tmp
     try:
         httpx.get(f"{server.url}/api/companies?api_key={secret['pck_']}&token={secret['pcr_']}")
         httpx.get(f"{server.url}/api/nowhere?{secret['pcrn_']}")
+        httpx.get(server.board())  # the board's sign-in URL carries the operator token
         ws = server.url.replace("http", "ws", 1)
 
         async def knock() -> None:
@@ -64,7 +71,7 @@ def test_credentials_in_query_strings_are_not_logged(paperclip_database_url, tmp
         )
     finally:
         server.stop()
-    for value in secret.values():
+    for value in [*secret.values(), server.token]:
         assert value not in log
     # The lines are there, with the query's names and without its values.
     assert "connect?token=…" in log or "connect?token=\\u2026" in log  # console, JSON

@@ -39,14 +39,17 @@ def test_data_survives_sigkill_of_the_server(data_dir, tmp_path):
     try:
         health = httpx.get(f"{server.url}/api/health").json()
         assert health["database"]["kind"] == "embedded" and health["database"]["status"] == "ok"
-        company = httpx.post(f"{server.url}/api/companies", json={"name": "Durable"}).json()
-        issue = httpx.post(
-            f"{server.url}/api/companies/{company['id']}/issues", json={"title": "keep me"}
-        ).json()
+        company = server.api().post("/companies", json={"name": "Durable"}).json()
+        issue = (
+            server.api()
+            .post(f"/companies/{company['id']}/issues", json={"title": "keep me"})
+            .json()
+        )
         server.kill()
 
         server = ServerProcess(env, tmp_path / "serve.log").start()
-        got = httpx.get(f"{server.url}/api/companies/{company['id']}/issues/{issue['id']}")
+        # Restarted on the same data dir, it keeps its operator token.
+        got = server.api().get(f"/companies/{company['id']}/issues/{issue['id']}")
         assert got.status_code == 200 and got.json()["title"] == "keep me"
         # The killed process's handle was dropped, so a clean stop stops PostgreSQL too.
         assert server.terminate() == 0

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 
-import httpx
 import pytest
 
 from tests.support import fixture_provider
@@ -30,7 +30,10 @@ def served(paperclip_database_url, tmp_path):
 
 def cli(server, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        [*PAPERCLIP, "routines", *args, "--url", server.url], capture_output=True, text=True
+        [*PAPERCLIP, "routines", *args, "--url", server.url],
+        env={**os.environ, **server.client_env},
+        capture_output=True,
+        text=True,
     )
     assert (done.returncode == 0) == ok, done.stderr
     assert "Traceback" not in done.stderr
@@ -38,7 +41,7 @@ def cli(server, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]
 
 
 def test_list_show_run_history_and_disable_by_name(served):
-    with httpx.Client(base_url=f"{served.url}/api") as api:
+    with served.api() as api:
         company = api.post(
             "/companies", json={"name": "Routines CLI", "issue_prefix": "RCL"}
         ).json()

@@ -52,7 +52,7 @@ def stack(paperclip_database_url, tmp_path):
         env=env,
     ).start()
     try:
-        yield httpx.Client(base_url=f"{server.url}/api", timeout=30), markers, runner
+        yield server.api(), markers, runner
     finally:
         runner.stop()
         server.stop()

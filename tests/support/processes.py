@@ -26,6 +26,8 @@ class ServerProcess:
         self.extra_args = extra_args
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
+        self.token: str | None = None
+        """The operator token it printed the path of (None with login, or with it off)."""
         self.listening_at = self.healthy_at = 0.0
         """When it said where it listens, and when its health first answered (monotonic)."""
 
@@ -48,7 +50,10 @@ class ServerProcess:
         line = self.proc.stdout.readline()  # the first line says where it listens
         if not line:
             raise RuntimeError(f"paperclip serve exited early: {self.tail()}")
-        self.url = json.loads(line)["url"]
+        said = json.loads(line)
+        self.url = said["url"]
+        if "token_file" in said:
+            self.token = Path(said["token_file"]).read_text().strip()
         self.listening_at = time.monotonic()
         if not healthy:
             return self
@@ -63,6 +68,29 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         raise TimeoutError(f"paperclip serve did not become healthy: {self.tail()}")
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a client of this server sends: the operator token, when it asks for one."""
+        return operator_headers(self.token)
+
+    def api(self, timeout: float = 30) -> httpx.Client:
+        """A client of its API (``/api``), as its operator."""
+        return httpx.Client(base_url=f"{self.url}/api", headers=self.headers, timeout=timeout)
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """The environment of a ``paperclip`` client command of this server: its URL, and its
+        data dir, where the command reads the operator token."""
+        return {
+            "PAPERCLIP_URL": self.url,
+            "PAPERCLIP_DATA_DIR": self.env.get("PAPERCLIP_DATA_DIR", ""),
+        }
+
+    def board(self, path: str = "/") -> str:
+        """The board's address at ``path`` (``/#/c/…``), through its sign-in URL (``/?token=…``),
+        as `paperclip serve` prints it: the browser that opens it is signed in."""
+        return board_address(self.url, self.token, path)
 
     def kill(self) -> None:
         """SIGKILL: no shutdown code runs."""
@@ -146,6 +174,20 @@ class RunnerProcess:
             return "\n".join(self.log_path.read_text().splitlines()[-lines:])
         except FileNotFoundError:
             return ""
+
+
+def operator_headers(token: str | None) -> dict[str, str]:
+    """``Authorization`` with the operator token (none without one)."""
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def board_address(url: str, token: str | None, path: str = "/") -> str:
+    """``url``'s board at ``path`` (``/#/…``), through the sign-in URL when there is a token."""
+    assert path.startswith("/"), path
+    page, hash_, fragment = path.partition("#")
+    if token is None or page != "/":
+        return f"{url}{path}"
+    return f"{url}/?token={token}{hash_}{fragment}"
 
 
 def wait_until(predicate, timeout: float = 60, interval: float = 0.1, message: str = "condition"):

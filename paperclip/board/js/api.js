@@ -1,4 +1,5 @@
-// The public API, with the caller's credential: nothing here that curl could not do.
+// The public API, with the caller's credential (an API key typed in, or without login the
+// operator's HttpOnly cookie that the sign-in URL set): nothing here that curl could not do.
 
 const KEY_STORAGE = "paperclip.apiKey";
 
@@ -27,7 +28,8 @@ export function authHeaders() {
 
 export async function api(method, path, body) {
   const headers = { Accept: "application/json", ...authHeaders() };
-  const init = { method, headers, credentials: "omit", cache: "no-store" };
+  // Same-origin credentials: without login, the operator's sign-in cookie rides along.
+  const init = { method, headers, credentials: "same-origin", cache: "no-store" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

@@ -48,6 +48,16 @@ function keyForm() {
     field("API key", input), h("button", { type: "submit" }, "Use this key"));
 }
 
+/** Without login, the page for a browser the operator has not signed in: the URL that does. */
+function operatorSignIn() {
+  return h("section", { class: "panel", "aria-label": "Sign in" },
+    h("h1", {}, "Sign in"),
+    h("p", {}, "This server acts for its operator only. Open the board through the address ",
+      h("code", {}, "paperclip serve"), " printed when it started (it ends in ", h("code", {}, "/?token=…"),
+      "); to print it again, run ", h("code", {}, "paperclip board"), " as the same user on this machine."),
+    h("p", { class: "muted" }, "The address signs this browser in with a cookie and leaves the address bar."));
+}
+
 /** The header's link to the page shown says so (aria-current), for eyes and screen readers;
  * an issue's page counts as its company's issue list. */
 function markCurrent() {
@@ -90,7 +100,8 @@ async function render() {
       markCurrent();
     } catch (error) {
       if (stop.signal.aborted) return;
-      show(error instanceof ApiError && error.status === 401 ? keyForm() : errorBox(error));
+      const refused = error instanceof ApiError && error.status === 401;
+      show(!refused ? errorBox(error) : error.code === "operator_token_required" ? operatorSignIn() : keyForm());
     }
     return;
   }

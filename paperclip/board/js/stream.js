@@ -62,7 +62,7 @@ export function followRun(companyId, runId, { afterSeq = 0, onEvent, onState = (
         const headers = { Accept: "text/event-stream", ...authHeaders() };
         if (lastSeq > 0) headers["Last-Event-ID"] = String(lastSeq);
         const url = `/api/companies/${companyId}/runs/${runId}/events/stream?after_seq=${lastSeq}`;
-        const response = await fetch(url, { headers, signal: abort.signal, cache: "no-store", credentials: "omit" });
+        const response = await fetch(url, { headers, signal: abort.signal, cache: "no-store", credentials: "same-origin" });
         if (!response.ok) {
           const body = await response.json().catch(() => null);
           // A refusal will not change by asking again; an outage (5xx) will.
