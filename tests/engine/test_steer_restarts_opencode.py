@@ -11,6 +11,8 @@ its own prompt is being answered, a second SIGKILL's next turn carries nothing.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.engine.test_steer_restarts import STEER, running_turn, turn_rows
@@ -102,3 +104,12 @@ def test_an_unread_opencode_steer_is_delivered_once_across_two_restarts(stack):
     assert [m["body"] for m in rows[1]["input"]["steeredMessages"]] == [STEER]
     assert rows[2]["input"]["steeredMessages"] == []
     assert STEER not in rows[2]["input"]["prompt"]
+    # OpenCode stored the follow-up when it was queued: the resumed session dropped it, once
+    # (the continuation carries it), so the model is not given it twice.
+    received = [json.loads(line) for line in stack.fake_log.read_text().splitlines()]
+    deleted = [
+        r["path"]
+        for r in received
+        if r.get("type") == "received" and r["method"] == "DELETE" and "/message/" in r["path"]
+    ]
+    assert len(deleted) == 1, deleted

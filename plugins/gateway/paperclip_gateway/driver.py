@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -128,12 +129,12 @@ class GatewayDriver:
         except (ConfigError, ProfileError) as exc:
             raise TurnAborted(ErrorCode.INVALID_CONFIG, str(exc)) from None
         self._settings = settings
-        self._run_id = turn.run_id
+        self._run_id = request_id(turn)
         # A session to resume is the conversation of an earlier turn: its session key.
         self._session_key = turn.session_ref or settings.session_key_for(turn.run_id, turn.issue_id)
         params: dict[str, Any] = {
             "message": turn.prompt,
-            "idempotencyKey": turn.run_id,
+            "idempotencyKey": self._run_id,
             "sessionKey": self._session_key,
         }
         if turn.system:
@@ -142,7 +143,7 @@ class GatewayDriver:
             params["agentId"] = settings.agent_id
         async with self._tools(profile, turn):
             final = await self._until_final(profile, params, emit, settings)
-            await self._usage.send(run_usage(final, turn.run_id))
+            await self._usage.send(run_usage(final, self._run_id))
             final = await self._follow_ups_done(final, emit, settings)
         return self._result(final)
 
@@ -201,6 +202,12 @@ class GatewayDriver:
             if waited.get("status") in ("ok", "error"):
                 return waited
 
+    async def _report_session(self) -> None:
+        """The session key, durable once the gateway accepted the turn's request: a turn
+        lost with its runner goes on in the same session."""
+        if self._context.report_session is not None and self._session_key is not None:
+            await self._context.report_session(self._session_key)
+
     def _run_ids(self) -> set[str]:
         return {r for r in (self._run_id, *self._follow_ups) if r is not None}
 
@@ -240,6 +247,7 @@ class GatewayDriver:
             try:
                 answers = await connection.send("agent", params)
                 first = await connection.next_answer(answers, settings.request_timeout_seconds)
+                await self._report_session()
                 if _is_final(first):
                     return first
                 final = await self._follow(connection, answers, emit, deadline, reconnected)
@@ -410,6 +418,17 @@ def _dig(value: Any, *keys: str) -> Any:
             return None
         value = value.get(key)
     return value
+
+
+def request_id(turn: TurnInput) -> str:
+    """The ``agent`` request's idempotency key: the run id for a turn that starts a session;
+    a turn that goes on in one (a restart continuation) gets its own, from its prompt. The
+    same key again is the same gateway run: OpenClaw answers a continuation sent with the
+    lost turn's key with that turn's run (``in_flight``), and its prompt never runs."""
+    if turn.session_ref is None:
+        return turn.run_id
+    digest = hashlib.sha256(turn.prompt.encode()).hexdigest()[:16]
+    return f"{turn.run_id}:turn:{digest}"
 
 
 def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:

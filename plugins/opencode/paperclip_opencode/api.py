@@ -69,6 +69,23 @@ class OpenCodeApi:
             body["model"] = {"providerID": model[0], "modelID": model[1]}
         await self._send("POST", f"/session/{session_id}/prompt_async", body)
 
+    async def messages(self, session_id: str) -> list[Mapping[str, Any]]:
+        """The session's stored messages, oldest first: each ``{"info", "parts"}``."""
+        response = await self._send("GET", f"/session/{session_id}/message", None)
+        try:
+            value = response.json()
+        except ValueError:
+            raise ApiError(f"GET /session/{session_id}/message: not a JSON answer") from None
+        if isinstance(value, Mapping):  # a paged answer
+            value = value.get("data")
+        if not isinstance(value, list):
+            raise ApiError(f"GET /session/{session_id}/message: not a list")
+        return [m for m in value if isinstance(m, Mapping)]
+
+    async def delete_message(self, session_id: str, message_id: str) -> None:
+        """Remove a stored message and its parts from the session."""
+        await self._send("DELETE", f"/session/{session_id}/message/{message_id}", None)
+
     async def abort(self, session_id: str) -> None:
         await self._send("POST", f"/session/{session_id}/abort", None)
 

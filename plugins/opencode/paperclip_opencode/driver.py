@@ -240,6 +240,7 @@ class OpenCodeDriver:
         try:
             if ref is not None:
                 if await server.api.get_session(ref) is not None:
+                    await _drop_carried_follow_ups(server.api, ref, turn.prompt)
                     return ref
                 if settings.resume_fallback != "fresh":
                     raise TurnAborted(
@@ -326,6 +327,36 @@ class OpenCodeDriver:
             await server.stop(settings.close_timeout_seconds)
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
         return server
+
+
+async def _drop_carried_follow_ups(api: OpenCodeApi, session_id: str, prompt: str) -> None:
+    """Remove the follow-ups a lost turn queued but never answered that ``prompt`` carries.
+
+    OpenCode stores a queued follow-up as soon as it is accepted, and the steer ledger
+    counts it unread until answered, so the continuation's prompt carries it again:
+    left in the session, the model would be given it twice.
+    """
+    try:
+        messages = await api.messages(session_id)
+        answered = {
+            (m.get("info") or {}).get("parentID")
+            for m in messages
+            if (m.get("info") or {}).get("role") == "assistant"
+        }
+        for message in messages:
+            info = message.get("info") or {}
+            if info.get("role") != "user" or info.get("id") in answered:
+                continue
+            text = "".join(
+                str(p.get("text", ""))
+                for p in message.get("parts") or []
+                if isinstance(p, Mapping) and p.get("type") == "text"
+            ).strip()
+            if text and text in prompt:
+                await api.delete_message(session_id, str(info["id"]))
+    except ApiError as exc:
+        # Kept: the model may read it twice, which is better than losing the turn.
+        logger.warning("queued follow-ups of session %s not checked: %s", session_id, exc)
 
 
 def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:

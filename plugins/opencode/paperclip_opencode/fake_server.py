@@ -7,7 +7,9 @@ Run it as the runner's launch profile, the way the real one runs::
 It serves the part of OpenCode's HTTP API a run uses, with OpenCode 1.18's
 shapes: ``POST /session``, ``GET /session/{id}``,
 ``POST /session/{id}/prompt_async`` (a prompt sent while one runs is queued
-and runs after it), ``POST /session/{id}/abort`` and the event stream
+and runs after it, and stored at once, as OpenCode stores it),
+``GET /session/{id}/message``, ``DELETE /session/{id}/message/{message id}``,
+``POST /session/{id}/abort`` and the event stream
 ``GET /event``. Like OpenCode it answers only with basic auth (``opencode`` and
 ``$OPENCODE_SERVER_PASSWORD``) and reads ``$XDG_CONFIG_HOME/opencode/opencode.json``:
 the model picks the script (:mod:`paperclip_opencode.fake_script`), ``mcp``
@@ -35,7 +37,9 @@ from paperclip_opencode.fake_script import ScriptError, script_for
 from paperclip_opencode.fake_turn import PromptFailed, PromptRun, new_id, now_ms
 
 FAKE_VERSION = f"paperclip-fake-opencode {__version__}"
-_SESSION_PATH = re.compile(r"^/session/(ses_[A-Za-z0-9]+)(/prompt_async|/abort)?$")
+_SESSION_PATH = re.compile(
+    r"^/session/(ses_[A-Za-z0-9]+)(/prompt_async|/abort|/message)?(?:/(msg_[A-Za-z0-9]+))?$"
+)
 
 
 @dataclass
@@ -47,6 +51,8 @@ class _Session:
     responses: int = 0
     """Model responses so far (the next one's usage is derived from this index)."""
     queue: list[dict[str, Any]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Stored messages (``id``, ``role``, ``text``, an answer's ``parentID``), oldest first."""
     worker: asyncio.Task[None] | None = None
     current: asyncio.Task[None] | None = None
 
@@ -105,6 +111,11 @@ class FakeOpenCode:
                 404, {"name": "NotFoundError", "data": {"message": "Session not found"}}
             )
         action = match.group(2) if match else None
+        message_id = match.group(3) if match else None
+        if action == "/message":
+            return self._message_request(session, request.method, message_id)
+        if message_id is not None:
+            return Response(404, {"error": "not supported by the fake"})
         if request.method == "GET" and action is None:
             return Response(200, self._info(session))
         if request.method == "POST" and action == "/prompt_async":
@@ -113,6 +124,19 @@ class FakeOpenCode:
         if request.method == "POST" and action == "/abort":
             if session.current is not None:
                 session.current.cancel()
+            return Response(200, True)
+        return Response(404, {"error": "not supported by the fake"})
+
+    def _message_request(self, session: _Session, method: str, message_id: str | None) -> Response:
+        if method == "GET" and message_id is None:
+            return Response(200, [_stored(session.id, m) for m in session.messages])
+        if method == "DELETE" and message_id is not None:
+            kept = [m for m in session.messages if m["id"] != message_id]
+            if len(kept) == len(session.messages):
+                return Response(404, {"name": "NotFoundError", "data": {"message": "no message"}})
+            session.messages = kept
+            session.queue = [q for q in session.queue if q["id"] != message_id]
+            self._save(session)
             return Response(200, True)
         return Response(404, {"error": "not supported by the fake"})
 
@@ -146,6 +170,7 @@ class FakeOpenCode:
             return None
         state = json.loads(path.read_text())
         session = _Session(state["id"], state["title"], state["prompts"], state.get("responses", 0))
+        session.messages = state.get("messages", [])
         self.sessions[session.id] = session
         return session
 
@@ -156,6 +181,7 @@ class FakeOpenCode:
             "title": session.title,
             "prompts": session.prompts,
             "responses": session.responses,
+            "messages": session.messages,
         }
         (self.home / f"{session.id}.json").write_text(json.dumps(state))
 
@@ -186,6 +212,8 @@ class FakeOpenCode:
             "message.part.updated", {"sessionID": session.id, "part": part, "time": now_ms()}
         )
         session.queue.append({"id": user_id, "text": text})
+        session.messages.append({"id": user_id, "role": "user", "text": text})
+        self._save(session)  # stored when accepted: a lost process's queue outlives it
         if session.worker is None or session.worker.done():
             session.worker = asyncio.ensure_future(self._work(session))
 
@@ -197,6 +225,10 @@ class FakeOpenCode:
             prompt = session.queue.pop(0)
             index = session.prompts
             session.prompts += 1
+            # Answered from here on (the real answer's message names its prompt as parent).
+            session.messages.append(
+                {"id": new_id("msg"), "role": "assistant", "parentID": prompt["id"]}
+            )
             self._save(session)  # counted when it starts, as a transcript records it
             self.publish("session.status", busy)
             run = PromptRun(
@@ -235,6 +267,15 @@ class FakeOpenCode:
     def _error(self, session: _Session, name: str, message: str) -> None:
         error = {"name": name, "data": {"message": message}}
         self.publish("session.error", {"sessionID": session.id, "error": error})
+
+
+def _stored(session_id: str, message: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored message as ``GET /session/{id}/message`` answers it."""
+    info = {"id": message["id"], "role": message["role"], "sessionID": session_id}
+    if message.get("parentID"):
+        info["parentID"] = message["parentID"]
+    parts = [{"type": "text", "text": message["text"]}] if message.get("text") else []
+    return {"info": info, "parts": parts}
 
 
 def load_config() -> dict[str, Any]:

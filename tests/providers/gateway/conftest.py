@@ -122,10 +122,13 @@ def openclaw_config(gateway: Gateway, endpoint_url: str, model: str) -> dict:
     }
 
 
-def start_openclaw(tmp: Path, endpoint: ModelEndpoint, model: str) -> Gateway:
-    """``openclaw gateway run`` on loopback with a home of its own; returns once it is ready."""
+def start_openclaw(
+    tmp: Path, endpoint: ModelEndpoint, model: str, gateway: Gateway | None = None
+) -> Gateway:
+    """``openclaw gateway run`` on loopback with a home of its own; returns once it is ready.
+    Given ``gateway`` (one killed), its next process: the same ports, secrets and home."""
     cli = OPENCLAW.require()
-    gateway = Gateway()
+    gateway = gateway or Gateway()
     home = tmp / "openclaw-home"
     (home / ".openclaw").mkdir(parents=True, exist_ok=True)
     config = openclaw_config(gateway, endpoint.url, model)

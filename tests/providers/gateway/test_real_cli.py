@@ -10,11 +10,22 @@ starts one and there are five.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import uuid
 
 import pytest
 
 from tests.providers.gateway.conftest import start_openclaw, start_stack
+from tests.providers.real_cli_loss import (
+    BEFORE,
+    HOLD,
+    assert_no_second_look,
+    assert_resumed_once,
+    lost_turn_steps,
+    session_reported,
+    turns,
+)
 from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
@@ -30,6 +41,7 @@ from tests.providers.scenarios import (
 )
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.gateway_cli]
 
@@ -173,3 +185,76 @@ def test_the_usage_the_control_plane_records_is_what_the_model_sent(gateway_stac
     assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
     (event,) = assert_usage_recorded(gateway_stack, ctx, run["id"], sent, per_response=False)
     assert event["key"] == run["id"]  # the gateway run is the Paperclip run's
+
+
+def test_everything_sigkilled_mid_turn_goes_on_in_the_gateway_session(
+    gateway_stack, model_endpoint
+):
+    """Issue 37, acceptance 1: control plane, runner and the OpenClaw gateway SIGKILLed while
+    the model is held after its comment; all started again. The continuation is a new agent
+    request (its own idempotency key) on the same session key: the model, which does not look
+    at the task again, finishes with the one comment."""
+    ctx = start(gateway_stack, model_endpoint, lost_turn_steps(tool))
+    gateway_stack.assign(ctx)
+    gate = model_endpoint.gate(HOLD)
+    gate.wait_reached(WAIT)
+    run_id = gateway_stack.runs(ctx)[0]["id"]
+    session = session_reported(gateway_stack, run_id)
+
+    gateway = gateway_stack.gateway
+    os.killpg(gateway.process.pid, signal.SIGKILL)
+    gateway.process.wait(10)
+    gateway_stack.servers[0].kill()
+    gateway_stack.runner.proc.send_signal(signal.SIGKILL)
+    gateway_stack.runner.proc.wait(10)
+    gate.release()  # the held answer goes to a gateway that is gone
+    start_openclaw(gateway_stack.tmp, model_endpoint, ctx["model"], gateway)
+    gateway_stack.start_server()
+    gateway_stack.start_runner(
+        launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env()
+    )
+
+    run = assert_resumed_once(gateway_stack, ctx, run_id)
+    assert turns(gateway_stack, run_id)[1]["session_ref"] == session
+    assert_each_tool_once(gateway_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])
+    # The same session: the continuation's request holds the first turn's comment call.
+    after = model_endpoint.scripted(ctx["model"])[3]
+    assert BEFORE in json.dumps(after.body["messages"])
+
+
+def test_a_runner_lost_mid_turn_with_the_gateway_up_goes_on_in_a_request_of_its_own(
+    gateway_stack, model_endpoint
+):
+    """The gateway outlives the runner: its run of the lost turn is still going when the
+    continuation is asked for. Sent with the run id again, OpenClaw answered with that run
+    and the continuation never ran (``finish_not_called``); with its own key it is queued
+    in the session after the old run, and finishes."""
+    ctx = start(gateway_stack, model_endpoint, lost_turn_steps(tool))
+    gateway_stack.assign(ctx)
+    gate = model_endpoint.gate(HOLD)
+    gate.wait_reached(WAIT)
+    run_id = gateway_stack.runs(ctx)[0]["id"]
+    session_reported(gateway_stack, run_id)
+
+    gateway_stack.servers[0].kill()
+    gateway_stack.runner.proc.send_signal(signal.SIGKILL)
+    gateway_stack.runner.proc.wait(10)
+    gateway_stack.start_server()
+    gateway = gateway_stack.gateway
+    gateway_stack.start_runner(
+        launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env()
+    )
+    wait_until(
+        lambda: (
+            [(r["number"], r["status"]) for r in turns(gateway_stack, run_id)][1:]
+            == [(2, "running")]
+        ),
+        WAIT,
+        message="the continuation running",
+    )
+    gate.release()  # the old gateway run answers with prose and ends
+
+    run = assert_resumed_once(gateway_stack, ctx, run_id)
+    assert_each_tool_once(gateway_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])

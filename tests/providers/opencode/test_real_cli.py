@@ -12,7 +12,20 @@ import uuid
 
 import pytest
 
-from tests.providers.opencode.conftest import real_config, start_real
+from tests.engine.test_steer_restarts import STEER, turn_rows
+from tests.engine.test_steer_restarts_opencode import follow_up, prompts_answered
+from tests.providers.opencode.cli import OPENCODE
+from tests.providers.opencode.conftest import MODEL_KEY_VARIABLE, real_config, start_real
+from tests.providers.real_cli_loss import (
+    BEFORE,
+    HOLD,
+    assert_no_second_look,
+    assert_resumed_once,
+    kill_everything,
+    lost_turn_steps,
+    session_reported,
+    turns,
+)
 from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
@@ -28,6 +41,7 @@ from tests.providers.scenarios import (
 )
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.opencode_cli]
 
@@ -174,3 +188,90 @@ def test_the_usage_the_control_plane_records_is_what_the_model_sent(opencode_sta
     sent = model_endpoint.usage_sent(ctx["model"])
     assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
     assert_usage_recorded(opencode_stack, ctx, run["id"], sent)
+
+
+def start_runner_again(stack) -> None:
+    """The runner's next process, with the same home (and so OpenCode's stored sessions)."""
+    stack.start_runner(
+        launch={"opencode": {"default": [str(OPENCODE.require()), "serve"]}},
+        env={
+            MODEL_KEY_VARIABLE: "scripted-dummy-key",
+            "HOME": str(stack.tmp / "home"),
+            **OPENCODE.env(),
+        },
+    )
+
+
+def test_everything_sigkilled_mid_turn_resumes_the_opencode_session(opencode_stack, model_endpoint):
+    """Issue 37, acceptance 1: the model does not look at the task again; only the resumed
+    session (which holds its comment) keeps the comment to one."""
+    start_real(opencode_stack)
+    ctx = new_agent(opencode_stack, model_endpoint, lost_turn_steps(tool))
+    opencode_stack.assign(ctx)
+    gate = model_endpoint.gate(HOLD)
+    gate.wait_reached(WAIT)
+    run_id = opencode_stack.runs(ctx)[0]["id"]
+    session = session_reported(opencode_stack, run_id)
+
+    kill_everything(opencode_stack, lambda: start_runner_again(opencode_stack))
+    gate.release()  # the held answer goes to a server that is gone
+
+    run = assert_resumed_once(opencode_stack, ctx, run_id)
+    assert turns(opencode_stack, run_id)[1]["session_ref"] == session
+    assert_each_tool_once(opencode_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])
+    # Resumed: the continuation's request holds the first turn's comment call.
+    after = model_endpoint.scripted(ctx["model"])[3]
+    assert BEFORE in json.dumps(after.body["messages"])
+
+
+def test_an_unread_follow_up_is_read_once_across_two_restarts(opencode_stack, model_endpoint):
+    """Issue 37, acceptance 2: a follow-up queued behind the running step, unread, then
+    everything SIGKILLed twice: the model is given it exactly once."""
+    start_real(opencode_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        say("Reading the task.", hold="first"),  # the follow-up waits in OpenCode's queue
+        say("Thinking about the changelog.", hold="second"),  # the next prompt is answered
+        calls(tool("post_comment", {"body": BEFORE})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed, changelog included"})),
+        say("Done, changelog included."),
+    ]
+    ctx = new_agent(opencode_stack, model_endpoint, steps)
+    opencode_stack.assign(ctx)
+    first = model_endpoint.gate("first")
+    first.wait_reached(WAIT)
+    run_id = opencode_stack.runs(ctx)[0]["id"]
+    session_reported(opencode_stack, run_id)
+    follow_up(opencode_stack, ctx, run_id)
+
+    kill_everything(opencode_stack, lambda: start_runner_again(opencode_stack))
+    first.release()
+    second = model_endpoint.gate("second")
+    second.wait_reached(WAIT)
+    wait_until(
+        lambda: 2 in prompts_answered(opencode_stack, ctx, run_id),
+        WAIT,
+        message="the second turn's prompt being answered, in the log",
+    )
+    kill_everything(opencode_stack, lambda: start_runner_again(opencode_stack))
+    second.release()
+
+    run = opencode_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), (run, opencode_stack.runner.tail())
+    rows = turn_rows(opencode_stack, run_id)
+    assert [(r["number"], r["kind"]) for r in rows] == [
+        (1, "initial"),
+        (2, "continuation"),
+        (3, "continuation"),
+    ], rows
+    assert rows[1]["input"]["prompt"].count(STEER) == 1
+    assert rows[2]["input"]["steeredMessages"] == []
+    assert STEER not in rows[2]["input"]["prompt"]
+    # What the model saw once the steer was read: the steer once, in every later request.
+    seen = {
+        r.step: json.dumps(r.body["messages"]).count(STEER)
+        for r in model_endpoint.scripted(ctx["model"])
+    }
+    assert {step: seen[step] for step in range(2, 6)} == dict.fromkeys(range(2, 6), 1), seen
+    assert_succeeded_once(opencode_stack, ctx, run, BEFORE)

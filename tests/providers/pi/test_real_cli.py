@@ -12,7 +12,20 @@ import uuid
 
 import pytest
 
-from tests.providers.pi.conftest import real_config, start_real
+from tests.engine.test_steer_restarts import STEER, steer, turn_rows
+from tests.engine.test_steer_restarts_pi import user_inputs
+from tests.providers.pi.cli import PI
+from tests.providers.pi.conftest import MODEL_KEY_VARIABLE, real_config, start_real
+from tests.providers.real_cli_loss import (
+    BEFORE,
+    HOLD,
+    assert_no_second_look,
+    assert_resumed_once,
+    kill_everything,
+    lost_turn_steps,
+    session_reported,
+    turns,
+)
 from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
@@ -28,6 +41,7 @@ from tests.providers.scenarios import (
 )
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import FunctionCall, Usage, calls, say
+from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.pi_cli]
 
@@ -158,3 +172,89 @@ def test_the_usage_the_control_plane_records_is_what_the_model_sent(pi_stack, mo
     sent = model_endpoint.usage_sent(ctx["model"])
     assert len(sent) == len(steps) and sent[0] == Usage(48_000, 310, 40_000, 120)
     assert_usage_recorded(pi_stack, ctx, run["id"], sent, reasoning=False)
+
+
+def start_runner_again(stack) -> None:
+    """The runner's next process, on the same folder (and so the same Pi session files)."""
+    stack.start_runner(
+        launch={"pi": {"default": [str(PI.require())]}},
+        env={MODEL_KEY_VARIABLE: "scripted-dummy-key", "HOME": str(stack.tmp / "home"), **PI.env()},
+    )
+
+
+def test_everything_sigkilled_mid_turn_resumes_the_pi_session_file(pi_stack, model_endpoint):
+    """Issue 37, acceptance 1: the model does not look at the task again; only the resumed
+    session (which holds its comment) keeps the comment to one."""
+    start_real(pi_stack)
+    ctx = new_agent(pi_stack, model_endpoint, lost_turn_steps(tool))
+    pi_stack.assign(ctx)
+    gate = model_endpoint.gate(HOLD)
+    gate.wait_reached(WAIT)
+    run_id = pi_stack.runs(ctx)[0]["id"]
+    session = session_reported(pi_stack, run_id)
+
+    kill_everything(pi_stack, lambda: start_runner_again(pi_stack))
+    gate.release()  # the held answer goes to a Pi that is gone
+
+    run = assert_resumed_once(pi_stack, ctx, run_id)
+    assert turns(pi_stack, run_id)[1]["session_ref"] == session
+    assert_each_tool_once(pi_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])
+    # Resumed: the continuation's request holds the first turn's comment call.
+    after = model_endpoint.scripted(ctx["model"])[3]
+    assert BEFORE in json.dumps(after.body["messages"])
+
+
+def test_an_unread_steer_is_read_once_across_two_restarts(pi_stack, model_endpoint):
+    """Issue 37, acceptance 2: acknowledged in Pi's queue, unread, then everything SIGKILLed
+    twice: the steer enters the conversation exactly once."""
+    start_real(pi_stack)
+    steps = [
+        calls(tool("get_task_context")),
+        say("Reading the task.", hold="first"),  # the steer waits in Pi's queue
+        say("Thinking about the changelog.", hold="second"),  # the steer was read
+        calls(tool("post_comment", {"body": BEFORE})),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed, changelog included"})),
+        say("Done, changelog included."),
+    ]
+    ctx = new_agent(pi_stack, model_endpoint, steps)
+    pi_stack.assign(ctx)
+    first = model_endpoint.gate("first")
+    first.wait_reached(WAIT)
+    run_id = pi_stack.runs(ctx)[0]["id"]
+    session_reported(pi_stack, run_id)
+    steer(pi_stack, ctx, run_id)  # a person's comment, acknowledged by the runner
+    wait_until(
+        lambda: any(e["type"] == "steering_acknowledgement" for e in pi_stack.events(ctx, run_id)),
+        WAIT,
+        message="the steer acknowledged",
+    )
+
+    kill_everything(pi_stack, lambda: start_runner_again(pi_stack))
+    first.release()
+    second = model_endpoint.gate("second")
+    second.wait_reached(WAIT)
+    wait_until(
+        lambda: any(t == 2 and STEER in text for t, text in user_inputs(pi_stack, ctx, run_id)),
+        WAIT,
+        message="the second turn's input, with the steer, in the conversation",
+    )
+    kill_everything(pi_stack, lambda: start_runner_again(pi_stack))
+    second.release()
+
+    run = pi_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), (run, pi_stack.runner.tail())
+    rows = turn_rows(pi_stack, run_id)
+    assert [(r["number"], r["kind"]) for r in rows] == [
+        (1, "initial"),
+        (2, "continuation"),
+        (3, "continuation"),
+    ], rows
+    assert rows[1]["input"]["prompt"].count(STEER) == 1
+    assert STEER not in rows[2]["input"]["prompt"]
+    delivered = [text for t, text in user_inputs(pi_stack, ctx, run_id) if t > 1]
+    assert sum(text.count(STEER) for text in delivered) == 1, delivered
+    # What the third turn's model saw first: the resumed session holds the steer once.
+    [third] = [r for r in model_endpoint.scripted(ctx["model"]) if r.step == 3]
+    assert json.dumps(third.body["messages"]).count(STEER) == 1
+    assert_succeeded_once(pi_stack, ctx, run, BEFORE)
