@@ -101,7 +101,9 @@ def test_replicas_and_runners_on_their_own_machines_survive_cut_links_and_kills(
     wait_until(lambda: all(healthy(cluster, i) for i in (0, 1)), 90, 0.3, "both replicas")
     cluster.start_runners()
     wait_until(lambda: runners_connected(cluster) == 2, 60, 0.3, "both runners connected")
-    workload = Workload(RUNS * CYCLES, cluster.script_dir, pause=5.0, comments=3)
+    # Each run lasts about 30 s (three comments 10 s apart): the faults below, some 12 s
+    # long, fall on runs still going on a fast machine too.
+    workload = Workload(RUNS * CYCLES, cluster.script_dir, pause=10.0, comments=3)
     with client(cluster, 0, timeout=30) as api:
         workload.create(api)
     url, company = cluster.postgres.url, workload.company_id
