@@ -101,6 +101,7 @@ def test_doctor_lists_provider_clis_per_launch_profile(tmp_path):
     assert "fixture/broken" in text and "missing" in text
 
 
+@pytest.mark.installed_plugins  # the seeds' policies are distributions under plugins/
 def test_doctor_warns_when_a_seeds_recovery_policy_is_missing(open_folder):
     env = {"PAPERCLIP_DATA_DIR": str(open_folder / "data")}
     installed = json.loads(doctor(env, "--json").stdout)["recovery_policies"]

@@ -8,15 +8,25 @@ from paperclip.wire import messages as wire
 from tests.support.memory import MemoryRunner
 
 
-async def starts_of(peer: MemoryRunner) -> int:
-    """How many runs this runner is sent, until none comes for a while."""
-    count = 0
-    while True:
-        try:
-            await peer.expect(wire.StartTurn, within=2)
-        except TimeoutError:
-            return count
-        count += 1
+async def count_starts(peers: list[MemoryRunner], total: int) -> list[int]:
+    """How many runs each runner is sent, once ``total`` have been sent in all."""
+    counts = [0] * len(peers)
+
+    async def receive(index: int) -> None:
+        while True:
+            await peers[index].expect(wire.StartTurn, within=60)
+            counts[index] += 1
+            if sum(counts) == total:
+                return
+
+    tasks = [asyncio.create_task(receive(i)) for i in range(len(peers))]
+    try:
+        await asyncio.wait(tasks, timeout=60, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return counts
 
 
 async def test_runs_assigned_together_go_to_both_runners(world):
@@ -24,6 +34,6 @@ async def test_runs_assigned_together_go_to_both_runners(world):
     second, _ = await world.connect(await world.new_runner())
     for n in range(6):
         await world.assign(f"task {n}")
-    counts = await asyncio.gather(starts_of(first), starts_of(second))
-    assert sum(counts) == 6
+    counts = await count_starts([first, second], 6)
+    assert sum(counts) == 6, counts
     assert min(counts) >= 2, counts  # all on the first runner connected, before

@@ -12,7 +12,7 @@ import pytest
 
 from tests.engine.conftest import FAKE_PROFILE, Stack
 
-pytestmark = pytest.mark.process
+pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 FINISH = {
     "turns": [

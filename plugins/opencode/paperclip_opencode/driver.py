@@ -174,9 +174,11 @@ class OpenCodeDriver:
             )
         except ApiError as exc:
             raise TurnAborted(ErrorCode.PROMPT_FAILED, str(exc)) from None
-        if self._context.report_session is not None:
-            # Durable at the runner while the turn runs: a lost turn resumes this session.
-            await self._context.report_session(session_id)
+        # Hook API 1.3 and later: durable at the runner while the turn runs, so a lost
+        # turn resumes this session. Under 1.2 the session is known when the turn ends.
+        report_session = getattr(self._context, "report_session", None)
+        if report_session is not None:
+            await report_session(session_id)
         outcome = await self._follow(server, tracker, emit, settings)
         if outcome == "completed":
             return TurnResult("completed", session_ref=session_id, answer=tracker.answer)

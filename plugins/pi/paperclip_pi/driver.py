@@ -135,9 +135,11 @@ class PiDriver:
             await process.command("prompt", settings.request_timeout_seconds, message=turn.prompt)
         except CommandFailed as exc:
             raise TurnAborted(ErrorCode.PROMPT_FAILED, str(exc)) from None
-        if self._session is not None and self._context.report_session is not None:
-            # Durable at the runner while the turn runs: a lost turn resumes this session file.
-            await self._context.report_session(self._session)
+        # Hook API 1.3 and later: durable at the runner while the turn runs, so a lost
+        # turn resumes this session file. Under 1.2 it is known when the turn ends.
+        report_session = getattr(self._context, "report_session", None)
+        if self._session is not None and report_session is not None:
+            await report_session(self._session)
         last = await self._follow(process, emit, settings)
         session = self._session
         with contextlib.suppress(CommandFailed):

@@ -19,7 +19,6 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -98,7 +97,7 @@ def test_an_agents_shell_reaches_nothing_of_the_operators_and_the_run_succeeds(
     }
     server = ServerProcess(env, base / "serve.log").start()
     try:
-        api = httpx.Client(base_url=f"{server.url}/api", timeout=30)
+        api = server.api()
         company = api.post("/companies", json={"name": "Isolated"}).json()["id"]
         agent = api.post(
             f"/companies/{company}/agents",
