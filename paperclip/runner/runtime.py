@@ -318,9 +318,12 @@ class RunnerProcess:
             return
         records.start(number, self.instance, message.session_ref)
         git_env = hosted.workspace.env if hosted.workspace is not None else {}
+        reached = hosted.workspace.reached if hosted.workspace is not None else None
         user, env, work = self.agents.prepare(
-            command, run_dir, grant.access.keys, git_env, worktree=hosted.workspace is not None
+            command, run_dir, grant.access.keys, git_env, worktree=reached
         )
+        if hosted.workspace is not None:
+            hosted.workspace.user = user  # the worktree is shared with it when it is made
         try:
             hosted.driver = kind.create_driver(
                 DriverContext(
