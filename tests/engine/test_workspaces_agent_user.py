@@ -170,8 +170,8 @@ def test_a_launch_through_env_of_a_python_the_agent_cannot_run_keeps_the_runners
         for line in stack.runner.tail(200).splitlines()
         if line.startswith("{")
     ]
+    closed = next(p for p in reversed(Path(python).parents) if not os.stat(p).st_mode & 1)
     assert [m for m in said if "run as this runner's user" in m] == [
         f"provider processes run as this runner's user, not paperclip-agent: {python}: the "
-        f"folder {next(p for p in reversed(Path(python).parents) if not os.stat(p).st_mode & 1)} is "
-        "closed to paperclip-agent"
+        f"folder {closed} is closed to paperclip-agent"
     ], said
