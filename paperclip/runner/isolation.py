@@ -8,6 +8,7 @@ An agent's model has a shell, so its provider process is treated as untrusted co
   never ``PAPERCLIP_*``.
 - **Its folders** (its home and working folder inside the run's folder) are its own, mode
   0700; the run's folder stays the runner's (its records, the drivers' files), passable.
+  An issue's worktree is shared with it (:mod:`paperclip.runner.workspaces.sharing`).
 - **Its user**: run by root, the runner starts providers as an unprivileged system user
   (``paperclip-agent``, made on first use as the embedded database makes ``pgserver``;
   ``PAPERCLIP_RUNNER_AGENT_USER`` names another). It cannot read the runner's credential,
