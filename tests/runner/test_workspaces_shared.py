@@ -108,6 +108,26 @@ async def test_the_agents_user_commits_in_its_worktree_and_reaches_no_git_settin
         assert denied(agent, ready.path, attempt), attempt
     assert (ready.path / ".git").read_text().startswith("gitdir:")
 
+    # Links the agent leaves are given as links: what they point to stays the host's.
+    host = base / "host"
+    (host / "folder").mkdir(parents=True)
+    (host / "file").write_text("the host's\n")
+    (host / "folder" / "inner").write_text("the host's\n")
+    linked = as_agent(
+        agent, ready.path, f"ln -s {host}/file f && ln -s {host}/folder d", ready.path
+    )
+    assert linked.returncode == 0, linked.stderr
+    before = {
+        path: path.stat() for path in (host / "file", host / "folder", host / "folder" / "inner")
+    }
+    await workspaces.ensure(spec_for(repo), agent)
+    for path, was in before.items():
+        now = path.stat()
+        assert (now.st_uid, now.st_gid, now.st_mode) == (was.st_uid, was.st_gid, was.st_mode)
+        assert now.st_uid == 0, path
+    placeholder = admin / "config.worktree"
+    assert (placeholder.stat().st_uid, placeholder.read_text()) == (0, "")
+
     # An uncommitted edit of the agent's is saved when the worktree goes.
     assert as_agent(agent, ready.path, "echo three >> a.txt", ready.path).returncode == 0
     released = await workspaces.release(spec_for(repo))

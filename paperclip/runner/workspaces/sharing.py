@@ -30,7 +30,9 @@ from pathlib import Path
 
 from paperclip_hookspecs.providers import ProcessUser
 
+from paperclip.runner.workspaces.errors import WorkspaceError
 from paperclip.runner.workspaces.report import Git
+from paperclip.wire.workspace_rules import WORKSPACE_UNAVAILABLE
 
 PROTECTED = ("gitdir", "commondir", "locked", "config.worktree")
 """The files of a worktree's git folder the runner's git reads as its own: never the agent's
@@ -50,16 +52,24 @@ async def share(
     shared = await git(["config", "--get", "core.sharedRepository"], repo, check=False)
     if shared.text.lower() not in ("group", "true", "1"):
         await git(["config", "core.sharedRepository", "group"], repo)
-    for folder in passing:
-        await asyncio.to_thread(passable, folder)
-    await asyncio.to_thread(share_worktree, Path(common.text), admin, worktree, user)
+    try:
+        for folder in passing:
+            await asyncio.to_thread(passable, folder)
+        await asyncio.to_thread(share_worktree, Path(common.text), admin, worktree, user)
+    except OSError as exc:
+        raise WorkspaceError(
+            WORKSPACE_UNAVAILABLE,
+            f"could not share the worktree {worktree} with {user.name}: {exc}",
+        ) from None
 
 
 def share_worktree(common: Path, admin: Path, worktree: Path, user: ProcessUser) -> None:
     """Let ``user`` edit ``worktree`` and commit on its branch (see the module's text).
 
     ``common`` is the repository's git folder, ``admin`` the worktree's own git folder in
-    it. Idempotent: a turn calls it each time (files the runner's user left are given)."""
+    it. Idempotent: a turn calls it each time (files the runner's user left are given).
+    Every change under a folder the agent may write is made through file descriptors,
+    never following a link: a link swapped in meanwhile changes nothing of the host's."""
     _group_folder(common, user.gid, 0o050, setgid=False)
     for name in ("config", "HEAD", "packed-refs", "shallow"):
         _readable(common / name, user.gid)
@@ -70,11 +80,8 @@ def share_worktree(common: Path, admin: Path, worktree: Path, user: ProcessUser)
         # Made now if missing: made later by the runner's git, it would not be the group's.
         (common / name).mkdir(mode=0o755, exist_ok=True)
         _share_tree(common / name, user.gid, files=0o060 if name != "objects" else 0o040)
-    placeholder = admin / "config.worktree"
-    if not os.path.lexists(placeholder):
-        placeholder.touch(mode=0o644)
-    _guard_folder(admin, user, keep=PROTECTED)
-    _guard_folder(worktree, user, keep=(".git",))
+    _guard_folder(admin, user, keep=PROTECTED, required=("gitdir", "commondir"))
+    _guard_folder(worktree, user, keep=(".git",), required=(".git",))
 
 
 def passable(folder: Path) -> None:
@@ -85,6 +92,7 @@ def passable(folder: Path) -> None:
 
 
 def _readable(path: Path, gid: int) -> None:
+    """A file of the repository's top folder (the runner's alone): readable by the group."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -95,15 +103,39 @@ def _readable(path: Path, gid: int) -> None:
 
 
 def _group_folder(folder: Path, gid: int, bits: int, *, setgid: bool) -> None:
-    """``folder`` of the group ``gid`` with exactly ``bits`` for it (and setgid or not)."""
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode):
-        raise OSError(f"{folder} is a symbolic link")
+    """``folder`` (the runner's alone) of the group ``gid`` with exactly ``bits`` for it."""
+    fd = _open_folder(folder)
+    try:
+        _group_fd(fd, gid, bits, setgid=setgid)
+    finally:
+        os.close(fd)
+
+
+def _group_fd(fd: int, gid: int, bits: int, *, setgid: bool) -> None:
+    info = os.fstat(fd)
     if info.st_gid != gid:
-        os.chown(folder, -1, gid, follow_symlinks=False)
+        os.fchown(fd, -1, gid)
     mode = (stat.S_IMODE(info.st_mode) & ~0o2070) | bits | (stat.S_ISGID if setgid else 0)
     if mode != stat.S_IMODE(info.st_mode):
-        os.chmod(folder, mode)
+        os.fchmod(fd, mode)
+
+
+def _open_folder(path: Path | str, dir_fd: int | None = None) -> int:
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.open(path, flags, dir_fd=dir_fd)
+
+
+def _open_file(name: str, dir_fd: int) -> int | None:
+    """``name`` in ``dir_fd`` opened to change its mode, if a regular file (never a link)."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError:
+        return None  # gone, a link, a socket: nothing to open up
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _share_tree(top: Path, gid: int, *, files: int) -> None:
@@ -112,54 +144,87 @@ def _share_tree(top: Path, gid: int, *, files: int) -> None:
     info = os.lstat(top)
     if info.st_gid == gid and info.st_mode & 0o2070 == 0o2070:
         return  # done before; git keeps what it makes so (core.sharedRepository)
-    for folder, dirs, names in os.walk(top):
+    # Bottom up: ``top`` is done last, so a walk cut short is walked again.
+    for _, _, names, dir_fd in os.fwalk(top, topdown=False, follow_symlinks=False):
         for name in names:
-            path = os.path.join(folder, name)
-            entry = os.lstat(path)
-            if stat.S_ISREG(entry.st_mode):
-                os.chown(path, -1, gid, follow_symlinks=False)
-                os.chmod(path, stat.S_IMODE(entry.st_mode) | files)
-        for name in dirs:
-            path = Path(folder, name)
-            if not path.is_symlink():
-                _group_folder(path, gid, 0o070, setgid=True)
-    _group_folder(top, gid, 0o070, setgid=True)
+            fd = _open_file(name, dir_fd)
+            if fd is None:
+                continue
+            try:
+                os.fchown(fd, -1, gid)
+                os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) | files)
+            finally:
+                os.close(fd)
+        _group_fd(dir_fd, gid, 0o070, setgid=True)
 
 
-def _guard_folder(folder: Path, user: ProcessUser, *, keep: tuple[str, ...]) -> None:
+def _guard_folder(
+    folder: Path, user: ProcessUser, *, keep: tuple[str, ...], required: tuple[str, ...]
+) -> None:
     """``folder`` the runner's, ``rwx`` for the user's group with the sticky bit (no setgid);
-    everything in it the user's, but the entries named in ``keep``: the runner's, read-only."""
-    info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise OSError(f"{folder} is not a folder")
-    os.chown(folder, os.geteuid(), user.gid, follow_symlinks=False)
-    os.chmod(folder, stat.S_ISVTX | 0o770)
-    for name in keep:
-        path = folder / name
+    everything in it the user's, but the entries ``keep`` names: the runner's, read-only
+    (one that is not the runner's is removed, or refused when ``required``)."""
+    fd = _open_folder(folder)
+    try:
+        os.fchown(fd, os.geteuid(), user.gid)
+        os.fchmod(fd, stat.S_ISVTX | 0o770)
+        for name in keep:
+            _protect(fd, folder / name, required=name in required)
+        with os.scandir(fd) as entries:
+            given = [entry.name for entry in entries if entry.name not in keep]
+        for name in given:
+            _give(fd, name, user)
+    finally:
+        os.close(fd)
+
+
+def _protect(dir_fd: int, path: Path, *, required: bool) -> None:
+    """``path`` (in ``dir_fd``) the runner's and read-only; made empty when missing and not
+    ``required`` (a placeholder another user cannot make), removed when another's."""
+    name = path.name
+    for _ in range(3):
         try:
-            entry = os.lstat(path)
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
+            if required:
+                raise OSError(f"{path} is missing") from None
+            try:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                os.close(os.open(name, flags, 0o644, dir_fd=dir_fd))
+            except FileExistsError:
+                continue  # made meanwhile: looked at again
+            return
+        if info.st_uid != os.geteuid() or not stat.S_ISREG(info.st_mode):
+            if required:
+                raise OSError(f"{path} is not this runner's file")
+            os.unlink(name, dir_fd=dir_fd)  # another's: gone, made again as the runner's
             continue
-        os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)
-        if not stat.S_ISLNK(entry.st_mode):
-            os.chmod(path, stat.S_IMODE(entry.st_mode) & ~0o022)
-    with os.scandir(folder) as entries:
-        given = [Path(entry.path) for entry in entries if entry.name not in keep]
-    for path in given:
-        _give(path, user)
-
-
-def _give(top: Path, user: ProcessUser) -> None:
-    """``top`` and all under it the user's (links themselves, never what they point to)."""
-    ids = (user.uid, user.gid)
-    entry = os.lstat(top)
-    if (entry.st_uid, entry.st_gid) != ids:
-        os.chown(top, *ids, follow_symlinks=False)
-    if not stat.S_ISDIR(entry.st_mode):
+        if info.st_mode & 0o022:
+            fd = _open_file(name, dir_fd)
+            if fd is not None:
+                os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~0o022)
+                os.close(fd)
         return
-    for folder, dirs, names in os.walk(top):
-        for name in [*dirs, *names]:
-            path = os.path.join(folder, name)
-            entry = os.lstat(path)
-            if (entry.st_uid, entry.st_gid) != ids:
-                os.chown(path, *ids, follow_symlinks=False)
+    raise OSError(f"{path} keeps being replaced")
+
+
+def _give(dir_fd: int, name: str, user: ProcessUser) -> None:
+    """``name`` in ``dir_fd`` and all under it the user's (links themselves, never what
+    they point to)."""
+    ids = (user.uid, user.gid)
+    try:
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if (info.st_uid, info.st_gid) != ids:
+        os.chown(name, *ids, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(info.st_mode):
+        return
+    for _, dirs, names, fd in os.fwalk(name, dir_fd=dir_fd, follow_symlinks=False):
+        for entry in [*dirs, *names]:
+            try:
+                found = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if (found.st_uid, found.st_gid) != ids:
+                os.chown(entry, *ids, dir_fd=fd, follow_symlinks=False)
