@@ -56,8 +56,14 @@ programs need to run, nothing that is anyone's secret."""
 RESERVED_PREFIX = "PAPERCLIP_"
 
 
+AGENT_USER_UNAVAILABLE = "agent_user_unavailable"
+"""A run refused: the user the host named for agents cannot run it (see ``prepare``)."""
+
+
 class IsolationError(Exception):
     """The configured agent user cannot be used; the message says why and what to do."""
+
+    code = AGENT_USER_UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +90,12 @@ class AgentUser:
         runner's (its records, the drivers' own files), passable by another user only.
 
         ``worktree``: the run works in an issue's worktree (shared with the agent's user when it
-        is made), whose repository lies in these host folders, which that user must reach."""
+        is made), whose repository lies in these host folders, which that user must reach.
+        Raises IsolationError when the user the host named cannot run it (no fallback)."""
         user, problem = self.for_run(command, run_dir, worktree or ())
+        if user is not None and problem:
+            # The host named this user: a run it cannot do is refused, before anything starts.
+            raise IsolationError(f"this run cannot start as {user.name}: {problem}")
         if self.user is not None and user is None and problem not in self.said:
             self.said.add(problem)
             log.warning(

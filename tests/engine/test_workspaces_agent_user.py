@@ -175,3 +175,23 @@ def test_a_launch_through_env_of_a_python_the_agent_cannot_run_keeps_the_runners
         f"provider processes run as this runner's user, not paperclip-agent: {python}: the "
         f"folder {closed} is closed to paperclip-agent"
     ], said
+
+
+def test_the_same_launch_is_refused_when_the_host_named_the_agents_user(open_stack):
+    stack = open_stack
+    python = os.path.realpath(sys.executable)
+    if not any(os.stat(p).st_mode & 0o001 == 0 for p in Path(python).parents):
+        pytest.skip(f"{python} is reachable by every user here")
+    stack.start_server()
+    stack.start_runner(
+        fake_as(sys.executable, stack, "env", "PAPERCLIP_FAKE=1"),
+        env={"PAPERCLIP_RUNNER_AGENT_USER": "paperclip-agent"},
+    )
+    connected(stack)
+    ctx = stack.setup_issue({"turns": [[escalated("id -u"), FINISH]]}, extra_config=COMMITTER)
+    stack.assign(ctx)
+
+    run = stack.wait_for_terminal_run(ctx)
+    assert (run["status"], run["error_code"]) == ("failed", "agent_user_unavailable"), run
+    assert python in run["error_message"] and "paperclip-agent" in run["error_message"], run
+    assert shell_outputs(stack, ctx, run["id"]) == []  # nothing started

@@ -157,5 +157,7 @@ def test_every_program_a_launch_runs_is_checked_through_env_and_its_interpreter(
         assert unreachable_program(launch, agents.user) is None, launch
     run = open_dir / "run"
     assert agents.for_run(["env", "X=1", str(python)], run)[0] is None  # falls back
-    strict = AgentUser.choose(AGENT_USER)
-    assert strict.for_run(["env", "X=1", str(python)], run)[1]  # refused, said why
+    strict = AgentUser.choose(AGENT_USER)  # named by the host: refused, saying why
+    with pytest.raises(IsolationError, match=f"cannot start as {AGENT_USER}: .*{closed}") as err:
+        strict.prepare(["env", "X=1", str(python)], run, [], {})
+    assert err.value.code == "agent_user_unavailable"
