@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 AGENT_USER = "paperclip-agent"
 USER_SETTING = "PAPERCLIP_RUNNER_AGENT_USER"
+PROXY_ENV = tuple(
+    name for base in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY") for name in (base, base.lower())
+)
 ALLOWED_ENV = frozenset(
     {
         "PATH",
@@ -49,10 +52,12 @@ ALLOWED_ENV = frozenset(
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
         "NODE_EXTRA_CA_CERTS",
+        *PROXY_ENV,
     }
 )
 """What a provider process inherits from the runner's environment, besides ``LC_*``: what
-programs need to run, nothing that is anyone's secret."""
+programs need to run, nothing that is anyone's secret (a proxy's URL is the host's way
+out: a provider behind it must still reach its model endpoint)."""
 RESERVED_PREFIX = "PAPERCLIP_"
 
 

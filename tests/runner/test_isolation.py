@@ -33,6 +33,9 @@ def open_dir():
 
 
 def test_the_environment_is_the_allowlist_the_granted_key_and_the_runs_own(monkeypatch):
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("GRANTED_API_KEY", "granted")
@@ -161,3 +164,20 @@ def test_every_program_a_launch_runs_is_checked_through_env_and_its_interpreter(
     with pytest.raises(IsolationError, match=f"cannot start as {AGENT_USER}: .*{closed}") as err:
         strict.prepare(["env", "X=1", str(python)], run, [], {})
     assert err.value.code == "agent_user_unavailable"
+
+
+def test_the_hosts_proxy_settings_reach_the_provider_in_both_spellings(monkeypatch):
+    proxies = {
+        "HTTPS_PROXY": "http://proxy.internal:3128",
+        "https_proxy": "http://proxy.internal:3128",
+        "HTTP_PROXY": "http://proxy.internal:3128",
+        "http_proxy": "http://proxy.internal:3128",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+    for name, value in proxies.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ALL_PROXY_PASSWORD", "not a proxy setting")
+    env = process_env([], {}, "/runs/x/home", None)
+    assert {k: v for k, v in env.items() if k.lower().endswith("proxy")} == proxies
+    assert "ALL_PROXY_PASSWORD" not in env
