@@ -2,12 +2,13 @@
 
 A turn lost with its runner or provider process is resumed in the same
 provider session, which already holds the brief and everything said so far.
-The next turn's input is therefore short: the continuation of the run's task
-(rendered by the prompt hooks' continuation rules, with the steered messages
-the model has not read yet, oldest first), and one instruction to continue
-the current request and check the state before repeating an action.
-Persisted on the turn under ``paperclip.native-continuation.v1``.
-"""
+The next turn's input is assembled through the resumed lane of the prompt
+hooks: the compact brief, the continuation over the steered messages the
+model has not read yet (oldest first) with its objective, and the wake delta;
+then one instruction to continue the current request and check the state
+before repeating an action. Persisted on the turn under
+``paperclip.native-continuation.v1``, with the resumed-lane execution input
+(v5, or v4 for a run that started on v4) under ``executionInput``."""
 
 from __future__ import annotations
 
@@ -66,14 +67,39 @@ def restart_continuation(
     turn: int,
     steered: tuple[ContinuationMessage, ...] = (),
 ) -> RestartContinuation:
-    """The input of turn ``turn`` of the run whose persisted input is ``previous``."""
-    task = normalize_task(previous.task)
-    continuation = build_continuation(task, steered)
-    rendered = hooks.render_continuation(continuation, task, (), ContinuationOptions())
-    instructions = [RESTART_INSTRUCTION]
+    """The input of turn ``turn`` of the run whose persisted input is ``previous``.
+
+    Assembled through the resumed lane: the run's persisted input is ``previous``
+    (it pins the envelope version and names the brief the session holds), the
+    steers the model has not read are the resume delta, oldest first. So the
+    compact brief, the continuation with its ``objectiveSource``, the wake delta
+    with continuation suppression and the provider's carriers all apply; the
+    restart instruction follows. The resumed-lane input is persisted with the
+    turn (``executionInput``).
+    """
+    request = AssemblyRequest(
+        task=previous.task,
+        wake=previous.wake,
+        lane=previous.lane,
+        attempt=SessionAttempt.RESUMED,
+        run_id=previous.run_id,
+        provider=previous.provider,
+        carriers=carriers_of(previous),
+        resume_delta=steered,
+        previous=previous,
+    )
+    assembled = assemble_execution_input(request, hooks)
+    value = assembled.execution_input
+    blocks = [value.model.prompt]
+    if steered and value.continuation is None:
+        # A lane without a continuation carrier: the steers still reach the model, once.
+        blocks.append(_steered_section(previous, hooks, steered))
+    blocks.append(RESTART_INSTRUCTION)
     if steered:
-        instructions.append(STEERED_INSTRUCTION)
-    prompt = join_blocks([rendered.section.text, *instructions])
+        blocks.append(STEERED_INSTRUCTION)
+    prompt = join_blocks(blocks)
+    value = replace(value, model=replace(value.model, prompt=prompt))
+    task = value.task
     envelope = {
         "schema": NATIVE_CONTINUATION_V1,
         "reason": "restart",
@@ -82,9 +108,20 @@ def restart_continuation(
         "issue": {"id": task.id, "identifier": task.identifier, "title": task.title},
         "steeredMessages": [{"id": m.id, "issueId": m.issue_id, "body": m.body} for m in steered],
         "prompt": prompt,
-        "system": previous.model.system,
+        "system": value.model.system,
+        "executionInput": write_execution_input(value),
     }
     return RestartContinuation(prompt, envelope)
+
+
+def _steered_section(
+    previous: ExecutionInput, hooks: PromptHooks, steered: tuple[ContinuationMessage, ...]
+) -> str:
+    task = normalize_task(previous.task)
+    rendered = hooks.render_continuation(
+        build_continuation(task, steered), task, (), ContinuationOptions()
+    )
+    return rendered.section.text
 
 
 def fresh_retry(
@@ -121,12 +158,9 @@ def fresh_retry(
     assembled = assemble_execution_input(request, hooks)
     if not steered:
         return assembled
-    task = normalize_task(previous.task)
-    rendered = hooks.render_continuation(
-        build_continuation(task, steered), task, (), ContinuationOptions()
-    )
     value = assembled.execution_input
-    prompt = join_blocks([value.model.prompt, rendered.section.text, FRESH_STEERED_INSTRUCTION])
+    steers = _steered_section(previous, hooks, steered)
+    prompt = join_blocks([value.model.prompt, steers, FRESH_STEERED_INSTRUCTION])
     value = replace(value, model=replace(value.model, prompt=prompt))
     return AssembledInput(value, write_execution_input(value))
 
