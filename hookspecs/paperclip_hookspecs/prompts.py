@@ -475,11 +475,20 @@ def paperclip_validate_completion_references(
     """Accept the completion references whose source block was rendered; refuse the rest."""
 
 
-@hookspec(firstresult=True)
+@hookspec(
+    firstresult=True,
+    warn_on_impl=DeprecationWarning(
+        "paperclip_render_completion_recovery is deprecated and never called: the core has no "
+        "completion-only recovery (a turn that ends without finish fails the run; a lost turn "
+        "resumes its session or retries with the full brief). It is removed in 2.0."
+    ),
+)
 def paperclip_render_completion_recovery(
     task: TaskSource,
 ) -> RenderedSection | None:
-    """Render the prompt of a completion-only recovery: the full current criteria.
+    """Deprecated; never called. Was: the prompt of a completion-only recovery.
 
-    It replaces the task prompt, so its ``sources`` name the task only.
+    No run of the core replaces its task prompt with a completion-only one, so
+    the core calls this hook nowhere and implementing it warns. It is removed
+    in the next major version of the contract.
     """

@@ -434,9 +434,6 @@ class PluginHost:
             rendered=rendered,
         )
 
-    def render_completion_recovery(self, task: TaskSource) -> RenderedSection:
-        return self._decide("paperclip_render_completion_recovery", RenderedSection, task=task)
-
     def _decide(self, hook: str, kind: type[T], **kwargs: Any) -> T:
         result = self._optional(hook, kind, **kwargs)
         if result is None:

@@ -11,7 +11,6 @@ from paperclip.prompts.assemble import (
     AssemblyRequest,
     OwnershipError,
     assemble_execution_input,
-    recover_completion_only,
     validate_completion,
 )
 from paperclip.prompts.continuation import build_continuation
@@ -51,7 +50,6 @@ __all__ = [
     "build_task_markdown",
     "read_execution_input",
     "read_model_envelope",
-    "recover_completion_only",
     "revision",
     "sanitize",
     "source_text",

@@ -43,7 +43,6 @@ from paperclip_hookspecs.prompts import (
 from paperclip.prompts.bootstrap import render_bootstrap, render_instructions
 from paperclip.prompts.continuation import build_continuation
 from paperclip.prompts.envelopes import (
-    COMPLETION_ONLY,
     EXECUTION_INPUT_V4,
     EXECUTION_INPUT_V5,
     MODEL_ENVELOPE_FOR,
@@ -419,36 +418,6 @@ def check_ownership(
             full = selection.task_markdown is TaskMarkdownMode.FULL
             if n > 1 or (full and n != 1):
                 raise OwnershipError(f"description {source_id} is rendered {n} times")
-
-
-def recover_completion_only(
-    previous: ExecutionInput, task: TaskSource, hooks: PromptHooks
-) -> AssembledInput:
-    """Replace a run's task prompt with a completion-only recovery prompt.
-
-    The new prompt restores the complete current acceptance criteria. It no
-    longer shows the description or comments, so their references are removed:
-    only the task can be cited afterwards. The wake, its comments and the turn
-    context stay recorded; nothing is inferred from text.
-    """
-    current = normalize_task(task)
-    section = hooks.render_completion_recovery(current)
-    v5 = previous.schema == EXECUTION_INPUT_V5
-    model = ModelEnvelope(
-        MODEL_ENVELOPE_FOR[previous.schema],
-        section.text,
-        previous.model.system,
-        tuple(b for b in section.sources if b.kind is SourceKind.TASK) if v5 else (),
-    )
-    value = replace(
-        previous,
-        task=current,
-        task_markdown=section.text,
-        wake_prompt="",
-        model=model,
-        recovery=COMPLETION_ONLY,
-    )
-    return AssembledInput(value, write_execution_input(value))
 
 
 def validate_completion(

@@ -1,4 +1,4 @@
-"""Completion references and completion-only recovery.
+"""Completion references.
 
 A completion report may cite the task, the description (id and revision) and
 the current comments (id and revision). A citation is valid only when that
@@ -14,18 +14,11 @@ from paperclip_hookspecs.prompts import (
     CompletionReference,
     ReferenceCheck,
     RefusedReference,
-    RenderedSection,
     SourceBlock,
     SourceKind,
-    TaskSource,
 )
 
-from paperclip.prompts.markdown import join_blocks
-from paperclip.prompts.sources import normalize_task
-from paperclip.prompts.task_markdown import DATA_NOTICE, task_header
 from paperclip.revisions import revision_matches
-
-RECOVERY_SECTION = "completion_recovery"
 
 
 def validate_completion_references(
@@ -50,33 +43,3 @@ def validate_completion_references(
         else:
             refused.append(RefusedReference(ref, "stale_revision"))
     return ReferenceCheck(tuple(accepted), tuple(refused))
-
-
-def render_completion_recovery(task: TaskSource) -> RenderedSection:
-    """The prompt of a completion-only recovery: the task and its complete current criteria.
-
-    It replaces the task prompt, so it carries the task as its only source: the
-    description and comments are not rendered and can no longer be cited.
-    """
-    task = normalize_task(task)
-    criteria = (
-        "\n".join(f"{n}. {c}" for n, c in enumerate(task.acceptance_criteria, 1))
-        if task.acceptance_criteria
-        else "None are recorded; the task is done when its issue asks for nothing more."
-    )
-    text = join_blocks(
-        [
-            "## Paperclip completion recovery",
-            f"Your work on {task.identifier or task.id} may be finished, but its completion "
-            "was not recorded. Check the current state against the criteria below, then report "
-            "completion through the Paperclip finish tool, or finish the work first if a "
-            "criterion is not met. Do not repeat an action whose outcome you do not know; "
-            "check first.",
-            DATA_NOTICE,
-            task_header(task),
-            f"### Acceptance criteria (current)\n{criteria}",
-        ]
-    )
-    return RenderedSection(
-        RECOVERY_SECTION, text, (SourceBlock(SourceKind.TASK, task.id, None, RECOVERY_SECTION),)
-    )

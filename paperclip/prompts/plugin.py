@@ -25,10 +25,7 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.prompts.completion import (
-    render_completion_recovery,
-    validate_completion_references,
-)
+from paperclip.prompts.completion import validate_completion_references
 from paperclip.prompts.continuation import render_continuation
 from paperclip.prompts.sections import select_prompt_sections
 from paperclip.prompts.task_markdown import build_task_markdown
@@ -75,8 +72,3 @@ def paperclip_validate_completion_references(
     references: tuple[CompletionReference, ...], rendered: tuple[SourceBlock, ...]
 ) -> ReferenceCheck:
     return validate_completion_references(references, rendered)
-
-
-@hookimpl(trylast=True)
-def paperclip_render_completion_recovery(task: TaskSource) -> RenderedSection:
-    return render_completion_recovery(task)

@@ -1,5 +1,5 @@
-"""Completion references (``paperclip_validate_completion_references``) and completion-only
-recovery (``paperclip_render_completion_recovery``)."""
+"""Completion references (``paperclip_validate_completion_references``), and the deprecated
+completion-only recovery hook (``paperclip_render_completion_recovery``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.prompts import (
     CompletionReference,
     Lane,
-    ReferenceCheck,
     RenderLimits,
     SessionAttempt,
-    SourceBlock,
     SourceKind,
     WakeSource,
 )
@@ -22,7 +20,6 @@ from paperclip_hookspecs.prompts import (
 from paperclip.prompts import (
     AssemblyRequest,
     assemble_execution_input,
-    recover_completion_only,
     validate_completion,
 )
 from paperclip.revisions import revision
@@ -107,57 +104,21 @@ def test_paperclip_validate_completion_references_legacy_inputs_only_cite_the_ta
     assert [r.reason for r in check.refused] == ["not_rendered"]
 
 
-def test_paperclip_render_completion_recovery_restores_criteria_and_drops_source_references(
-    hooks: Any,
+def test_paperclip_render_completion_recovery_is_deprecated_and_not_implemented_by_the_core(
+    paperclip_register_plugin: Any,
 ) -> None:
-    before = assembled()
-    long_criterion = "Every redirect keeps its query string " + "and fragment " * 2_000
-    current = make_task(acceptance_criteria=("Users return to the page", long_criterion))
-    after = recover_completion_only(before, current, hooks).execution_input
-
-    assert after.recovery == "completion_only"
-    assert "## Paperclip completion recovery" in after.model.prompt
-    assert long_criterion.strip() in after.model.prompt  # complete, never cut
-    assert after.completion_sources == (SourceBlock(T, ISSUE, None, "completion_recovery"),)
-    check = validate_completion(
-        after,
-        (
-            CompletionReference(T, ISSUE),
-            CompletionReference(D, ISSUE, DESCRIPTION_REV),
-            CompletionReference(C, "c-2", COMMENT_REV),
-        ),
-        BUILTIN,
-    )
-    assert check.accepted == (CompletionReference(T, ISSUE),)
-    assert {r.reason for r in check.refused} == {"not_rendered"}
-    # Source comments and ownership evidence are kept, not discarded.
-    assert after.wake == before.wake and after.turn_context == before.turn_context
-
-
-def test_paperclip_render_completion_recovery_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, paperclip_register_plugin: Any
-) -> None:
+    """The core has no completion-only recovery: the built-in rendering leaves the hook
+    out, and a plugin that still implements it is told so when it is registered."""
     from paperclip_hookspecs.prompts import RenderedSection, TaskSource
+
+    from paperclip.prompts import plugin
+
+    assert not hasattr(plugin, "paperclip_render_completion_recovery")
 
     class Recovery:
         @hookimpl
         def paperclip_render_completion_recovery(self, task: TaskSource) -> RenderedSection:
             return RenderedSection("completion_recovery", f"Finish {task.identifier}.")
 
-    paperclip_register_plugin(Recovery())
-    assert hooks.render_completion_recovery(TASK).text == "Finish PAP-12."
-
-
-def test_paperclip_validate_completion_references_an_installed_plugin_overrides_the_builtin(
-    hooks: Any, paperclip_register_plugin: Any
-) -> None:
-    class TrustTheTask:
-        @hookimpl
-        def paperclip_validate_completion_references(
-            self, references: tuple[CompletionReference, ...], rendered: tuple[SourceBlock, ...]
-        ) -> ReferenceCheck:
-            return ReferenceCheck(accepted=tuple(r for r in references if r.kind is T))
-
-    paperclip_register_plugin(TrustTheTask())
-    check = hooks.validate_completion_references((CompletionReference(T, "any"),), ())
-    assert check.ok
+    with pytest.warns(DeprecationWarning, match="never called"):
+        paperclip_register_plugin(Recovery())
