@@ -107,6 +107,7 @@ class Container(containers.DeclarativeContainer):
         abandon_after=settings.provided.run_abandon_seconds,
         runner_gone_after=settings.provided.runner_gone_seconds,
         max_resumes=settings.provided.run_max_resumes,
+        prompt_ownership=settings.provided.prompt_ownership,
         reconcile_seconds=settings.provided.reconcile_seconds,
         workspace_retention_hours=settings.provided.workspace_retention_hours,
         workspace_sweep_seconds=settings.provided.workspace_sweep_seconds,

@@ -126,6 +126,13 @@ class Settings(BaseSettings):
         description="A run whose runner has been away this long past its lease lost its turn: "
         "recovery resumes it on a runner that offers its provider.",
     )
+    prompt_ownership: bool = Field(
+        default=True,
+        description="New runs assemble their prompt with ownership metadata "
+        "(paperclipTurnContext, execution input v5). false rolls back: new runs are written as "
+        "v4 with the legacy wake rendering; runs already started keep their persisted schema "
+        "to the end.",
+    )
     run_max_resumes: int = Field(
         default=3,
         ge=0,

@@ -88,6 +88,7 @@ class RunEngine:
         retention_days: Mapping[str, float] | None = None,
         retention_sweep_seconds: float = 300.0,
         retention_batch_rows: int = 1000,
+        prompt_ownership: bool = True,
     ) -> None:
         self.instance = instance
         self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
@@ -160,6 +161,7 @@ class RunEngine:
             on_adopted=self._adopted,
             runners_here=lambda: list(self.connections.links),
             clock=clock,
+            prompt_ownership=prompt_ownership,
         )
         self.budgets = BudgetKeeper(sessions, pass_seconds=budget_sweep_seconds, clock=clock)
         self.leases = LeaseKeeper(

@@ -84,6 +84,7 @@ def build_execution_input(
     hooks: Any = None,
     workspace: ExecutionWorkspace | None = None,
     queue: list[Issue] | None = None,
+    ownership: bool = True,
 ) -> AssembledInput:
     """Assemble a fresh session's input (``queue``: a heartbeat's open assigned issues).
 
@@ -115,6 +116,7 @@ def build_execution_input(
         agent=AgentBrief(name=agent.name, instructions=agent.role),
         carriers=carriers_of(hooks, agent.provider),
         history=tuple(comment_source(c, agent_names) for c in history),
+        ownership=ownership,
     )
     return assemble_execution_input(request, hooks)
 
@@ -176,6 +178,7 @@ async def assemble_for_run(
     run_id: str,
     hooks: Any = None,
     workspace: ExecutionWorkspace | None = None,
+    ownership: bool = True,
 ) -> RunInput:
     """Read what the prompt stands on (comments, parent, the agent's previous run) and assemble it."""
     comments: list[Comment] = []
@@ -207,6 +210,7 @@ async def assemble_for_run(
         run_id=run_id,
         hooks=hooks,
         workspace=workspace,
+        ownership=ownership,
     )
     return RunInput(assembled, current_wake_comments(agent, comments, since))
 

@@ -87,6 +87,7 @@ class WakeScheduler:
         on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
         runners_here: Callable[[], Collection[uuid.UUID]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        prompt_ownership: bool = True,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -94,6 +95,8 @@ class WakeScheduler:
         self.plugins = plugins
         self.pick_link = pick_link
         self.clock = clock
+        self.prompt_ownership = prompt_ownership
+        """New runs' prompts carry ownership metadata (v5); off is the rollback (v4)."""
         """Now, for budget months (injectable: tests move it)."""
         self.runners_here = runners_here
         """The runners connected to this replica: a wake pinned to another one's worktree
@@ -311,6 +314,7 @@ class WakeScheduler:
             run_id=str(run_id),
             hooks=self.plugins,
             workspace=workspace.view if workspace is not None else None,
+            ownership=self.prompt_ownership,
         )
         assembled = prepared.assembled
         now = datetime.now(UTC)
