@@ -25,8 +25,10 @@ from paperclip.prompts import (
     AssembledInput,
     AssemblyRequest,
     assemble_execution_input,
+    read_execution_input,
 )
 from paperclip.prompts.restart import fresh_retry as retry_lost_run
+from paperclip.prompts.restart import restart_continuation
 from paperclip.revisions import short_revision
 from tests.prompts.support import BUILTIN
 
@@ -115,6 +117,23 @@ def fresh_retry_v4() -> AssembledInput:
     return retry_lost_run(previous, BUILTIN, AGENT, history=(*HISTORY, POSTED))
 
 
+def restarted(ownership: bool) -> AssembledInput:
+    """The runtime's restart continuation of a lost Codex turn, with an unread steer."""
+    previous = lost_run(ownership).execution_input
+    restart = restart_continuation(previous, BUILTIN, turn=2, steered=(STEER,))
+    stored = restart.envelope["executionInput"]
+    return AssembledInput(read_execution_input(stored), stored)
+
+
+def restart_v5() -> AssembledInput:
+    return restarted(ownership=True)
+
+
+def restart_v4() -> AssembledInput:
+    """A run that started on v4 restarts on v4: no objectiveSource, the legacy wake."""
+    return restarted(ownership=False)
+
+
 def gateway() -> AssembledInput:
     return assemble_execution_input(
         replace(request(Lane.GATEWAY), provider="gateway",
@@ -152,6 +171,8 @@ LANES: dict[str, Callable[[], AssembledInput]] = {
     "fresh_retry": fresh_retry,
     "fresh_retry_v5": fresh_retry_v5,
     "fresh_retry_v4": fresh_retry_v4,
+    "restart_v5": restart_v5,
+    "restart_v4": restart_v4,
     "gateway": gateway,
     "gateway_legacy": gateway_legacy,
     "pi": pi,
