@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -11,6 +12,7 @@ from paperclip_hookspecs.prompts import (
     CommentAuthor,
     CommentSource,
     CommentTrust,
+    ContinuationMessage,
     Lane,
     ParentTask,
     ProviderCarriers,
@@ -259,3 +261,29 @@ async def retry_history(session: AsyncSession, run: Run) -> tuple[CommentSource,
     comments = list(rows.scalars())
     names = await agent_names(session, comments)
     return tuple(comment_source(c, names) for c in comments)
+
+
+async def steered_comments(
+    session: AsyncSession, run: Run, steered: tuple[ContinuationMessage, ...]
+) -> tuple[CommentSource, ...]:
+    """The steered messages that are comments of the run's issue, in their order, as the
+    current comments of the restart continuation that carries them (not answered cards)."""
+    ids = {}
+    for message in steered:
+        try:
+            ids[message.id] = uuid.UUID(message.id)
+        except ValueError:
+            continue
+    if not ids or run.issue_id is None:
+        return ()
+    rows = await session.scalars(
+        select(Comment).where(
+            Comment.id.in_(list(ids.values())),
+            Comment.company_id == run.company_id,
+            Comment.issue_id == run.issue_id,
+            Comment.deleted_at.is_(None),
+        )
+    )
+    found = {str(c.id): c for c in rows}
+    names = await agent_names(session, list(found.values()))
+    return tuple(comment_source(found[m.id], names) for m in steered if m.id in found)

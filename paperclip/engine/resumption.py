@@ -24,7 +24,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.endings import finish_run
-from paperclip.engine.prompt import retry_history
+from paperclip.engine.prompt import retry_history, steered_comments
 from paperclip.engine.turns import current_turn, end_turn, open_turn
 from paperclip.engine.unread_steers import unread_steered_messages
 from paperclip.models import (
@@ -171,7 +171,13 @@ async def _next_input(
     if capabilities.resume and run.session_ref and not resume_failed:
         previous = read_execution_input(run.execution_input or {})
         steered = await unread_steered_messages(session, run, plugins)
-        restart = restart_continuation(previous, plugins, turn=run.turn + 1, steered=steered)
+        restart = restart_continuation(
+            previous,
+            plugins,
+            turn=run.turn + 1,
+            steered=steered,
+            steered_comments=await steered_comments(session, run, steered),
+        )
         return TurnKind.CONTINUATION, restart.envelope, steered
     if capabilities.fresh_retry or not run.session_ref:
         return TurnKind.FRESH_RETRY, {}, await unread_steered_messages(session, run, plugins)

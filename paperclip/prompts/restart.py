@@ -31,7 +31,7 @@ from paperclip.prompts.assemble import (
     assemble_execution_input,
 )
 from paperclip.prompts.continuation import build_continuation
-from paperclip.prompts.envelopes import ExecutionInput, write_execution_input
+from paperclip.prompts.envelopes import EXECUTION_INPUT_V5, ExecutionInput, write_execution_input
 from paperclip.prompts.hooks import PromptHooks
 from paperclip.prompts.markdown import join_blocks
 from paperclip.prompts.sources import normalize_task
@@ -66,20 +66,31 @@ def restart_continuation(
     *,
     turn: int,
     steered: tuple[ContinuationMessage, ...] = (),
+    steered_comments: tuple[CommentSource, ...] = (),
 ) -> RestartContinuation:
     """The input of turn ``turn`` of the run whose persisted input is ``previous``.
 
     Assembled through the resumed lane: the run's persisted input is ``previous``
     (it pins the envelope version and names the brief the session holds), the
-    steers the model has not read are the resume delta, oldest first. So the
-    compact brief, the continuation with its ``objectiveSource``, the wake delta
-    with continuation suppression and the provider's carriers all apply; the
-    restart instruction follows. The resumed-lane input is persisted with the
-    turn (``executionInput``).
+    steers the model has not read are the resume delta, oldest first. On a v5
+    run, the ones that are comments of the issue (``steered_comments``) are
+    current comments of this turn too, after the wake's own: the continuation
+    shows them, so the wake delta keeps their author, trust and attachments and
+    points there instead of repeating the text, and the latest trusted one is
+    the objective (``objectiveSource``), named rather than repeated. The compact
+    brief and the provider's carriers apply; the restart instruction follows.
+    The resumed-lane input is persisted with the turn (``executionInput``).
     """
+    wake = previous.wake
+    if previous.schema == EXECUTION_INPUT_V5:
+        # Owned events only: a v4 run keeps the legacy wake, whose brief would repeat the
+        # latest comment; there the steers stay in the continuation alone.
+        known = {c.id for c in wake.comments}
+        new = tuple(c for c in steered_comments if c.id not in known)
+        wake = replace(wake, comments=(*wake.comments, *new))
     request = AssemblyRequest(
         task=previous.task,
-        wake=previous.wake,
+        wake=wake,
         lane=previous.lane,
         attempt=SessionAttempt.RESUMED,
         run_id=previous.run_id,

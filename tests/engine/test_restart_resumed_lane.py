@@ -4,8 +4,10 @@ Real processes: the control plane, the runner and the fake Codex app-server.
 A held turn is steered over the API, then the runner and its provider are
 SIGKILLed; the run goes on in the same thread. The continuation's input is the
 resumed lane's: the compact brief names the unchanged description instead of
-repeating it, and the objective (the steer, recorded as ``objectiveSource``)
-points to the message the continuation shows instead of repeating it.
+repeating it, the objective (the steer, recorded as ``objectiveSource``)
+points to the message the continuation shows instead of repeating it, and the
+wake delta lists the steered comment without its text (continuation
+suppression).
 
 The rollback switch (``PAPERCLIP_PROMPT_OWNERSHIP=false``) is set on the
 restarted control plane: the run started on v5 finishes on v5 (session
@@ -93,6 +95,13 @@ def test_a_restart_continuation_refers_to_the_steer_it_shows_instead_of_repeatin
     assert continuation["objectiveSource"]["id"] == comment_id
     assert f"Continue with comment {comment_id} shown above" in prompt
     assert prompt.count(STEER) == 1
+    # The steered comment is this turn's current comment: the wake delta keeps its
+    # author and trust and points to the continuation (suppression), and it is owned.
+    delta = prompt.split("## Paperclip resume delta", 1)[1]
+    assert f"### Comment 1 of 1: {comment_id}" in delta
+    assert "Its text is shown unchanged in the continuation above." in delta
+    owned = stored["paperclipTurnContext"]["events"]["comments"]
+    assert [c["id"] for c in owned] == [comment_id]
     # What the restart continuation promised before stays: the steer, the instruction.
     assert turn["steeredMessages"] == [
         {"id": comment_id, "issueId": ctx["issue"]["id"], "body": STEER}

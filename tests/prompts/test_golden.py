@@ -120,7 +120,10 @@ def fresh_retry_v4() -> AssembledInput:
 def restarted(ownership: bool) -> AssembledInput:
     """The runtime's restart continuation of a lost Codex turn, with an unread steer."""
     previous = lost_run(ownership).execution_input
-    restart = restart_continuation(previous, BUILTIN, turn=2, steered=(STEER,))
+    comment = make_comment("c-6", STEER.body, created_at="2026-09-21T10:30:00Z")
+    restart = restart_continuation(
+        previous, BUILTIN, turn=2, steered=(STEER,), steered_comments=(comment,)
+    )
     stored = restart.envelope["executionInput"]
     return AssembledInput(read_execution_input(stored), stored)
 

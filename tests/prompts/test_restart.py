@@ -91,6 +91,27 @@ def test_a_steered_current_comment_is_suppressed_from_the_wake_copy_on_restart()
     assert (comment.id, comment.section) == ("c-3", "continuation")
 
 
+def test_a_steered_comment_is_a_current_comment_of_the_restart_shown_once() -> None:
+    """As the runtime passes it: the steer is a comment of the issue, so the continuation
+    shows it, the wake delta points there, and the objective names it."""
+    comment = make_comment("c-6", STEER.body, author=ADA, trust=CommentTrust.TRUSTED)
+    restart = restart_continuation(
+        first_input(), BUILTIN, turn=2, steered=(trusted(STEER),), steered_comments=(comment,)
+    )
+    assert restart.prompt.count(STEER.body) == 1
+    assert "### Comment 2 of 2: c-6" in restart.prompt
+    assert "Its text is shown unchanged in the continuation above." in restart.prompt
+    assert "Continue with comment c-6 shown above" in restart.prompt
+    assert restart.prompt.count(ASK.body) == 1  # the wake's own comment, in the wake delta
+    stored = read_execution_input(restart.envelope["executionInput"])
+    assert stored.turn_context is not None
+    assert [c.id for c in stored.turn_context.events.comments] == ["c-3", "c-6"]
+    assert {(b.id, b.section) for b in stored.completion_sources if b.kind.value == "comment"} == {
+        ("c-3", "wake_prompt"),
+        ("c-6", "continuation"),
+    }
+
+
 def test_an_edited_steered_comment_stays_visible_in_the_wake_copy_on_restart() -> None:
     edited = trusted(ContinuationMessage("c-3", ISSUE, "Keep the fragment too.", ADA))
     restart = restart_continuation(first_input(), BUILTIN, turn=2, steered=(edited,))
