@@ -102,9 +102,12 @@ def restart_continuation(
     assembled = assemble_execution_input(request, hooks)
     value = assembled.execution_input
     blocks = [value.model.prompt]
-    if steered and value.continuation is None:
-        # A lane without a continuation carrier: the steers still reach the model, once.
-        blocks.append(_steered_section(previous, hooks, steered))
+    shown = {c.id for c in wake.comments}
+    unshown = tuple(m for m in steered if m.id not in shown)
+    if unshown and value.continuation is None:
+        # No continuation was selected: the steers the wake delta does not show still
+        # reach the model, once.
+        blocks.append(_steered_section(previous, hooks, unshown))
     blocks.append(RESTART_INSTRUCTION)
     if steered:
         blocks.append(STEERED_INSTRUCTION)

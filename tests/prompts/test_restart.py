@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.prompts import (
     CommentTrust,
     ContinuationMessage,
     Lane,
     ProviderCarriers,
+    SectionRequest,
+    SectionSelection,
     SessionAttempt,
     WakeSource,
 )
@@ -28,6 +32,7 @@ from paperclip.prompts.restart import (
     restart_continuation,
 )
 from paperclip.prompts.rules import DEFAULT_RULES
+from paperclip.prompts.sections import select_prompt_sections
 from tests.prompts.support import ADA, BUILTIN, ISSUE, make_comment, make_task
 
 TASK = make_task()
@@ -136,3 +141,27 @@ def test_a_restart_without_steers_says_the_thread_has_nothing_new() -> None:
     assert "The thread has no new messages since then." in restart.prompt
     assert STEERED_INSTRUCTION not in restart.prompt
     assert restart.envelope["steeredMessages"] == []
+
+
+def test_without_a_selected_continuation_each_steer_still_reaches_the_model_once(
+    hooks: Any, paperclip_register_plugin: Any
+) -> None:
+    """A plugin's selection may leave the continuation out: the steered comment is then in
+    the wake delta (owned there), and a steer that is no comment (an answered card) follows."""
+
+    class NoContinuation:
+        @hookimpl
+        def paperclip_select_prompt_sections(self, request: SectionRequest) -> SectionSelection:
+            return replace(select_prompt_sections(request), continuation=False)
+
+    paperclip_register_plugin(NoContinuation())
+    comment = make_comment("c-6", STEER.body, author=ADA, trust=CommentTrust.TRUSTED)
+    card = trusted(ContinuationMessage("card-1", ISSUE, "Answer: use the staging host.", ADA))
+    restart = restart_continuation(
+        first_input(), hooks, turn=2, steered=(trusted(STEER), card), steered_comments=(comment,)
+    )
+    assert restart.prompt.count(STEER.body) == 1
+    assert restart.prompt.count(card.body) == 1
+    stored = read_execution_input(restart.envelope["executionInput"])
+    assert stored.continuation is None
+    assert ("c-6", "wake_prompt") in {(b.id, b.section) for b in stored.completion_sources}
