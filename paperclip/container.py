@@ -10,7 +10,7 @@ from dependency_injector import containers, providers
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
 from paperclip.engine.engine import RunEngine
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.plugins import PluginHost
 from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
@@ -55,7 +55,7 @@ def database_url(settings: Settings) -> Iterator[str]:
 
 
 def retention_days(settings: Settings) -> dict[str, float]:
-    """Each kind of history's retention, by table (``paperclip.engine.retention``)."""
+    """Each kind of history's retention, by table (``paperclip.engine.logs.retention``)."""
     return {
         "run_events": settings.retention_run_events_days,
         "tool_calls": settings.retention_tool_calls_days,

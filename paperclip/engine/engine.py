@@ -17,6 +17,9 @@
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
+
+Imports: calls, connections, costs, endings, links, logs, ownership, recovery, scheduling,
+workspaces
 """
 
 from __future__ import annotations
@@ -33,27 +36,27 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from paperclip.clock import Clock, system_clock
 from paperclip.db.availability import log_failure
-from paperclip.engine.boots import BootRegistry
-from paperclip.engine.call_recovery import CallRecovery
-from paperclip.engine.calls import CallPipeline
-from paperclip.engine.connections import STOPPING, RunnerConnections
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.connections.inbox import RunnerInbox
+from paperclip.engine.connections.lease_keeper import LeaseKeeper
+from paperclip.engine.connections.runners import STOPPING, RunnerConnections
 from paperclip.engine.costs.keeper import BudgetKeeper
 from paperclip.engine.costs.usage import UsageRecorder
-from paperclip.engine.endings import RunEndings
-from paperclip.engine.fence import StaleEpochError
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.inbox import RunnerInbox
-from paperclip.engine.leases import LeaseKeeper
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.presentation_recovery import PresentationRecovery
-from paperclip.engine.reconciler import Reconciler
-from paperclip.engine.recovery_port import LOST_RUNS, ControlPlanePort
-from paperclip.engine.resumption import Limits
-from paperclip.engine.retention import RetentionKeeper
-from paperclip.engine.routines import RoutineScheduler
-from paperclip.engine.scheduler import WakeScheduler
-from paperclip.engine.transport import Transport, TransportClosed
+from paperclip.engine.endings.turn_end import RunEndings
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.links.transport import Transport, TransportClosed
+from paperclip.engine.logs.retention import RetentionKeeper
+from paperclip.engine.ownership.fence import StaleEpochError
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery.boots import BootRegistry
+from paperclip.engine.recovery.call_recovery import CallRecovery
+from paperclip.engine.recovery.port import LOST_RUNS, ControlPlanePort
+from paperclip.engine.recovery.presentation_recovery import PresentationRecovery
+from paperclip.engine.recovery.reconciler import Reconciler
+from paperclip.engine.recovery.resumption import Limits
+from paperclip.engine.scheduling.routines import RoutineScheduler
+from paperclip.engine.scheduling.scheduler import WakeScheduler
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.models import Runner
 from paperclip.plugins import PluginHost

@@ -20,8 +20,8 @@ import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import func, select
 
-from paperclip.engine.resumption import Limits, settle_lost_run
-from paperclip.engine.turns import end_turn
+from paperclip.engine.recovery.resumption import Limits, settle_lost_run
+from paperclip.engine.turns.lifecycle import end_turn
 from paperclip.models import Run, RunnerMessage, RunTurn, TurnStatus
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, eventually, make_world, started

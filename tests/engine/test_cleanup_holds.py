@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from paperclip.engine import scheduler
 from paperclip.engine.engine import RunEngine
+from paperclip.engine.scheduling import scheduler
 from paperclip.models import ActivityEntry, ControllerBoot, Issue, Run, RunEvent, RunTurn, TaskHold
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
@@ -243,7 +243,7 @@ async def test_the_task_goes_on_once_its_hold_settles(told_only, world):
 
 
 async def test_a_boot_not_seen_for_a_lease_is_proven_gone_once(world):
-    from paperclip.engine.boots import prove_boot_gone
+    from paperclip.engine.recovery.boots import prove_boot_gone
 
     stale, live = uuid.uuid4(), uuid.uuid4()
     async with world.container.sessions().begin() as session:

@@ -20,8 +20,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import outbox
-from paperclip.engine.link import RunnerLink
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import outbox
 from paperclip.engine.loop import keep_running
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.models import (

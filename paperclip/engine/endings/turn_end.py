@@ -28,21 +28,22 @@ from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip import tracing
-from paperclip.engine import drain, outbox
-from paperclip.engine.completion import (
+from paperclip.engine.context.completion import (
     check_completion,
     current_snapshot,
     report_of,
     terminal_failure,
 )
-from paperclip.engine.events import NewEvent, append_events
-from paperclip.engine.fence import lock_run
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.run_view import run_view
-from paperclip.engine.snapshot import SnapshotBindingError
-from paperclip.engine.turns import end_turn, is_lost
+from paperclip.engine.context.run_view import run_view
+from paperclip.engine.context.snapshot import SnapshotBindingError
+from paperclip.engine.endings import drain
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import outbox
+from paperclip.engine.logs.events import NewEvent, append_events
+from paperclip.engine.ownership.fence import lock_run
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.turns.lifecycle import end_turn, is_lost
 from paperclip.failpoints import failpoint
 from paperclip.models import ConversationState, Run, RunStatus, TurnStatus
 from paperclip.plugins import PluginHost

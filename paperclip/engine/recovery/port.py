@@ -27,12 +27,13 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import cleanup_holds, leases
-from paperclip.engine.call_recovery import CallRecovery
-from paperclip.engine.fence import StaleEpochError, lock_run
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.resumption import Limits, settle_lost_run
-from paperclip.engine.turns import RUNNER_GONE
+from paperclip.engine.ownership import leases
+from paperclip.engine.ownership.fence import StaleEpochError, lock_run
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery import cleanup_holds
+from paperclip.engine.recovery.call_recovery import CallRecovery
+from paperclip.engine.recovery.resumption import Limits, settle_lost_run
+from paperclip.engine.turns.lifecycle import RUNNER_GONE
 from paperclip.models import (
     RecoverySettlement,
     Run,

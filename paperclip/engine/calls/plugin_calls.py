@@ -23,11 +23,11 @@ from paperclip_hookspecs.plugin_tools import PluginTool, ToolCall
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine import journal
-from paperclip.engine.callbacks import CallbackMemory
-from paperclip.engine.executor import BUDGET_STOP_MESSAGE
-from paperclip.engine.fence import StaleEpochError, lock_runs
-from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.calls.callbacks import CallbackMemory
+from paperclip.engine.calls.executor import BUDGET_STOP_MESSAGE
+from paperclip.engine.logs import journal
+from paperclip.engine.ownership.fence import StaleEpochError, lock_runs
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import Run
 from paperclip.plugins import PluginHost

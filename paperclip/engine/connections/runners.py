@@ -19,16 +19,17 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
-from paperclip.engine import leases, outbox
-from paperclip.engine.call_recovery import CallRecovery
-from paperclip.engine.calls import CallPipeline
-from paperclip.engine.fence import StaleEpochError, lock_run
-from paperclip.engine.inbox import RunnerInbox
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.runner_offers import offers_of
-from paperclip.engine.transport import Transport, TransportClosed
-from paperclip.engine.turns import RUNNER_RESTARTED, end_turn
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.connections.inbox import RunnerInbox
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.links.runner_offers import offers_of
+from paperclip.engine.links.transport import Transport, TransportClosed
+from paperclip.engine.logs import outbox
+from paperclip.engine.ownership import leases
+from paperclip.engine.ownership.fence import StaleEpochError, lock_run
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery.call_recovery import CallRecovery
+from paperclip.engine.turns.lifecycle import RUNNER_RESTARTED, end_turn
 from paperclip.models import Run, TurnStatus
 from paperclip.models import Runner as RunnerRow
 from paperclip.wire.messages import (

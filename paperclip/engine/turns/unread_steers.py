@@ -23,7 +23,7 @@ from paperclip_hookspecs.steering import STEER_EVIDENCE_TYPES, SteerLogEvent
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.steering import comment_steer_text, interaction_steer_text
+from paperclip.engine.turns.steering import comment_steer_text, interaction_steer_text
 from paperclip.models import Comment, Interaction, Run, RunEvent
 from paperclip.models.interaction import InteractionStatus
 from paperclip.plugins import PluginHost

@@ -21,15 +21,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import engine_of, plain_connection
-from paperclip.engine import journal, outbox
-from paperclip.engine.callbacks import CallbackMemory
-from paperclip.engine.executor import ToolExecutor
-from paperclip.engine.fence import LockedRun, StaleEpochError
-from paperclip.engine.fenced_tx import FencedTransaction
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.link import Admitted, RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.plugin_calls import PluginCalls
+from paperclip.engine.calls.callbacks import CallbackMemory
+from paperclip.engine.calls.executor import ToolExecutor
+from paperclip.engine.calls.plugin_calls import PluginCalls
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import Admitted, RunnerLink
+from paperclip.engine.logs import journal, outbox
+from paperclip.engine.ownership.fence import LockedRun, StaleEpochError
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import RunToken, ToolCall, ToolCallStatus
 from paperclip.plugins import PluginHost

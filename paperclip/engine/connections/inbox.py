@@ -19,18 +19,18 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip import log_context, metrics, tracing
 from paperclip.db.availability import log_failure
-from paperclip.engine.calls import CallPipeline
+from paperclip.engine.calls.pipeline import CallPipeline
 from paperclip.engine.costs.usage import UsageRecorder
-from paperclip.engine.endings import RunEndings
-from paperclip.engine.events import NewEvent, append_rows
-from paperclip.engine.fence import lock_run
-from paperclip.engine.fenced_tx import FencedTransaction
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.runner_offers import record_provider_report
-from paperclip.engine.transport import TransportClosed
-from paperclip.engine.turns import turn_started, wake_age
+from paperclip.engine.endings.turn_end import RunEndings
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.links.runner_offers import record_provider_report
+from paperclip.engine.links.transport import TransportClosed
+from paperclip.engine.logs.events import NewEvent, append_rows
+from paperclip.engine.ownership.fence import lock_run
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.turns.lifecycle import turn_started, wake_age
 from paperclip.engine.workspaces.reports import record_released, record_report, record_status
 from paperclip.wire.messages import (
     Ack,

@@ -16,7 +16,7 @@ from paperclip_hookspecs.providers import PROVIDER_EXITED, PROVIDER_SPAWN_FAILED
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine import outbox
+from paperclip.engine.logs import outbox
 from paperclip.models import Run, RunTurn, TurnKind, TurnStatus, WakeRequest
 
 TURN_LOST = "turn_lost"

@@ -13,9 +13,9 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
-from paperclip.engine import outbox
-from paperclip.engine.journal import CallInput
-from paperclip.engine.transport import Transport, TransportClosed
+from paperclip.engine.links.transport import Transport, TransportClosed
+from paperclip.engine.logs import outbox
+from paperclip.engine.logs.journal import CallInput
 from paperclip.models import Runner
 from paperclip.wire.messages import CLOSE_UNAUTHORIZED, Ack, Message, encode
 

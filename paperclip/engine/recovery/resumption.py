@@ -23,10 +23,10 @@ from paperclip_hookspecs.prompts import ContinuationMessage
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.endings import finish_run
-from paperclip.engine.prompt import retry_history
-from paperclip.engine.turns import current_turn, end_turn, open_turn
-from paperclip.engine.unread_steers import unread_steered_messages
+from paperclip.engine.context.prompt import retry_history
+from paperclip.engine.endings.turn_end import finish_run
+from paperclip.engine.turns.lifecycle import current_turn, end_turn, open_turn
+from paperclip.engine.turns.unread_steers import unread_steered_messages
 from paperclip.models import (
     Agent,
     IssueWorkspace,

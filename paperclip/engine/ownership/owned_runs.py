@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 
-from paperclip.engine.fence import StaleEpochError
+from paperclip.engine.ownership.fence import StaleEpochError
 from paperclip.services.api_keys import hash_key
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 
 from paperclip.db.driver import jsonb
-from paperclip.engine import events, outbox
+from paperclip.engine.logs import events, outbox
 from paperclip.models import ToolCall
 from paperclip.wire.messages import ToolResult
 

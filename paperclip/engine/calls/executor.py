@@ -16,9 +16,9 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from paperclip.engine.fence import LockedRun
-from paperclip.engine.fenced_tx import FencedTransaction
-from paperclip.engine.journal import CallInput, Receipt
+from paperclip.engine.logs.journal import CallInput, Receipt
+from paperclip.engine.ownership.fence import LockedRun
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.engine.tools import HANDLERS, ToolContext, ToolOutcome, error
 from paperclip.plugins import PluginHost
 from paperclip.plugins.errors import PluginError

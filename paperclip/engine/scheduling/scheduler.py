@@ -22,7 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from paperclip import log_context, tracing
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
-from paperclip.engine import outbox
+from paperclip.engine.context.prompt import assemble_for_run
+from paperclip.engine.context.snapshot import record_wake_snapshot, snapshot_source
 from paperclip.engine.costs.admission import (
     BudgetRefused,
     admit_run,
@@ -30,12 +31,11 @@ from paperclip.engine.costs.admission import (
     next_turn_refusal,
     wait_for_budget,
 )
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.prompt import assemble_for_run
-from paperclip.engine.resumption import new_token_for, queued_turn, resumable
-from paperclip.engine.snapshot import record_wake_snapshot, snapshot_source
-from paperclip.engine.turns import open_turn
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import outbox
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery.resumption import new_token_for, queued_turn, resumable
+from paperclip.engine.turns.lifecycle import open_turn
 from paperclip.engine.workspaces.placement import (
     WorkspaceElsewhere,
     open_workspace,

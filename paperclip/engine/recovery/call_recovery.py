@@ -27,10 +27,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine import journal, outbox
-from paperclip.engine.calls import CallPipeline, numbered, reply_to
-from paperclip.engine.fence import lock_runs
-from paperclip.engine.link import Admitted, RunnerLink
+from paperclip.engine.calls.pipeline import CallPipeline, numbered, reply_to
+from paperclip.engine.links.link import Admitted, RunnerLink
+from paperclip.engine.logs import journal, outbox
+from paperclip.engine.ownership.fence import lock_runs
 from paperclip.models import ToolCall, ToolCallStatus
 from paperclip.models import ToolReceipt as ReceiptRow
 from paperclip.wire.messages import ToolResult

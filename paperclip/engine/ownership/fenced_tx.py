@@ -21,7 +21,7 @@ from sqlalchemy.orm import defer
 from sqlalchemy.orm.attributes import set_committed_value
 
 from paperclip.db.driver import engine_of
-from paperclip.engine.fence import LockedRun, StaleEpochError, lock_fenced
+from paperclip.engine.ownership.fence import LockedRun, StaleEpochError, lock_fenced
 from paperclip.models import Run
 
 

@@ -28,9 +28,9 @@ from sqlalchemy import and_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine import outbox
-from paperclip.engine.boots import prove_boot_gone
-from paperclip.engine.drain import CLEANUP_QUARANTINED, HOLD_SHAPE
+from paperclip.engine.endings.drain import CLEANUP_QUARANTINED, HOLD_SHAPE
+from paperclip.engine.logs import outbox
+from paperclip.engine.recovery.boots import prove_boot_gone
 from paperclip.models import (
     HoldSetter,
     HoldStatus,

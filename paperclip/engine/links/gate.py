@@ -7,10 +7,10 @@ import uuid
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import outbox
-from paperclip.engine.fence import StaleEpochError
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import outbox
+from paperclip.engine.ownership.fence import StaleEpochError
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, RunStatus
 from paperclip.wire.messages import Close
 

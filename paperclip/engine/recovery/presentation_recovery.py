@@ -25,7 +25,7 @@ from sqlalchemy import and_, exists, not_, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
-from paperclip.engine.endings import RunEndings
+from paperclip.engine.endings.turn_end import RunEndings
 from paperclip.engine.loop import keep_running
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,

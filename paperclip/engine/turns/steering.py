@@ -21,8 +21,8 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine.outbox import enqueue_one
-from paperclip.engine.turns import current_turn
+from paperclip.engine.logs.outbox import enqueue_one
+from paperclip.engine.turns.lifecycle import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
 from paperclip.models import (
     Comment,

@@ -26,8 +26,8 @@ from paperclip_hookspecs.completion import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.run_view import binding_of, run_view
-from paperclip.engine.snapshot import run_snapshot, snapshot_entries, state_revision
+from paperclip.engine.context.run_view import binding_of, run_view
+from paperclip.engine.context.snapshot import run_snapshot, snapshot_entries, state_revision
 from paperclip.models import Run, WakeCommentRead
 from paperclip.plugins import PluginHost
 
@@ -59,7 +59,7 @@ async def current_snapshot(
 ) -> tuple[WakeSnapshot | None, ReadReceipt | None]:
     """The run's wake snapshot as it is now, and its newest read receipt (None, None without one).
 
-    Raises :class:`~paperclip.engine.snapshot.SnapshotBindingError` when the
+    Raises :class:`~paperclip.engine.context.snapshot.SnapshotBindingError` when the
     snapshot is not the run's company's, task's and agent's.
     """
     found = await run_snapshot(session, run)
@@ -83,7 +83,7 @@ async def completion_check(
     """What the guards are shown for ``run``'s report: its binding, its wake snapshot as it is
     now, its newest read receipt, and what the run did (its view).
 
-    Raises :class:`~paperclip.engine.snapshot.SnapshotBindingError` when the
+    Raises :class:`~paperclip.engine.context.snapshot.SnapshotBindingError` when the
     snapshot is not the run's company's, task's and agent's.
     """
     snapshot, receipt = await current_snapshot(session, run)
