@@ -11,7 +11,7 @@ from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
 from paperclip.engine.engine import RunEngine
 from paperclip.engine.turns.steering import RunSteering
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService

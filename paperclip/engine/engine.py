@@ -59,7 +59,7 @@ from paperclip.engine.scheduling.routines import RoutineScheduler
 from paperclip.engine.scheduling.scheduler import WakeScheduler
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.models import Runner
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.prices import Price
 
 log = logging.getLogger(__name__)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from paperclip.plugins import SPEC_MODULES
+from paperclip.plugin_host import SPEC_MODULES
 from tests.meta.imports import PACKAGE, source_files
 from tests.plugins.test_meta import specs_of
 
-HOST = PACKAGE / "plugins" / "host.py"
+HOST = PACKAGE / "plugin_host" / "host.py"
 
 NOT_CALLED_YET: dict[str, str] = {}
 """Hooks without a call site on the real path, each with the reason. Only ever shrinks."""
@@ -54,7 +54,7 @@ def uncalled_hooks(specs: list[str], host: Path, files: list[Path]) -> list[str]
 
 
 def core_files() -> list[Path]:
-    return [p for p in source_files() if (PACKAGE / "plugins") not in p.parents]
+    return [p for p in source_files() if (PACKAGE / "plugin_host") not in p.parents]
 
 
 ALL_SPECS = sorted(spec for module in SPEC_MODULES for spec in specs_of(module))

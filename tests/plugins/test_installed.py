@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from paperclip.plugins import PluginStatus
+from paperclip.plugin_host import PluginStatus
 
 pytestmark = pytest.mark.installed_plugins
 

@@ -20,8 +20,8 @@ from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.engine.tools import HANDLERS, ToolContext, ToolOutcome, error
-from paperclip.plugins import PluginHost
-from paperclip.plugins.errors import PluginError
+from paperclip.plugin_host import PluginHost
+from paperclip.plugin_host.errors import PluginError
 from paperclip.services.actor import Actor
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED
 from paperclip.wire.tools import BY_NAME

@@ -32,7 +32,7 @@ from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import RunToken, ToolCall, ToolCallStatus
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.api_keys import hash_key
 from paperclip.wire.messages import ToolCall as ToolCallMessage
 from paperclip.wire.messages import ToolResult

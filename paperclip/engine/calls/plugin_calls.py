@@ -30,7 +30,7 @@ from paperclip.engine.ownership.fence import StaleEpochError, lock_runs
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import Run
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED
 from paperclip.wire.messages import ToolResult
 

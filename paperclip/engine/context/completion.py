@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.engine.context.run_view import binding_of, run_view
 from paperclip.engine.context.snapshot import run_snapshot, snapshot_entries, state_revision
 from paperclip.models import Run, WakeCommentRead
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 MAX_CORRECTION_CHARS = 1_000
 """A refusal's texts as the model gets them: bounded, whatever a plugin wrote."""

@@ -46,8 +46,8 @@ from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.turns.lifecycle import end_turn, is_lost
 from paperclip.failpoints import failpoint
 from paperclip.models import ConversationState, Run, RunStatus, TurnStatus
-from paperclip.plugins import PluginHost
-from paperclip.plugins.errors import PluginError
+from paperclip.plugin_host import PluginHost
+from paperclip.plugin_host.errors import PluginError
 from paperclip.services import chat_turns
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor

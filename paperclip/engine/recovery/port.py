@@ -44,7 +44,7 @@ from paperclip.models import (
     TurnStatus,
 )
 from paperclip.models import Runner as RunnerRow
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 log = logging.getLogger(__name__)
 

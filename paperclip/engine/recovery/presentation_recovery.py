@@ -37,7 +37,7 @@ from paperclip.models import (
     Run,
     RunStatus,
 )
-from paperclip.plugins.seed_policies import SEED_POLICIES, answers
+from paperclip.plugin_host.seed_policies import SEED_POLICIES, answers
 
 log = logging.getLogger(__name__)
 

@@ -32,8 +32,8 @@ from paperclip.db.availability import is_unavailable
 from paperclip.engine.loop import keep_running
 from paperclip.failpoints import failpoint
 from paperclip.models import RecoveryItem, RecoveryItemStatus
-from paperclip.plugins import PluginHost
-from paperclip.plugins.errors import PluginError
+from paperclip.plugin_host import PluginHost
+from paperclip.plugin_host.errors import PluginError
 
 log = logging.getLogger(__name__)
 

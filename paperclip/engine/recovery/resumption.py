@@ -38,7 +38,7 @@ from paperclip.models import (
     TurnStatus,
     WorkspaceStatus,
 )
-from paperclip.plugins import PluginHost, ProviderNotInstalledError
+from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
 from paperclip.prompts import AgentBrief, read_execution_input
 from paperclip.prompts.restart import fresh_retry, restart_continuation
 from paperclip.services.actor import SYSTEM

@@ -43,7 +43,7 @@ from paperclip.engine.workspaces.placement import (
     workspace_of,
 )
 from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
 from paperclip.services.issues import ISSUE_LOCK, start_work

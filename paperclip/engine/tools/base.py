@@ -13,7 +13,7 @@ from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.models import Run
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.actor import Actor
 
 

@@ -35,7 +35,7 @@ from paperclip.models import (
     WakeSnapshotComment,
 )
 from paperclip.models.interaction import CARD_KINDS, InteractionStatus
-from paperclip.plugins import PluginHost, ProviderNotInstalledError
+from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes

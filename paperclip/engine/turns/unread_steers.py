@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.engine.turns.steering import comment_steer_text, interaction_steer_text
 from paperclip.models import Comment, Interaction, Run, RunEvent
 from paperclip.models.interaction import InteractionStatus
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 CONTROL_PLANE_SOURCES = frozenset({"tool"})
 """Event sources the control plane writes for the model (a tool's output): never a

@@ -2,7 +2,7 @@
 
 The host's typed facade (``PluginHost``) calls these two functions for every
 hook. A call that reaches only built-in plugins runs inline; one that reaches
-an installed plugin runs within the budget (:mod:`paperclip.plugins.budget`).
+an installed plugin runs within the budget (:mod:`paperclip.plugin_host.budget`).
 A plugin that overruns it, or is still stuck in an earlier call, is left out
 and the hook asked again without it, or the call fails with
 ``plugin_timeout``, by the hook's family; a plugin that raises is named in
@@ -17,9 +17,9 @@ from typing import Any
 
 import pluggy
 
-from paperclip.plugins import failures
-from paperclip.plugins.budget import HookBudget, OnOverrun, Overrun, on_overrun
-from paperclip.plugins.records import PluginRecord
+from paperclip.plugin_host import failures
+from paperclip.plugin_host.budget import HookBudget, OnOverrun, Overrun, on_overrun
+from paperclip.plugin_host.records import PluginRecord
 
 
 def call_hook(

@@ -1,8 +1,12 @@
-"""The plugin host: discovery, the compatibility gate, and the typed facade over the hooks."""
+"""The plugin host: discovery, the compatibility gate, the typed facade over the hooks, the built-ins.
+
+Not to be confused with ``plugins/`` at the top of the repository: the plugin
+distributions this host finds and loads.
+"""
 
 from __future__ import annotations
 
-from paperclip.plugins.errors import (
+from paperclip.plugin_host.errors import (
     NoPluginAnswerError,
     PluginConflictError,
     PluginError,
@@ -10,8 +14,8 @@ from paperclip.plugins.errors import (
     PluginLoadError,
     ProviderNotInstalledError,
 )
-from paperclip.plugins.host import SPEC_MODULES, PluginHost
-from paperclip.plugins.records import PluginRecord, PluginReport, PluginStatus, SkipCode
+from paperclip.plugin_host.host import SPEC_MODULES, PluginHost
+from paperclip.plugin_host.records import PluginRecord, PluginReport, PluginStatus, SkipCode
 
 __all__ = [
     "SPEC_MODULES",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from paperclip.plugins.records import PluginStatus
+from paperclip.plugin_host.records import PluginStatus
 
 
 @dataclass(frozen=True, slots=True)

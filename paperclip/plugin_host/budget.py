@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-log = logging.getLogger("paperclip.plugins.host")
+log = logging.getLogger("paperclip.plugin_host.host")
 
 DEFAULT_SECONDS = 2.0
 POLL_SECONDS = 0.02

@@ -57,9 +57,9 @@ from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
 from paperclip_hookspecs.steering import SteerLogEvent
 
-from paperclip.plugins import calling, discovery, failures
-from paperclip.plugins.budget import DEFAULT_SECONDS, HookBudget
-from paperclip.plugins.errors import (
+from paperclip.plugin_host import calling, discovery, failures
+from paperclip.plugin_host.budget import DEFAULT_SECONDS, HookBudget
+from paperclip.plugin_host.errors import (
     NoPluginAnswerError,
     PluginConflictError,
     PluginError,
@@ -67,7 +67,7 @@ from paperclip.plugins.errors import (
     PluginLoadError,
     ProviderNotInstalledError,
 )
-from paperclip.plugins.records import PluginRecord, PluginReport, PluginStatus, SkipCode
+from paperclip.plugin_host.records import PluginRecord, PluginReport, PluginStatus, SkipCode
 from paperclip.wire.tools import BY_NAME, ToolSpec
 
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ from types import CodeType
 
 import pluggy
 
-from paperclip.plugins.errors import PluginHookError, PluginTimeoutError
-from paperclip.plugins.records import PluginRecord
+from paperclip.plugin_host.errors import PluginHookError, PluginTimeoutError
+from paperclip.plugin_host.records import PluginRecord
 
-log = logging.getLogger("paperclip.plugins.host")
+log = logging.getLogger("paperclip.plugin_host.host")
 
 
 def impl_codes(impls: Sequence[pluggy.HookImpl]) -> dict[CodeType, str]:

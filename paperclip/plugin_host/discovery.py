@@ -18,9 +18,9 @@ from importlib.metadata import EntryPoint, entry_points
 from packaging.utils import canonicalize_name
 
 import paperclip
-from paperclip.plugins import compat
-from paperclip.plugins.builtin import BUILTIN_PLUGINS
-from paperclip.plugins.records import PluginRecord, PluginStatus, SkipCode
+from paperclip.plugin_host import compat
+from paperclip.plugin_host.builtin import BUILTIN_PLUGINS
+from paperclip.plugin_host.records import PluginRecord, PluginStatus, SkipCode
 
 log = logging.getLogger(__name__)
 
