@@ -8,7 +8,9 @@ there fails here, and so does a named part it no longer imports.
 
 from __future__ import annotations
 
-from tests.meta.imports import PACKAGE, ROOT, cycles, declared_imports, graph
+import ast
+
+from tests.meta.imports import PACKAGE, ROOT, cycles, declared_imports, graph, source_files
 
 ENGINE = PACKAGE / "engine"
 PREFIX = "paperclip.engine."
@@ -93,3 +95,35 @@ def test_architecture_lists_every_engine_file():
         if "__pycache__" not in path.parts and path.name != "__init__.py"
     )
     assert [name for name in files if f"`{name}`" not in text] == []
+
+
+def epoch_moves(source: str) -> list[int]:
+    """Lines of ``source`` that move a run's epoch: ``controller_epoch += 1`` or ``... + 1``."""
+
+    def is_epoch(node: ast.AST) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "controller_epoch"
+
+    return sorted(
+        node.lineno
+        for node in ast.walk(ast.parse(source))
+        if (isinstance(node, ast.AugAssign) and is_epoch(node.target))
+        or (isinstance(node, ast.BinOp) and (is_epoch(node.left) or is_epoch(node.right)))
+    )
+
+
+def test_only_adoption_moves_the_epoch():
+    """Taking over a run has one owner (``ownership.leases.adopt``); nowhere else moves the fence."""
+    owner = ENGINE / "ownership" / "leases.py"
+    assert len(epoch_moves(owner.read_text())) == 1
+    elsewhere = {
+        str(path.relative_to(ROOT)): lines
+        for path in source_files()
+        if path != owner and (lines := epoch_moves(path.read_text()))
+    }
+    assert elsewhere == {}
+
+
+def test_the_epoch_check_sees_a_takeover_by_hand():
+    source = "run.controller_epoch += 1\nq = values(controller_epoch=Run.controller_epoch + 1)\n"
+    assert epoch_moves(source) == [1, 2]
+    assert epoch_moves("Run(controller_epoch=1)\n") == []

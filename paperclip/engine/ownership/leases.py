@@ -1,8 +1,9 @@
 """Run-controller leases: adopt (bumping the epoch), renew, release.
 
 ``adopt`` is the one place a run changes hands: every takeover (a runner's
-``hello``, a queued turn resumed, an abandoned run ended, a recovery policy)
-goes through it, so the epoch moves the same way everywhere.
+``hello``, a queued turn resumed or ended for its budget, an abandoned run
+ended, a recovery policy) goes through it, ``take_over`` for a row the caller
+has loaded, so the epoch moves the same way everywhere.
 """
 
 from __future__ import annotations
@@ -47,6 +48,18 @@ async def adopt(
             .returning(Run.controller_epoch)
         )
     ).scalar_one_or_none()
+    return epoch
+
+
+async def take_over(session: AsyncSession, run: Run, *, instance: str, ttl: float) -> int | None:
+    """``adopt`` for a run the caller has loaded (and locked): the row it holds follows.
+
+    The statement is ``adopt``'s, so the epoch moves in one place only; the
+    loaded row's controller columns are read back, not left stale.
+    """
+    epoch = await adopt(session, run.id, instance=instance, ttl=ttl)
+    if epoch is not None:
+        await session.refresh(run, ["controller_instance", "controller_epoch", "lease_expires_at"])
     return epoch
 
 

@@ -33,6 +33,7 @@ from paperclip.engine.costs.admission import (
 )
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
+from paperclip.engine.ownership.leases import take_over
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.recovery.resumption import new_token_for, queued_turn, resumable
 from paperclip.engine.turns.lifecycle import open_turn
@@ -167,10 +168,10 @@ class WakeScheduler:
             for run in (await session.execute(resumable(CLAIM_BATCH))).scalars():
                 refusal = await next_turn_refusal(session, run, self.clock())
                 if run.budget_stop_at is not None or refusal is not None:
-                    # Taken over (the fence moves) to end it: its earlier controller writes no more.
-                    run.controller_instance = self.instance
-                    run.controller_epoch += 1
-                    await end_for_budget(session, run, refusal)
+                    # Taken over (the fence moves) to end it: its earlier controller writes no
+                    # more, and an ended run holds no lease (it lapses at once).
+                    if await take_over(session, run, instance=self.instance, ttl=0) is not None:
+                        await end_for_budget(session, run, refusal)
                     continue
                 place = await placement_of(session, run.issue_id)
                 link = self.pick_link(
@@ -178,8 +179,9 @@ class WakeScheduler:
                 )
                 if link is None or place.wait:
                     continue
-                seq, start, epoch = await self._resume(session, run, link)
-                started.append((link, seq, start, epoch))
+                resumed = await self._resume(session, run, link)
+                if resumed is not None:
+                    started.append((link, *resumed))
         for link, seq, start, epoch in started:
             self.ownership.own(start.run_id, epoch)
             await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
@@ -188,14 +190,14 @@ class WakeScheduler:
 
     async def _resume(
         self, session: AsyncSession, run: Run, link: RunnerLink
-    ) -> tuple[int, StartTurn, int]:
+    ) -> tuple[int, StartTurn, int] | None:
         """Adopt the run (the epoch moves) and send its queued turn to ``link``'s runner."""
+        epoch = await take_over(session, run, instance=self.instance, ttl=self.ttl)
+        if epoch is None:
+            return None  # its lease turned out held: a later pass tries again
         turn = await queued_turn(session, run)
         agent = await session.get(Agent, run.agent_id)
         assert agent is not None and turn.input is not None
-        run.controller_instance = self.instance
-        run.controller_epoch += 1
-        run.lease_expires_at = datetime.now(UTC) + timedelta(seconds=self.ttl)
         run.runner_id = link.runner_id
         run.phase = "turn"
         run.resumable_since = None
@@ -217,7 +219,7 @@ class WakeScheduler:
         )
         seq = await outbox.enqueue_one(session, link.runner_id, start)
         log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
-        return seq, start, run.controller_epoch
+        return seq, start, epoch
 
     async def _claim_new_runs(self) -> int:
         started: list[tuple[RunnerLink, int, StartTurn]] = []
