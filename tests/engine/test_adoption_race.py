@@ -104,10 +104,10 @@ async def test_an_adopted_run_that_changed_controller_before_its_recovery_is_one
 ):
     # Adopted to start its next turn, then its lease moved on before the recovery of its
     # inputs began (seen under `paperclip chaos`): an unretrieved task exception before.
-    caplog.set_level(logging.INFO, logger="paperclip.engine.engine")
+    caplog.set_level(logging.INFO, logger="paperclip.engine.recovery.call_recovery")
     run_id = uuid.uuid4()  # not controlled here
-    world.engine._adopted(SimpleNamespace(runner_id=uuid.uuid4()), run_id)
-    await asyncio.gather(*world.engine._adoptions)
+    world.engine.call_recovery.adopted(SimpleNamespace(runner_id=uuid.uuid4()), run_id)
+    await asyncio.gather(*world.engine.call_recovery.adoptions)
     assert f"run {run_id} changed controller" in caplog.text
 
 

@@ -83,6 +83,10 @@ class RunnerConnections:
         self.stopping = asyncio.Event()
         """Set when this replica begins to stop: a connection still adopting runs gives up."""
 
+    def runner_ids(self) -> list[uuid.UUID]:
+        """The runners connected to this replica now."""
+        return list(self.links)
+
     def pick_link(
         self,
         provider: str | None,

@@ -9,6 +9,7 @@ provably had no effect), or kept pending.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 
@@ -26,11 +27,13 @@ from paperclip_hookspecs.recovery import CallbacksRecovered
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.db.availability import log_failure
 from paperclip.db.driver import driver_connection
 from paperclip.engine.calls.pipeline import CallPipeline, numbered, reply_to
 from paperclip.engine.links.link import Admitted, RunnerLink
+from paperclip.engine.links.transport import TransportClosed
 from paperclip.engine.logs import journal, outbox
-from paperclip.engine.ownership.fence import lock_runs
+from paperclip.engine.ownership.fence import StaleEpochError, lock_runs
 from paperclip.models import ToolCall, ToolCallStatus
 from paperclip.models import ToolReceipt as ReceiptRow
 from paperclip.wire.messages import ToolResult
@@ -48,6 +51,25 @@ class CallRecovery:
         self.ownership = calls.ownership
         self.plugins = calls.plugins
         self.instance = calls.instance
+        self.adoptions: set[asyncio.Task[None]] = set()
+        """Recoveries of runs adopted to start their next turn, still running."""
+
+    def adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        """A run adopted to start its next turn: settle what its lost turn left pending."""
+        task = asyncio.create_task(self._recover_adopted(link, run_id))
+        self.adoptions.add(task)
+        task.add_done_callback(self.adoptions.discard)
+
+    async def _recover_adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
+        try:
+            await self.recover_pending(run_id, runner_id=link.runner_id, link=link)
+        except StaleEpochError:
+            # Its lease moved on meanwhile: the next controller's adoption recovers them.
+            log.info("run %s changed controller before its inputs were recovered here", run_id)
+        except TransportClosed:
+            pass  # the replies are in the runner's outbox: sent when it connects again
+        except Exception as exc:
+            log_failure(log, "recovering the inputs of adopted run %s failed", exc, run_id)
 
     async def recover_pending(
         self, run_id: uuid.UUID, *, runner_id: uuid.UUID, link: RunnerLink | None = None

@@ -88,6 +88,7 @@ class WakeScheduler:
         on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
         runners_here: Callable[[], Collection[uuid.UUID]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        nudged: asyncio.Event | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -103,7 +104,8 @@ class WakeScheduler:
         """Called for a run this replica adopted to start its next turn (settle its journal)."""
         self.instance = instance
         self.ttl = lease_seconds
-        self._nudge = asyncio.Event()
+        self._nudge = nudged if nudged is not None else asyncio.Event()
+        """Set by whoever may have made work claimable (the parts get its ``set``)."""
         self.listening = asyncio.Event()
         """Set while this replica's LISTEN is in place."""
 
