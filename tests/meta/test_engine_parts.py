@@ -127,3 +127,23 @@ def test_the_epoch_check_sees_a_takeover_by_hand():
     source = "run.controller_epoch += 1\nq = values(controller_epoch=Run.controller_epoch + 1)\n"
     assert epoch_moves(source) == [1, 2]
     assert epoch_moves("Run(controller_epoch=1)\n") == []
+
+
+def pictured_imports(text: str) -> dict[str, set[str]]:
+    """The parts in docs/architecture.md's picture of the engine, each with what it imports."""
+    block = text.split("on the lines above it:\n\n```\n", 1)[1].split("```", 1)[0]
+    pictured: dict[str, set[str]] = {}
+    for line in block.splitlines():
+        names, _, rest = line.partition("   ")
+        rest = rest.strip()
+        allowed = set() if rest == "import no other part" else {n.strip() for n in rest.split(",")}
+        for name in names.split(","):
+            pictured[name.strip().removesuffix("/").removesuffix(".py")] = allowed
+    pictured.pop("engine")  # the root: it imports what it wires
+    return pictured
+
+
+def test_the_architecture_picture_matches_the_docstrings():
+    declared = declared_imports(ENGINE)
+    declared.pop("engine")
+    assert pictured_imports((ROOT / "docs" / "architecture.md").read_text()) == declared
