@@ -11,8 +11,7 @@ from paperclip_hookspecs.providers import (
     RESUME_FAILED,
     TurnResult,
 )
-
-from paperclip_codex.errors import ErrorCode, error_text
+from paperclip_provider_kit.errors import ErrorCode, error_text
 
 # The failures of the process rather than of the model: the control plane resumes them.
 _RESUMABLE = {

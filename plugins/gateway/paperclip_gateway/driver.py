@@ -28,11 +28,11 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted, error_text
 
 from paperclip_gateway import relay
 from paperclip_gateway.config import ConfigError, GatewaySettings
 from paperclip_gateway.device import DeviceIdentity
-from paperclip_gateway.errors import ErrorCode, TurnAborted, error_text
 from paperclip_gateway.profile import DEFAULT_PROFILE, GatewayProfile, ProfileError
 from paperclip_gateway.protocol import Credentials, GatewayConnection, GatewayError
 from paperclip_gateway.usage import UsageReports, run_usage

@@ -12,11 +12,7 @@ from paperclip_hookspecs.providers import (
     ProviderDriver,
     ProviderKind,
 )
-
-try:
-    from paperclip_hookspecs.providers import ModelAccess
-except ImportError:  # a hook API older than 1.9: the runner reads no model access
-    ModelAccess = None  # type: ignore[assignment,misc]
+from paperclip_provider_kit.registration import ModelAccess, provider_kind
 
 from paperclip_gateway.driver import GatewayDriver
 from paperclip_gateway.probe import probe
@@ -50,7 +46,7 @@ def model_access(config: Mapping[str, Any]) -> Any:
 def paperclip_providers() -> list[ProviderKind]:
     """The ``gateway`` kind: a remote agent behind an OpenClaw gateway WebSocket."""
     return [
-        ProviderKind(
+        provider_kind(
             name="gateway",
             capabilities=CAPABILITIES,
             create_driver=create_driver,
@@ -58,6 +54,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_PROFILE},
             probe=probe,
-            **({"model_access": model_access} if ModelAccess is not None else {}),
+            model_access=model_access,
         )
     ]

@@ -29,6 +29,7 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted, error_text
 
 from paperclip_opencode.api import PASSWORD_ENV_VAR, ApiError, OpenCodeApi
 from paperclip_opencode.config import (
@@ -39,7 +40,6 @@ from paperclip_opencode.config import (
     OpenCodeSettings,
     write_config,
 )
-from paperclip_opencode.errors import ErrorCode, TurnAborted, error_text
 from paperclip_opencode.probe import install_hint
 from paperclip_opencode.server import ServerProcess, SpawnError
 from paperclip_opencode.turn_state import TurnTracker, session_of

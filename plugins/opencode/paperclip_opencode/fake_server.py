@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from paperclip_provider_kit.http import Request, Response, serve
+
 from paperclip_opencode import __version__
-from paperclip_opencode.fake_http import Request, Response, serve
 from paperclip_opencode.fake_script import ScriptError, script_for
 from paperclip_opencode.fake_turn import PromptFailed, PromptRun, new_id, now_ms
 
@@ -323,7 +324,7 @@ async def _serve(fake: FakeOpenCode, host: str, port: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
-    server.close()
+    await server.close()
 
 
 if __name__ == "__main__":

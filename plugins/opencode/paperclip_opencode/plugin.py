@@ -12,11 +12,7 @@ from paperclip_hookspecs.providers import (
     ProviderDriver,
     ProviderKind,
 )
-
-try:
-    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
-except ImportError:  # a hook API older than 1.9: the runner reads no model access
-    ModelAccess = None  # type: ignore[assignment,misc]
+from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_opencode.config import DEFAULT_COMMAND, OpenCodeSettings
 from paperclip_opencode.driver import OpenCodeDriver
@@ -44,17 +40,14 @@ def model_access(config: Mapping[str, Any]) -> Any:
     """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
     (``builtin`` without ``base_url``), the key variable."""
     settings = OpenCodeSettings.from_config(config)
-    return ModelAccess(
-        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
-        keys=(settings.env_key,),
-    )
+    return endpoint_access(settings.base_url, settings.env_key)
 
 
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``opencode`` kind: OpenCode through ``opencode serve`` (HTTP API and events)."""
     return [
-        ProviderKind(
+        provider_kind(
             name="opencode",
             capabilities=CAPABILITIES,
             create_driver=create_driver,
@@ -62,6 +55,6 @@ def paperclip_providers() -> list[ProviderKind]:
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
-            **({"model_access": model_access} if ModelAccess is not None else {}),
+            model_access=model_access,
         )
     ]

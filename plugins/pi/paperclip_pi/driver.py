@@ -16,7 +16,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -30,6 +29,8 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.config import write_atomic
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted, error_text
 
 from paperclip_pi.config import (
     DEFAULT_COMMAND,
@@ -41,7 +42,6 @@ from paperclip_pi.config import (
     ConfigError,
     PiSettings,
 )
-from paperclip_pi.errors import ErrorCode, TurnAborted, error_text
 from paperclip_pi.probe import install_hint
 from paperclip_pi.rpc import CommandFailed, RpcProcess, SpawnError
 from paperclip_pi.usage import UsageReports, message_usage
@@ -358,16 +358,8 @@ def _give_pi_folder(root: Path, user: Any) -> None:
 
 
 def _write(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # A fresh name (O_EXCL), never one the provider's user could have put a link at.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, content)
 
 
 def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
