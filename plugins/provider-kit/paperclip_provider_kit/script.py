@@ -12,13 +12,17 @@ model runs ``DIR/<model>.json``, as a model endpoint answers by model name.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import re
+import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paperclip_provider_kit.config import write_atomic
 from paperclip_provider_kit.usage import UsageError, check_option
 
 SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -112,3 +116,27 @@ def script_path(folder: Path, model: str | None) -> Path:
 def script_for(folder: Path, model: str | None, rules: StepRules = CHAT_STEPS) -> Script:
     """The script of ``model`` in ``folder``, checked against ``rules``."""
     return load_script(script_path(folder, model), rules)
+
+
+async def timing_step(step: Mapping[str, Any], fail: Callable[[str], Exception]) -> bool:
+    """Run a ``sleep``, ``touch_file`` (the fake's pid written into it) or ``wait_for_file``
+    step (``timeout`` seconds, 60 by default, then ``fail(reason)`` is raised); False for a
+    step of any other kind."""
+    if "sleep" in step:
+        await asyncio.sleep(float(step["sleep"]))
+    elif "touch_file" in step:
+        write_atomic(Path(step["touch_file"]), str(os.getpid()))
+    elif "wait_for_file" in step:
+        path, limit = Path(step["wait_for_file"]), float(step.get("timeout", 60))
+        deadline = time.monotonic() + limit
+        while not _exists(path):
+            if time.monotonic() > deadline:
+                raise fail(f"fake: wait_for_file {path} timed out after {limit:g}s")
+            await asyncio.sleep(0.02)
+    else:
+        return False
+    return True
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()  # a stat of a local file: cheap enough for a fake's poll
