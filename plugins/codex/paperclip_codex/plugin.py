@@ -6,12 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_codex.config import DEFAULT_COMMAND, CodexSettings
@@ -22,11 +17,6 @@ from paperclip_codex.schema import CONFIG_SCHEMA
 CAPABILITIES = ProviderCapabilities(
     steer=True, resume=True, mcp_tools=True, fresh_retry=True, system_prompt=True
 )
-
-
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; the process starts with its first turn."""
-    return CodexDriver(context)
 
 
 def model_access(config: Mapping[str, Any]) -> Any:
@@ -45,7 +35,7 @@ def paperclip_providers() -> list[ProviderKind]:
         provider_kind(
             name="codex",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=CodexDriver,  # one driver a run
             description="OpenAI Codex via `codex app-server`: steerable turns, resumable threads, MCP tools",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},

@@ -48,15 +48,6 @@ def turn_result(thread_id: str, payload: Mapping[str, Any], answer: str | None) 
     return failed(thread_id, ErrorCode.TURN_FAILED, text)
 
 
-def dig(value: Any, *keys: str) -> Any:
-    """``value[k1][k2]…``, or None where a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 def describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "no answer in time"

@@ -30,6 +30,7 @@ from paperclip_hookspecs.providers import (
 )
 from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 from paperclip_provider_kit.turns import TurnGate, failed
+from paperclip_provider_kit.values import dig
 
 from paperclip_gateway import relay
 from paperclip_gateway.config import ConfigError, GatewaySettings
@@ -370,7 +371,7 @@ class GatewayDriver:
     def _result(self, final: Mapping[str, Any]) -> TurnResult:
         status = final.get("status")
         session = self._session_key
-        if self._aborted or _dig(final, "result", "meta", "aborted") is True:
+        if self._aborted or dig(final, "result", "meta", "aborted") is True:
             return TurnResult("interrupted", session_ref=session)
         if status == "ok":
             return TurnResult("completed", session_ref=session, answer=_answer(final))
@@ -397,21 +398,13 @@ def _is_final(answer: Mapping[str, Any]) -> bool:
 
 
 def _answer(final: Mapping[str, Any]) -> str | None:
-    payloads = _dig(final, "result", "payloads")
+    payloads = dig(final, "result", "payloads")
     if isinstance(payloads, list):
         texts = [str(p.get("text")) for p in payloads if isinstance(p, Mapping) and p.get("text")]
         if texts:
             return texts[-1].strip() or None
-    reply = _dig(final, "terminalReply", "text")
+    reply = dig(final, "terminalReply", "text")
     return reply.strip() or None if isinstance(reply, str) else None
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 def request_id(turn: TurnInput) -> str:

@@ -6,12 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from paperclip_provider_kit.registration import ModelAccess, provider_kind
 
 from paperclip_gateway.driver import GatewayDriver
@@ -31,11 +26,6 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; it connects with its first turn."""
-    return GatewayDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """Nothing (hook API 1.9): the gateway reaches its models itself, where its launch
     profile (the runner host's) points."""
@@ -49,7 +39,7 @@ def paperclip_providers() -> list[ProviderKind]:
         provider_kind(
             name="gateway",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=GatewayDriver,  # one driver a run
             description="A remote agent behind an OpenClaw gateway: exactly-once runs by idempotency key",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_PROFILE},

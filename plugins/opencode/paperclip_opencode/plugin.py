@@ -6,12 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_opencode.config import DEFAULT_COMMAND, OpenCodeSettings
@@ -31,11 +26,6 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; the server starts with its first turn."""
-    return OpenCodeDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
     (``builtin`` without ``base_url``), the key variable."""
@@ -50,7 +40,7 @@ def paperclip_providers() -> list[ProviderKind]:
         provider_kind(
             name="opencode",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=OpenCodeDriver,  # one driver a run
             description="OpenCode via `opencode serve`: queued follow-ups, resumable sessions, MCP tools",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},

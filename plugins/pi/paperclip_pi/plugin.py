@@ -6,12 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_pi.config import DEFAULT_COMMAND, PiSettings
@@ -29,11 +24,6 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; Pi starts with its first turn."""
-    return PiDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
     (``builtin`` without ``base_url``), the key variable."""
@@ -48,7 +38,7 @@ def paperclip_providers() -> list[ProviderKind]:
         provider_kind(
             name="pi",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=PiDriver,  # one driver a run
             description="Pi via `pi --mode rpc`: steerable turns, resumable sessions, tools through its extension",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
