@@ -17,15 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from paperclip_provider_kit.process import (
-    SpawnError,
-    Tail,
-    cancel_all,
-    exit_description,
-    read_lines,
-    spawn,
-    stop_group,
-)
+from paperclip_provider_kit.process import CliProcess, SpawnError
 
 DIALOGS = frozenset({"select", "confirm", "input", "editor"})
 
@@ -42,27 +34,23 @@ class RpcProcess:
     ``events`` ends with None when the process's stdout closes.
     """
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self._process = process
+    def __init__(self, cli: CliProcess) -> None:
+        self._cli = cli
+        self._process = cli.process
         self.events: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
         self._waiting: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
         self._ids = itertools.count(1)
-        self._stderr = Tail()
-        self._tasks: list[asyncio.Task[None]] = []
         self._write_lock = asyncio.Lock()
-        self._terminated = False
 
     @classmethod
     async def spawn(
         cls, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, user: Any = None
     ) -> RpcProcess:
         """Start ``argv`` (as ``user``, a ``ProcessUser``, when given)."""
-        process = await spawn(argv, env=env, cwd=cwd, user=user)
-        self = cls(process)
-        self._tasks = [
-            asyncio.create_task(self._read_stdout(), name="pi-stdout"),
-            asyncio.create_task(self._read_stderr(), name="pi-stderr"),
-        ]
+        self = cls(await CliProcess.start(argv, name="pi", env=env, cwd=cwd, user=user))
+        assert self._process.stderr is not None
+        self._cli.watch(self._read_stdout())
+        self._cli.tail_lines(self._process.stderr)
         return self
 
     @property
@@ -97,21 +85,17 @@ class RpcProcess:
                 raise CommandFailed(f"pi's stdin is closed: {exc}") from None
 
     def stderr_tail(self) -> str:
-        return self._stderr.text()
+        return self._cli.tail.text()
 
     async def exit_description(self) -> str:
-        return await exit_description(self._process, "pi", self.stderr_tail())
+        return await self._cli.describe_exit()
 
     async def terminate(self, grace_seconds: float) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_seconds``. Idempotent."""
-        if not self._terminated:
-            self._terminated = True
-            if self._process.stdin is not None:
-                with contextlib.suppress(Exception):
-                    self._process.stdin.close()
-            await stop_group(self._process, grace_seconds)
-        await self._process.wait()
-        await cancel_all(self._tasks)
+        if self._process.stdin is not None:
+            with contextlib.suppress(Exception):
+                self._process.stdin.close()
+        await self._cli.stop(grace_seconds)
 
     async def _read_stdout(self) -> None:
         stream = self._process.stdout
@@ -148,7 +132,3 @@ class RpcProcess:
                     {"type": "extension_ui_response", "id": message.get("id"), "cancelled": True}
                 )
         await self.events.put(message)
-
-    async def _read_stderr(self) -> None:
-        assert self._process.stderr is not None
-        await read_lines(self._process.stderr, self._stderr.add)

@@ -12,7 +12,7 @@ import collections
 import contextlib
 import os
 import signal
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 STREAM_LIMIT = 16 * 1024 * 1024
@@ -144,3 +144,65 @@ async def read_lines(stream: asyncio.StreamReader, on_line: Callable[[bytes], No
         if not line:
             return
         on_line(line)
+
+
+class CliProcess:
+    """A provider CLI's running process: its group, the tail of its output, its reader tasks.
+
+    ``name`` and ``what`` (``"stderr"``, ``"output"``) word :meth:`describe_exit`.
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, name: str, what: str) -> None:
+        self.process = process
+        self.tail = Tail()
+        self._name, self._what = name, what
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = False
+
+    @classmethod
+    async def start(
+        cls,
+        argv: Sequence[str],
+        *,
+        name: str,
+        env: Mapping[str, str],
+        cwd: str | None,
+        user: Any = None,
+        stdin: int = asyncio.subprocess.PIPE,
+        what: str = "stderr",
+    ) -> CliProcess:
+        """:func:`spawn` ``argv``; :class:`SpawnError` when it cannot start."""
+        return cls(await spawn(argv, env=env, cwd=cwd, user=user, stdin=stdin), name, what)
+
+    @property
+    def alive(self) -> bool:
+        """Not exited yet."""
+        return self.process.returncode is None
+
+    def tail_lines(
+        self, stream: asyncio.StreamReader, on_text: Callable[[str], None] | None = None
+    ) -> None:
+        """Keep ``stream``'s last lines in :attr:`tail`, each also handed to ``on_text``."""
+
+        def line(raw: bytes) -> None:
+            text = self.tail.add(raw)
+            if on_text is not None:
+                on_text(text)
+
+        self.watch(read_lines(stream, line))
+
+    def watch(self, reader: Coroutine[Any, Any, None]) -> None:
+        """Run ``reader`` (of the process's output) until the process is stopped."""
+        self._tasks.append(asyncio.ensure_future(reader))
+
+    async def describe_exit(self) -> str:
+        """How the process ended, and the tail of its output, for an error message."""
+        return await exit_description(self.process, self._name, self.tail.text(), self._what)
+
+    async def stop(self, grace_seconds: float) -> None:
+        """:func:`stop_group` once, then end the readers. Idempotent."""
+        if not self._stopped:
+            self._stopped = True
+            await stop_group(self.process, grace_seconds)
+        await self.process.wait()
+        await cancel_all(self._tasks)

@@ -12,6 +12,7 @@ model runs ``DIR/<model>.json``, as a model endpoint answers by model name.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -140,3 +141,27 @@ async def timing_step(step: Mapping[str, Any], fail: Callable[[str], Exception])
 
 def _exists(path: Path) -> bool:
     return path.exists()  # a stat of a local file: cheap enough for a fake's poll
+
+
+def fake_parser(prog: str) -> argparse.ArgumentParser:
+    """A fake CLI's argument parser, with the options every fake takes: ``--version``,
+    ``--script-dir DIR`` (its scripts) and ``--log PATH`` (what it received and did)."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--script-dir", type=Path, help="a folder of <model>.json scripts")
+    parser.add_argument("--log", help="append received requests and tool results here")
+    return parser
+
+
+def parse_fake(
+    parser: argparse.ArgumentParser, argv: list[str] | None, version: str
+) -> argparse.Namespace | None:
+    """The fake's arguments; None once ``--version`` printed ``version``; a usage error
+    (exit 2) without ``--script-dir``."""
+    args = parser.parse_args(argv)
+    if args.version:
+        print(version)
+        return None
+    if args.script_dir is None:
+        parser.error("--script-dir is required")
+    return args
