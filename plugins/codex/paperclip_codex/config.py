@@ -21,14 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from paperclip_hookspecs.providers import McpEndpoint
-from paperclip_provider_kit.config import (
-    ConfigError,
-    choice,
-    model_endpoint,
-    refuse_unknown,
-    timeouts,
-    write_atomic,
-)
+from paperclip_provider_kit.config import ConfigError, checked_values, write_atomic
 
 DEFAULT_COMMAND: tuple[str, ...] = ("codex", "app-server")
 """The ``default`` launch profile: the runner host may replace it (PAPERCLIP_RUNNER_LAUNCH)."""
@@ -137,18 +130,22 @@ class CodexSettings:
             )
         if "codex_home" in config:
             hint += "; each run has its own CODEX_HOME"
-        refuse_unknown("codex", config, cls.__dataclass_fields__, hint)
-        values = model_endpoint(config, _MODEL)
-        for key, choices in (
-            ("approval_policy", APPROVAL_POLICIES),
-            ("sandbox", SANDBOX_MODES),
-            ("approvals", ("decline", "approve")),
-            ("tool_approval", TOOL_APPROVAL_MODES),
-            ("resume_fallback", ("fail", "fresh")),
-        ):
-            if key in config:
-                values[key] = choice(key, config[key], choices)
-        values.update(timeouts(config, TIMEOUT_BOUNDS, OPTIONAL_TIMEOUTS))
+        values = checked_values(
+            "codex",
+            config,
+            cls.__dataclass_fields__,
+            choices={
+                "approval_policy": APPROVAL_POLICIES,
+                "sandbox": SANDBOX_MODES,
+                "approvals": ("decline", "approve"),
+                "tool_approval": TOOL_APPROVAL_MODES,
+                "resume_fallback": ("fail", "fresh"),
+            },
+            bounds=TIMEOUT_BOUNDS,
+            optional=OPTIONAL_TIMEOUTS,
+            model=_MODEL,
+            hint=hint,
+        )
         if "config_overrides" in config:
             values["config_overrides"] = _overrides(config["config_overrides"])
         return cls(**values)

@@ -16,14 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from paperclip_hookspecs.providers import McpEndpoint
-from paperclip_provider_kit.config import (
-    ConfigError,
-    choice,
-    model_endpoint,
-    refuse_unknown,
-    timeouts,
-    write_atomic,
-)
+from paperclip_provider_kit.config import ConfigError, checked_values, write_atomic
 
 DEFAULT_COMMAND: tuple[str, ...] = ("opencode", "serve")
 """The ``default`` launch profile; the driver appends ``--port P --hostname 127.0.0.1``."""
@@ -83,14 +76,14 @@ class OpenCodeSettings:
     def from_config(cls, config: Mapping[str, Any]) -> OpenCodeSettings:
         """Validate a provider configuration mapping; raise :class:`ConfigError` on bad input."""
         hint = "; the runner host decides the command (an agent selects 'launch')"
-        refuse_unknown(
-            "opencode", config, cls.__dataclass_fields__, hint if "command" in config else ""
+        values = checked_values(
+            "opencode",
+            config,
+            cls.__dataclass_fields__,
+            choices={"bash": BASH_POLICIES, "resume_fallback": ("fail", "fresh")},
+            bounds=TIMEOUT_BOUNDS,
+            hint=hint if "command" in config else "",
         )
-        values = model_endpoint(config)
-        for key, choices in (("bash", BASH_POLICIES), ("resume_fallback", ("fail", "fresh"))):
-            if key in config:
-                values[key] = choice(key, config[key], choices)
-        values.update(timeouts(config, TIMEOUT_BOUNDS))
         return cls(**values)
 
     @property

@@ -15,13 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from paperclip_provider_kit.config import (
-    ConfigError,
-    choice,
-    model_endpoint,
-    refuse_unknown,
-    timeouts,
-)
+from paperclip_provider_kit.config import ConfigError, checked_values, choice
 
 DEFAULT_COMMAND: tuple[str, ...] = ("pi",)
 """The ``default`` launch profile; the driver appends ``--mode rpc`` and the run's flags."""
@@ -81,15 +75,18 @@ class PiSettings:
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PiSettings:
         """Validate a provider configuration mapping; raise :class:`ConfigError` on bad input."""
-        hint = "; the runner host decides the command (an agent selects 'launch')"
-        refuse_unknown("pi", config, cls.__dataclass_fields__, hint if "command" in config else "")
-        values = model_endpoint(config)
-        for key, choices in (("api", APIS), ("resume_fallback", ("fail", "fresh"))):
-            if key in config:
-                values[key] = choice(key, config[key], choices)
+        values = checked_values(
+            "pi",
+            config,
+            cls.__dataclass_fields__,
+            choices={"api": APIS, "resume_fallback": ("fail", "fresh")},
+            bounds=TIMEOUT_BOUNDS,
+            hint="; the runner host decides the command (an agent selects 'launch')"
+            if "command" in config
+            else "",
+        )
         if config.get("thinking") is not None:
             values["thinking"] = choice("thinking", config["thinking"], THINKING)
-        values.update(timeouts(config, TIMEOUT_BOUNDS))
         return cls(**values)
 
     def models_document(self) -> dict[str, Any]:

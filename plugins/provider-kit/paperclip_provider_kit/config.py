@@ -126,3 +126,27 @@ def write_atomic(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def checked_values(
+    provider: str,
+    config: Mapping[str, Any],
+    known: Collection[str],
+    *,
+    choices: Mapping[str, Sequence[Any]],
+    bounds: Mapping[str, tuple[float, float]],
+    optional: Collection[str] = ("turn_timeout_seconds",),
+    model: re.Pattern[str] = MODEL,
+    hint: str = "",
+) -> dict[str, Any]:
+    """The values of an agent's config, checked: no key outside ``known`` (``hint`` added to
+    the refusal), the model endpoint (:func:`model_endpoint`), each key of ``choices`` one of
+    its values, and the timeouts of ``bounds`` (:func:`timeouts`). A provider checks its own
+    keys after."""
+    refuse_unknown(provider, config, known, hint)
+    values = model_endpoint(config, model)
+    for key, allowed in choices.items():
+        if key in config:
+            values[key] = choice(key, config[key], allowed)
+    values.update(timeouts(config, bounds, optional))
+    return values
