@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from paperclip_hookspecs.providers import McpEndpoint
-from paperclip_provider_kit.config import ConfigError, checked_values, write_atomic
+from paperclip_provider_kit.config import (
+    ConfigError,
+    EndpointSettings,
+    checked_values,
+    write_atomic,
+)
 
 DEFAULT_COMMAND: tuple[str, ...] = ("codex", "app-server")
 """The ``default`` launch profile: the runner host may replace it (PAPERCLIP_RUNNER_LAUNCH)."""
@@ -82,7 +87,6 @@ _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _MODEL = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,200}$")
 
 Approvals = Literal["decline", "approve"]
-ResumeFallback = Literal["fail", "fresh"]
 
 # Bounds of the numeric settings: (minimum, maximum).
 TIMEOUT_BOUNDS = {
@@ -97,25 +101,17 @@ OPTIONAL_TIMEOUTS = ("turn_timeout_seconds", "mcp_tool_timeout_seconds")
 
 
 @dataclass(frozen=True, slots=True)
-class CodexSettings:
+class CodexSettings(EndpointSettings):
     """The agent's provider configuration, validated. Build it with :meth:`from_config`.
 
     It selects and tunes; it never names a program or a path. The command comes
     from the runner's launch profile (``launch``), the home is the run's own.
     """
 
-    launch: str = "default"
-    base_url: str | None = None
-    model: str | None = None
-    env_key: str = "OPENAI_API_KEY"
     approval_policy: str = "never"
     sandbox: str = "workspace-write"
     approvals: Approvals = "decline"
     tool_approval: str = "approve"
-    resume_fallback: ResumeFallback = "fail"
-    request_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
-    close_timeout_seconds: float = 5.0
     mcp_tool_timeout_seconds: float | None = None
     config_overrides: tuple[tuple[str, Any], ...] = field(default=())
 

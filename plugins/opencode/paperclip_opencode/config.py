@@ -13,10 +13,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from paperclip_hookspecs.providers import McpEndpoint
-from paperclip_provider_kit.config import ConfigError, checked_values, write_atomic
+from paperclip_provider_kit.config import (
+    ConfigError,
+    EndpointSettings,
+    checked_values,
+    write_atomic,
+)
 
 DEFAULT_COMMAND: tuple[str, ...] = ("opencode", "serve")
 """The ``default`` launch profile; the driver appends ``--port P --hostname 127.0.0.1``."""
@@ -52,25 +57,16 @@ TIMEOUT_BOUNDS = {
     "close_timeout_seconds": (0.1, 120.0),
 }
 
-ResumeFallback = Literal["fail", "fresh"]
 
 __all__ = ["ConfigError", "OpenCodeSettings", "write_config"]
 
 
 @dataclass(frozen=True, slots=True)
-class OpenCodeSettings:
+class OpenCodeSettings(EndpointSettings):
     """The agent's provider configuration, validated. Build it with :meth:`from_config`."""
 
-    launch: str = "default"
-    base_url: str | None = None
-    model: str | None = None
-    env_key: str = "OPENAI_API_KEY"
     bash: str = "allow"
-    resume_fallback: ResumeFallback = "fail"
-    request_timeout_seconds: float = 60.0
     startup_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
-    close_timeout_seconds: float = 5.0
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> OpenCodeSettings:

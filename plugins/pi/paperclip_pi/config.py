@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from paperclip_provider_kit.config import ConfigError, checked_values, choice
+from paperclip_provider_kit.config import ConfigError, EndpointSettings, checked_values, choice
 
 DEFAULT_COMMAND: tuple[str, ...] = ("pi",)
 """The ``default`` launch profile; the driver appends ``--mode rpc`` and the run's flags."""
@@ -51,26 +51,16 @@ TIMEOUT_BOUNDS = {
 APIS = ("openai-completions", "openai-responses")
 THINKING = ("off", "minimal", "low", "medium", "high")
 
-ResumeFallback = Literal["fail", "fresh"]
-
 
 __all__ = ["ConfigError", "PiSettings"]
 
 
 @dataclass(frozen=True, slots=True)
-class PiSettings:
+class PiSettings(EndpointSettings):
     """The agent's provider configuration, validated. Build it with :meth:`from_config`."""
 
-    launch: str = "default"
-    base_url: str | None = None
     api: str = "openai-completions"
-    model: str | None = None
-    env_key: str = "OPENAI_API_KEY"
     thinking: str | None = None
-    resume_fallback: ResumeFallback = "fail"
-    request_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
-    close_timeout_seconds: float = 5.0
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PiSettings:

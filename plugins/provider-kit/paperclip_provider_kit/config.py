@@ -12,8 +12,9 @@ import os
 import re
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """A launch profile's name."""
@@ -21,6 +22,25 @@ MODEL = re.compile(r"^[A-Za-z0-9_.:@+-][A-Za-z0-9_.:/@+-]{0,199}$")
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 MAX_URL = 2000
+
+
+ResumeFallback = Literal["fail", "fresh"]
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSettings:
+    """What the config of every CLI provider sets: the launch profile, the model endpoint and
+    its key variable, what to do when a session cannot be resumed, and the common bounds.
+    A provider's settings class extends it with its own keys."""
+
+    launch: str = "default"
+    base_url: str | None = None
+    model: str | None = None
+    env_key: str = "OPENAI_API_KEY"
+    resume_fallback: ResumeFallback = "fail"
+    request_timeout_seconds: float = 60.0
+    turn_timeout_seconds: float | None = None
+    close_timeout_seconds: float = 5.0
 
 
 class ConfigError(ValueError):
