@@ -8,11 +8,21 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from paperclip_hookspecs.providers import ProviderEvent
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    McpEndpoint,
+    ProviderDriver,
+    ProviderEvent,
+    TurnInput,
+)
+
+D = TypeVar("D", bound=ProviderDriver)
 
 TOKEN = "run-token-1"
 """The bearer token the ``tool_server`` fixture accepts, as a run's token."""
@@ -80,3 +90,47 @@ class Events:
 
     def types(self) -> list[str]:
         return [e.type for e in self.items]
+
+
+SCRIPTED_CONFIG = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "m1",
+    "env_key": "SCRIPTED_MODEL_API_KEY",
+}
+"""A CLI provider's config for model ``m1``: the fake runs the script ``m1.json``."""
+
+
+def scripted_turn(cwd: Path | str, tool_server: ToolServer | None, **extra: Any) -> TurnInput:
+    """A turn of run ``run-1`` in ``cwd`` on :data:`SCRIPTED_CONFIG`, with the tool server's
+    tools when given; ``extra`` replaces any field."""
+    mcp = McpEndpoint("paperclip", tool_server.url, TOKEN) if tool_server else None
+    fields: dict[str, Any] = {
+        "run_id": "run-1",
+        "prompt": "Fix the build",
+        "cwd": str(cwd),
+        "mcp": mcp,
+        "config": SCRIPTED_CONFIG,
+        "system": "Standing rules.",
+    }
+    return TurnInput(**{**fields, **extra})
+
+
+def script_folder(tmp_path: Path, fake_module: str) -> ScriptFolder:
+    """A fresh folder for the scripts and log of the fake ``python -m <fake_module>``."""
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    return ScriptFolder(folder, fake_module)
+
+
+@asynccontextmanager
+async def driver_on_fake(
+    make: Callable[[DriverContext], D], state_dir: Path, fake: ScriptFolder, plugin_root: Path
+) -> AsyncIterator[D]:
+    """A driver whose launch command is the fake (importable from ``plugin_root``), closed
+    at exit."""
+    env = {"PYTHONPATH": str(plugin_root), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    driver = make(DriverContext(state_dir=str(state_dir), env=env, command=fake.command()))
+    try:
+        yield driver
+    finally:
+        await driver.close()
