@@ -6,6 +6,7 @@ a turn's event sink, the run's tools on loopback. The fixtures are in
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +22,8 @@ from paperclip_hookspecs.providers import (
     ProviderEvent,
     TurnInput,
 )
+
+from paperclip_provider_kit.usage import COUNTS
 
 D = TypeVar("D", bound=ProviderDriver)
 
@@ -122,15 +125,40 @@ def script_folder(tmp_path: Path, fake_module: str) -> ScriptFolder:
     return ScriptFolder(folder, fake_module)
 
 
+def fake_context(
+    state_dir: Path, fake: ScriptFolder, plugin_root: Path, **fields: Any
+) -> DriverContext:
+    """A driver's context whose launch command is the fake (importable from
+    ``plugin_root``); ``fields`` set more of it (``report_usage``, hook API 1.8)."""
+    env = {"PYTHONPATH": str(plugin_root), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
+    return dataclasses.replace(context, **fields)
+
+
 @asynccontextmanager
 async def driver_on_fake(
     make: Callable[[DriverContext], D], state_dir: Path, fake: ScriptFolder, plugin_root: Path
 ) -> AsyncIterator[D]:
-    """A driver whose launch command is the fake (importable from ``plugin_root``), closed
-    at exit."""
-    env = {"PYTHONPATH": str(plugin_root), "SCRIPTED_MODEL_API_KEY": "dummy"}
-    driver = make(DriverContext(state_dir=str(state_dir), env=env, command=fake.command()))
+    """A driver on :func:`fake_context`, closed at exit."""
+    driver = make(fake_context(state_dir, fake, plugin_root))
     try:
         yield driver
     finally:
         await driver.close()
+
+
+class Reported(list[Any]):
+    """``DriverContext.report_usage`` for a test: keeps what the driver reported."""
+
+    async def __call__(self, usage: Any) -> None:
+        self.append(usage)
+
+
+def counts(usages: list[Any], keys: tuple[str, ...] = COUNTS) -> list[dict[str, int]]:
+    """The token counts ``keys`` of reported usages (all of them by default)."""
+    return [{key: getattr(u, key) for key in keys} for u in usages]
+
+
+def usage_log(fake: ScriptFolder) -> list[dict[str, Any]]:
+    """What the fake says it sent, response by response (the ``usage`` entries of its log)."""
+    return [e for e in fake.log() if e["type"] == "usage"]
