@@ -5,8 +5,8 @@ A handler takes a :class:`Request` (the whole body read, at most
 event stream that stays open until the handler's queue ends it or the client
 goes. The gateway's tool relay and the fake OpenCode server serve on it.
 
-uvicorn is told to leave the process's signals alone: the relay runs inside
-the runner, whose own SIGTERM handling must stay its own.
+uvicorn is told to leave the process's signals and logging alone: the relay
+runs inside the runner, whose own SIGTERM handling and logs must stay its own.
 """
 
 from __future__ import annotations
@@ -112,8 +112,14 @@ async def serve(handler: Handler, host: str, port: int) -> HttpServer:
     except OSError:
         sock.close()
         raise
+    # log_config=None: the host process's logging stays as it configured it.
     config = uvicorn.Config(
-        _asgi(handler), log_level="warning", access_log=False, lifespan="off", http="h11"
+        _asgi(handler),
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        http="h11",
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

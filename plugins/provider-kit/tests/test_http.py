@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 
 import httpx
@@ -65,12 +66,14 @@ async def test_answers_json_raw_and_a_stream_then_closes() -> None:
     assert closed
 
 
-async def test_the_server_leaves_the_process_signals_alone() -> None:
+async def test_the_server_leaves_the_process_signals_and_logging_alone() -> None:
     before = signal.getsignal(signal.SIGTERM)
+    handlers = {name: list(logging.getLogger(name).handlers) for name in ("", "uvicorn")}
     server = await serve(handler, "127.0.0.1", 0)
     try:
         async with httpx.AsyncClient() as client:
             await client.get(f"http://127.0.0.1:{server.port}/raw")
         assert signal.getsignal(signal.SIGTERM) is before
+        assert {name: logging.getLogger(name).handlers for name in handlers} == handlers
     finally:
         await server.close()
