@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,14 @@ def test_doctor_warns_when_a_seeds_recovery_policy_is_missing(open_folder):
     text = doctor(env).stdout
     assert "warning: paperclip-unpresented-answers is not installed" in text
     assert "never presented" in text
+    assert "pip install 'paperclip-control-plane[policies]'" in text
+
+
+def test_the_policies_extra_is_what_doctor_asks_for(open_folder):
+    # The quickstart installs the core's `policies` extra: it names every seed's policy.
+    env = {"PAPERCLIP_DATA_DIR": str(open_folder / "data")}
+    asked = {
+        p["distribution"] for p in json.loads(doctor(env, "--json").stdout)["recovery_policies"]
+    }
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert set(project["project"]["optional-dependencies"]["policies"]) == asked

@@ -238,11 +238,13 @@ def print_report(report: dict[str, Any]) -> None:
     missing = [p for p in report["recovery_policies"] if not p["installed"]]
     if missing:
         console.print("[yellow]recovery policies missing[/] (a restart then loses work):")
-    for policy in missing:
-        console.print(
-            f"  [yellow]warning[/]: {policy['distribution']} is not installed: "
-            f"{escape(policy['without'])}. Install it (pip install {policy['distribution']})."
-        )
+        for policy in missing:
+            console.print(
+                f"  [yellow]warning[/]: {policy['distribution']} is not installed: "
+                f"{escape(policy['without'])}. Install it (pip install {policy['distribution']})."
+            )
+        # The core's extra names all of them (pyproject.toml, docs/recovery.md).
+        console.print(escape("  all of them: pip install 'paperclip-control-plane[policies]'"))
     console.print("provider CLIs (the local runner's launch profiles):")
     if not report["providers"]:
         console.print("  none: no provider plugin is installed")

@@ -8,6 +8,7 @@ An agent's model has a shell, so its provider process is treated as untrusted co
   never ``PAPERCLIP_*``.
 - **Its folders** (its home and working folder inside the run's folder) are its own, mode
   0700; the run's folder stays the runner's (its records, the drivers' files), passable.
+  An issue's worktree is shared with it (:mod:`paperclip.runner.workspaces.sharing`).
 - **Its user**: run by root, the runner starts providers as an unprivileged system user
   (``paperclip-agent``, made on first use as the embedded database makes ``pgserver``;
   ``PAPERCLIP_RUNNER_AGENT_USER`` names another). It cannot read the runner's credential,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import time
@@ -36,6 +38,9 @@ log = logging.getLogger(__name__)
 
 AGENT_USER = "paperclip-agent"
 USER_SETTING = "PAPERCLIP_RUNNER_AGENT_USER"
+PROXY_ENV = tuple(
+    name for base in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY") for name in (base, base.lower())
+)
 ALLOWED_ENV = frozenset(
     {
         "PATH",
@@ -47,15 +52,23 @@ ALLOWED_ENV = frozenset(
         "SSL_CERT_FILE",
         "SSL_CERT_DIR",
         "NODE_EXTRA_CA_CERTS",
+        *PROXY_ENV,
     }
 )
 """What a provider process inherits from the runner's environment, besides ``LC_*``: what
-programs need to run, nothing that is anyone's secret."""
+programs need to run, nothing that is anyone's secret (a proxy's URL is the host's way
+out: a provider behind it must still reach its model endpoint)."""
 RESERVED_PREFIX = "PAPERCLIP_"
+
+
+AGENT_USER_UNAVAILABLE = "agent_user_unavailable"
+"""A run refused: the user the host named for agents cannot run it (see ``prepare``)."""
 
 
 class IsolationError(Exception):
     """The configured agent user cannot be used; the message says why and what to do."""
+
+    code = AGENT_USER_UNAVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,15 +88,19 @@ class AgentUser:
         keys: Iterable[str],
         extra: Mapping[str, str],
         *,
-        worktree: bool,
+        worktree: Sequence[Path] | None = None,
     ) -> tuple[ProcessUser | None, dict[str, str], Path | None]:
         """A run's user, its environment, and its working folder without a worktree (None: the
         run's folder). Its home and that folder are its own (0700); the run's folder stays the
-        runner's (its records, the drivers' own files), passable by another user only."""
-        user, problem = self.for_run(command, run_dir)
-        if user is not None and worktree and not self.strict:
-            # A worktree and its repository's git folder are the runner's user's.
-            user, problem = None, "a run in an issue's worktree"
+        runner's (its records, the drivers' own files), passable by another user only.
+
+        ``worktree``: the run works in an issue's worktree (shared with the agent's user when it
+        is made), whose repository lies in these host folders, which that user must reach.
+        Raises IsolationError when the user the host named cannot run it (no fallback)."""
+        user, problem = self.for_run(command, run_dir, worktree or ())
+        if user is not None and problem:
+            # The host named this user: a run it cannot do is refused, before anything starts.
+            raise IsolationError(f"this run cannot start as {user.name}: {problem}")
         if self.user is not None and user is None and problem not in self.said:
             self.said.add(problem)
             log.warning(
@@ -125,16 +142,20 @@ class AgentUser:
             return cls(None, strict=True)
         return cls(_process_user(entry), strict=True)
 
-    def for_run(self, command: Sequence[str], folder: Path) -> tuple[ProcessUser | None, str]:
+    def for_run(
+        self, command: Sequence[str], folder: Path, reached: Iterable[Path] = ()
+    ) -> tuple[ProcessUser | None, str]:
         """The user to start ``command`` in ``folder`` as, and why not the agent user when
-        it cannot (its program, or the folder, closed to it: ``""`` when it can). Only the
-        default user falls back to the runner's own; a user the host named does not."""
+        it cannot (its program, the folder or a folder it must ``reach``, closed to it:
+        ``""`` when it can). Only the default user falls back to the runner's own; a user
+        the host named does not."""
         if self.user is None:
             return None, ""
         problem = unreachable_program(command, self.user)
-        blocked = first_untraversable(folder.parent, uid=self.user.uid, gids=[self.user.gid])
-        if problem is None and blocked is not None:
-            problem = f"the folder {blocked} is closed to {self.user.name}"
+        for place in (folder.parent, *reached):
+            blocked = first_untraversable(place, uid=self.user.uid, gids=[self.user.gid])
+            if problem is None and blocked is not None:
+                problem = f"the folder {blocked} is closed to {self.user.name}"
         if problem is None or self.strict:
             return self.user, problem or ""
         return None, problem
@@ -161,14 +182,19 @@ def _process_user(entry: pwd.struct_passwd) -> ProcessUser:
 
 
 def unreachable_program(command: Sequence[str], user: ProcessUser) -> str | None:
-    """Why ``user`` cannot run ``command``'s program (or its ``#!`` interpreter), or None."""
-    if not command:
-        return None
-    checked = 0
-    program: str | None = command[0]
-    while program is not None and checked < 3:
-        checked += 1
-        found = shutil.which(program) if "/" not in program else program
+    """Why ``user`` cannot run a program ``command`` would run, or None.
+
+    Followed as far as it can be known: ``env``'s command (after its options and
+    assignments) and a ``#!`` interpreter, so a launch through ``/usr/bin/env`` of a
+    program under a closed folder is found before the run starts, not when it fails.
+    """
+    words = list(command)
+    search = os.environ.get("PATH") or os.defpath
+    for _ in range(MAX_PROGRAMS):
+        if not words:
+            return None
+        program = words[0]
+        found = shutil.which(program, path=search) if "/" not in program else program
         if found is None or not os.path.isfile(found):
             # Missing for everyone (the provider says so when it starts), or not a program
             # at all (a gateway's profile names a URL).
@@ -179,24 +205,57 @@ def unreachable_program(command: Sequence[str], user: ProcessUser) -> str | None
             return f"{real}: the folder {blocked} is closed to {user.name}"
         if not os.stat(real).st_mode & 0o001 and os.stat(real).st_uid != user.uid:
             return f"{real} is not executable by {user.name}"
-        program = _interpreter(real)
+        if "env" in (Path(found).name, real.name):
+            words, search = env_command(words[1:], search)
+        else:
+            words = _interpreter(real)
     return None
 
 
-def _interpreter(path: Path) -> str | None:
+MAX_PROGRAMS = 6
+"""How many programs of one launch are followed (``env`` to a script to its interpreter)."""
+_ENV_VALUED = frozenset({"-u", "--unset", "-C", "--chdir"})
+"""``env`` options whose value is the next word."""
+
+
+def env_command(args: Sequence[str], search: str) -> tuple[list[str], str]:
+    """The command ``env args`` runs (its options and ``NAME=value`` skipped), and the
+    ``PATH`` it searches (an assigned one)."""
+    words = list(args)
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            break
+        if word in ("-S", "--split-string") and words:
+            words = shlex.split(words.pop(0)) + words
+        elif word.startswith(("-S", "--split-string=")):
+            words = shlex.split(word.split("=", 1)[1] if "=" in word else word[2:]) + words
+        elif word in _ENV_VALUED:
+            words = words[1:]
+        elif word.startswith("-") and word != "-":
+            continue  # -i, -0, -v, --unset=NAME, -uNAME, --ignore-signal...: no next word
+        elif word == "-":
+            continue  # as -i
+        elif "=" in word:
+            name, _, value = word.partition("=")
+            if name == "PATH":
+                search = value
+        else:
+            words.insert(0, word)
+            break
+    return words, search
+
+
+def _interpreter(path: Path) -> list[str]:
+    """The ``#!`` line of ``path`` as words ([] for none)."""
     try:
         with path.open("rb") as file:
             first = file.readline(256)
     except OSError:
-        return None
+        return []
     if not first.startswith(b"#!"):
-        return None
-    words = first[2:].decode(errors="replace").split()
-    if not words:
-        return None
-    if words[0].endswith("/env") and len(words) > 1:
-        return words[1]
-    return words[0]
+        return []
+    return first[2:].decode(errors="replace").split()
 
 
 def process_env(

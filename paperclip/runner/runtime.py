@@ -35,7 +35,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from paperclip.failpoints import failpoint
 from paperclip.runner.capabilities import may_steer, turn_input
-from paperclip.runner.isolation import AgentUser, open_for_traversal
+from paperclip.runner.isolation import AgentUser, IsolationError, open_for_traversal
 from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.models import ModelPolicy, ModelRefused
@@ -313,14 +313,17 @@ class RunnerProcess:
             return
         try:
             hosted.workspace = hold_workspace(self.workspaces, message)
-        except WorkspaceError as exc:
+            git_env = hosted.workspace.env if hosted.workspace is not None else {}
+            reached = hosted.workspace.reached if hosted.workspace is not None else None
+            user, env, work = self.agents.prepare(
+                command, run_dir, grant.access.keys, git_env, worktree=reached
+            )
+        except (WorkspaceError, IsolationError) as exc:
             await self._refuse_turn(hosted, exc.code, str(exc))
             return
+        if hosted.workspace is not None:
+            hosted.workspace.user = user  # the worktree is shared with it when it is made
         records.start(number, self.instance, message.session_ref)
-        git_env = hosted.workspace.env if hosted.workspace is not None else {}
-        user, env, work = self.agents.prepare(
-            command, run_dir, grant.access.keys, git_env, worktree=hosted.workspace is not None
-        )
         try:
             hosted.driver = kind.create_driver(
                 DriverContext(

@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from paperclip_hookspecs.providers import TurnInput
+from paperclip_hookspecs.providers import ProcessUser, TurnInput
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 from paperclip.runner.workspaces.disk import sweep_run_folders, usage
@@ -76,6 +76,13 @@ class HeldWorkspace:
     lock: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     ready: Ready | None = None
     """What ``Workspaces.ensure`` answered, once it did."""
+    user: ProcessUser | None = None
+    """The agent's user the provider runs as (None: the runner's): the worktree is shared."""
+
+    @property
+    def reached(self) -> list[Path]:
+        """The host's folders the agent's user must reach to work here (its repository's)."""
+        return [Path(self.spec.repo_path)] if self.spec.repo_path else []
 
     @property
     def view(self) -> ExecutionWorkspace:
@@ -102,7 +109,7 @@ class HeldWorkspace:
                     raise
                 await asyncio.sleep(0.5)  # an earlier run of the issue is closing here
         async with self.host.key_lock(self.spec.key):
-            self.ready = await self.host.trees.ensure(self.spec)
+            self.ready = await self.host.trees.ensure(self.spec, self.user)
         self.path = self.ready.path
         await self.report(number, "ready", send)
         return replace(turn, cwd=str(self.path), workspace=self.view)
@@ -174,8 +181,9 @@ class WorkspaceHost:
         assert spec is not None
         if problem := key_problem(spec.key):
             raise WorkspaceError(WORKSPACE_NOT_ALLOWED, problem)
-        env = provider_git_env(spec.hooks, message.agent_name or "Paperclip agent")
-        return HeldWorkspace(self, message.run_id, spec, self.directory / spec.key, env)
+        path = self.directory / spec.key
+        env = provider_git_env(spec.hooks, message.agent_name or "Paperclip agent", str(path))
+        return HeldWorkspace(self, message.run_id, spec, path, env)
 
     def release_soon(self, message: wire.ReleaseWorkspace, send: SendData) -> None:
         """Remove an ended issue's worktree in the background; answer when done."""

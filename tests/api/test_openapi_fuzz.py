@@ -79,7 +79,7 @@ import pytest
 from tests.support import fixture_provider
 from tests.support.processes import ServerProcess
 
-pytestmark = [pytest.mark.process, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.process, pytest.mark.fuzz, pytest.mark.timeout(600)]
 
 SEED = 20261130
 MAX_EXAMPLES = 15

@@ -33,6 +33,9 @@ def open_dir():
 
 
 def test_the_environment_is_the_allowlist_the_granted_key_and_the_runs_own(monkeypatch):
+    for name in list(os.environ):
+        if name.lower().endswith("_proxy"):
+            monkeypatch.delenv(name)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
     monkeypatch.setenv("GRANTED_API_KEY", "granted")
@@ -78,8 +81,14 @@ def test_as_root_the_agent_user_is_made_and_never_root_nor_the_databases(open_di
         assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o700, agents.user.uid)
     assert (stat.S_IMODE(run.stat().st_mode), run.stat().st_uid) == (0o701, 0)
     assert env["HOME"] == str(run / "home") and env["USER"] == AGENT_USER
-    # A worktree run keeps the runner's user (its repository's git folder is the runner's).
-    assert agents.prepare(["/usr/bin/env"], run, [], {}, worktree=True)[0] is None
+    # A worktree run is the agent's too (the worktree is shared with it), unless its
+    # repository lies where that user cannot go: then it says why and keeps the runner's.
+    assert agents.prepare(["/usr/bin/env"], run, [], {}, worktree=[open_dir])[0] == agents.user
+    closed = open_dir / "closed"
+    (closed / "repo").mkdir(parents=True)
+    closed.chmod(0o700)
+    assert agents.prepare(["/usr/bin/env"], run, [], {}, worktree=[closed / "repo"])[0] is None
+    assert any(str(closed) in said for said in agents.said)
 
 
 @root_only
@@ -118,3 +127,57 @@ def test_a_program_the_agent_user_cannot_reach_falls_back_only_for_the_default_u
     strict = AgentUser.choose(AGENT_USER)
     assert strict.for_run([str(program)], run)[0] == strict.user
     assert agents.for_run(["/bin/sh"], run) == (agents.user, "")
+
+
+@root_only
+def test_every_program_a_launch_runs_is_checked_through_env_and_its_interpreter(open_dir):
+    agents = AgentUser.choose(None)
+    assert agents.user is not None
+    closed = open_dir / "closed"
+    closed.mkdir(mode=0o700)
+    python = closed / "python"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    shown = open_dir / "bin"
+    shown.mkdir()
+    script = shown / "provider"  # open itself, its interpreter closed
+    script.write_text(f"#!/usr/bin/env -S {python} -u\n")
+    script.chmod(0o755)
+
+    for launch in (
+        ["env", "X=1", str(python), "-m", "fake"],
+        ["/usr/bin/env", "-i", "-u", "HOME", "--chdir", "/tmp", "--", str(python)],
+        ["env", f"PATH={closed}:/usr/bin", "python", "-m", "fake"],
+        ["env", "-S", f"X=1 {python} -m fake"],
+        [str(script)],
+        ["env", str(script)],
+    ):
+        problem = unreachable_program(launch, agents.user)
+        assert problem is not None and "closed to" in problem, launch
+        assert str(closed) in problem, launch
+    # What it can run passes, through env or not.
+    for launch in (["env", "X=1", "/bin/sh", "-c", "true"], ["env"], ["env", "-i", "sh"]):
+        assert unreachable_program(launch, agents.user) is None, launch
+    run = open_dir / "run"
+    assert agents.for_run(["env", "X=1", str(python)], run)[0] is None  # falls back
+    strict = AgentUser.choose(AGENT_USER)  # named by the host: refused, saying why
+    with pytest.raises(IsolationError, match=f"cannot start as {AGENT_USER}: .*{closed}") as err:
+        strict.prepare(["env", "X=1", str(python)], run, [], {})
+    assert err.value.code == "agent_user_unavailable"
+
+
+def test_the_hosts_proxy_settings_reach_the_provider_in_both_spellings(monkeypatch):
+    proxies = {
+        "HTTPS_PROXY": "http://proxy.internal:3128",
+        "https_proxy": "http://proxy.internal:3128",
+        "HTTP_PROXY": "http://proxy.internal:3128",
+        "http_proxy": "http://proxy.internal:3128",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "no_proxy": "127.0.0.1,localhost",
+    }
+    for name, value in proxies.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ALL_PROXY_PASSWORD", "not a proxy setting")
+    env = process_env([], {}, "/runs/x/home", None)
+    assert {k: v for k, v in env.items() if k.lower().endswith("proxy")} == proxies
+    assert "ALL_PROXY_PASSWORD" not in env

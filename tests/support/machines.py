@@ -312,10 +312,6 @@ class Cluster:
                 index, [self.url(i) for i in order], credential, self.folder, launch
             )
             child.argv = machine.argv(child.argv)
-            # The fake is started through `env` with this checkout's Python, which may sit
-            # where no other user can run it (a home folder): the providers keep the
-            # runner's user here; agents' own user is tested in tests/runner and the CLIs'.
-            child.env |= {"PAPERCLIP_RUNNER_AGENT_USER": "root"}
             self.runners.append(child)
 
     def shared_sessions(self, launch: str) -> str:

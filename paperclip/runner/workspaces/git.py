@@ -224,15 +224,18 @@ def _not_owned(path: str) -> WorkspaceError:
     )
 
 
-def provider_git_env(hooks: bool, author_name: str) -> dict[str, str]:
+def provider_git_env(hooks: bool, author_name: str, worktree: str | None = None) -> dict[str, str]:
     """What a provider process adds to its environment so the agent's own git is ours too.
 
     Its commits are authored and committed as the agent; hooks are off unless the
     project enables them, no system configuration is read, and ext:: transports
     and fsmonitor commands are off (``GIT_CONFIG_COUNT``: configuration of the command line's rank,
-    above the repository's own).
+    above the repository's own). ``worktree`` is its ``safe.directory``: run as the agent's
+    user, its git works in a worktree whose folder is the runner's (see ``sharing``).
     """
     options = [*PROVIDER_OPTIONS] + ([] if hooks else [f"core.hooksPath={NO_HOOKS}"])
+    if worktree is not None:
+        options.append(f"safe.directory={worktree}")
     env = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_COUNT": str(len(options))}
     for index, option in enumerate(options):
         key, _, value = option.partition("=")

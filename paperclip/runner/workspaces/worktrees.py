@@ -1,6 +1,7 @@
 """An issue's git worktree on the runner host: made once, kept across runs and restarts.
 
-Layout under the runner's work dir (every folder 0700)::
+Layout under the runner's work dir (every folder 0700; passable by others where an agent's
+user works in a worktree, which is then shared with it: :mod:`sharing`)::
 
     workspaces/<key>/          the worktrees (``<company id>/<ISSUE-IDENTIFIER>``)
     workspaces/.staging/       worktrees being made, moved into place when whole
@@ -31,9 +32,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from paperclip_hookspecs.providers import ProcessUser
+
 from paperclip.failpoints import failpoint
 from paperclip.runner.workspaces import release as releasing
 from paperclip.runner.workspaces import report as reporting
+from paperclip.runner.workspaces import sharing
 from paperclip.runner.workspaces.errors import WORKSPACE_BUSY, WorkspaceError, scrub
 from paperclip.runner.workspaces.git import FETCH_TIMEOUT, GitFailed, GitResult, run_git
 from paperclip.runner.workspaces.locks import held, try_lock, waiting_lock
@@ -295,8 +299,9 @@ class Workspaces:
         if leftovers:
             await self._git(["worktree", "prune"], source.path)
 
-    async def ensure(self, spec: WorkspaceSpec) -> Ready:
-        """The worktree of ``spec``, made on first use, repaired or reused as it is after that.
+    async def ensure(self, spec: WorkspaceSpec, user: ProcessUser | None = None) -> Ready:
+        """The worktree of ``spec``, made on first use, repaired or reused as it is after that;
+        shared with ``user`` (the agent's user: see :mod:`sharing`) when given.
 
         Raises :class:`WorkspaceError`: ``workspace_not_allowed`` for what the host
         refuses, ``workspace_unavailable`` for a repository it cannot use.
@@ -311,7 +316,17 @@ class Workspaces:
         assert source is not None
         async with self._source_lock(source):
             try:
-                return await self._ensure(spec, source, path)
+                ready = await self._ensure(spec, source, path)
+                if user is not None:
+                    admin = _admin_dir(ready.path)
+                    if admin is None:
+                        raise _unavailable(f"the worktree {ready.path} has no git folder")
+                    passing = [self.work_dir, self.root]
+                    passing += [p for p in path.parents if self.root in p.parents]
+                    if source.url is not None:
+                        passing.append(self.mirrors)
+                    await sharing.share(self._git, source.path, admin, ready.path, user, passing)
+                return ready
             except GitFailed as failed:
                 raise failed.unavailable(f"could not make the worktree {spec.key}") from None
 
@@ -434,10 +449,12 @@ class Workspaces:
 
 
 def _private_dir(folder: Path) -> None:
-    """``folder`` made if missing, and 0700 (whatever the umask)."""
+    """``folder`` made if missing, and 0700 (whatever the umask); one opened for others to
+    pass through (``--x``, see :func:`sharing.passable`) stays so."""
     folder.mkdir(mode=0o700, exist_ok=True)
-    if folder.stat().st_mode & 0o777 != 0o700:
-        os.chmod(folder, 0o700)
+    mode = folder.stat().st_mode & 0o777
+    if mode != 0o700 | (mode & 0o011):
+        os.chmod(folder, 0o700 | (mode & 0o011))
 
 
 def _admin_dir(path: Path) -> Path | None:

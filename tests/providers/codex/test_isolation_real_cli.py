@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 
 from tests.providers.codex.conftest import MODEL_KEY_VARIABLE, real_agent_config
 from tests.providers.codex.test_real_cli import WAIT, read_comment_finish
+from tests.support.git_repos import git, make_repo
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import calls, codex_shell
 from tests.support.processes import ServerProcess, free_port, wait_until
@@ -145,3 +146,98 @@ def test_an_agents_shell_reaches_nothing_of_the_operators_and_the_run_succeeds(
     assert found["GRANTED"] != "0", output
     # The credential is really there, and really readable by the runner's user.
     assert (data / "runner.credential").read_text().startswith("pcrn_")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a second Unix user is made by root")
+def test_an_agent_in_its_worktree_is_its_own_user_and_commits_on_the_issue_branch(
+    paperclip_database_url, codex_cli, model_endpoint: ModelEndpoint, base: Path
+):
+    repos = base / "repos"
+    repo = make_repo(repos / "app")
+    main = git(repo, "rev-parse", "main")
+    work = "id -u && printf 'fixed\\n' > fix.txt && git add fix.txt && git commit -qm 'Fix it'"
+    model = f"scripted-{uuid.uuid4().hex[:8]}"
+    model_endpoint.script(
+        model,
+        [
+            calls(codex_shell(f"{work} && git rev-parse --abbrev-ref HEAD")),
+            calls(codex_shell(f"cat {base}/data/runner.credential || echo CREDENTIAL=denied")),
+            *read_comment_finish("Fixed."),
+        ],
+    )
+    env = {
+        "PAPERCLIP_DATABASE_URL": paperclip_database_url,
+        "PAPERCLIP_DATA_DIR": str(base / "data"),
+        "PAPERCLIP_PORT": str(free_port()),
+        "PAPERCLIP_RUNNER_LAUNCH": json.dumps(
+            {"codex": {"default": [str(codex_cli), "app-server"]}}
+        ),
+        "PAPERCLIP_RUNNER_MODELS": json.dumps(
+            {
+                "default": {
+                    "endpoints": [model_endpoint.url],
+                    "keys": [MODEL_KEY_VARIABLE],
+                    "sandbox": ["danger-full-access"],
+                }
+            }
+        ),
+        "PAPERCLIP_RUNNER_WORKSPACE_ROOTS": str(repos),
+        MODEL_KEY_VARIABLE: "scripted-dummy-key",
+    }
+    server = ServerProcess(env, base / "serve.log").start()
+    try:
+        api = server.api()
+        # Connected first: the door knows which repositories a runner takes.
+        wait_until(
+            lambda: api.get("/health").json()["runners"]["connected_here"] == 1,
+            WAIT,
+            0.2,
+            "a runner",
+        )
+        company = api.post("/companies", json={"name": "Worktree"}).json()["id"]
+        agent = api.post(
+            f"/companies/{company}/agents",
+            json={
+                "name": "fixer",
+                "provider": "codex",
+                "provider_config": real_agent_config(
+                    model_endpoint, model, sandbox="danger-full-access"
+                ),
+            },
+        ).json()
+        project = api.post(
+            f"/companies/{company}/projects",
+            json={"name": "app", "repo_path": str(repo), "default_branch": "main"},
+        )
+        assert project.status_code == 201, project.text
+        issue = api.post(
+            f"/companies/{company}/issues",
+            json={
+                "title": "Fix it",
+                "assignee_agent_id": agent["id"],
+                "project_id": project.json()["id"],
+            },
+        ).json()
+
+        def finished():
+            runs = api.get(f"/companies/{company}/runs", params={"issue_id": issue["id"]}).json()
+            done = [r for r in runs["items"] if r["status"] in ("succeeded", "failed")]
+            return done[0] if done else None
+
+        run = wait_until(finished, WAIT, 0.2, "the run")
+        assert run["status"] == "succeeded", (run["error_message"], server.tail())
+        ws = api.get(f"/companies/{company}/issues/{issue['id']}/workspace").json()
+    finally:
+        server.stop()
+
+    outputs = [
+        str(o.get("output")) for r in model_endpoint.scripted(model) for o in r.tool_outputs()
+    ]
+    uid = str(pwd.getpwnam("paperclip-agent").pw_uid)
+    branch = f"paperclip/{issue['identifier']}"
+    assert any(f"{uid}\n{branch}" in output for output in outputs), outputs
+    assert any("CREDENTIAL=denied" in output for output in outputs), outputs
+    assert not any("pcrn_" in output for output in outputs), outputs
+    assert git(repo, "log", "--format=%s %an", "-1", branch) == "Fix it fixer"
+    assert git(repo, "rev-parse", "main") == main
+    assert (ws["work_product"]["ahead"], ws["work_product"]["dirty"]) == (1, False), ws
