@@ -30,7 +30,7 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
 
 BUILTIN = PluginHost.with_builtins()

@@ -5,7 +5,7 @@ Two databases on one PostgreSQL, as in ``bench/recovery_pass.py``: a small
 past (10^3 rows) and a large one (``--history`` rows, by default enough for
 10^6 ``run_events`` rows, with their tool calls and runs, ended 30 days
 ago). First the recovery ratio is measured (median reconciler pass, large /
-small). Then the real retention keeper (``paperclip.engine.retention``, a
+small). Then the real retention keeper (``paperclip.engine.logs.retention``, a
 7-day retention) removes the large past in batches, timed, while a probe
 times a one-row write every 10 ms on another connection: what the engine
 would feel. Then the large side is vacuumed (as autovacuum would, after
@@ -45,7 +45,7 @@ from recovery_pass import (
 from support import connect
 
 from paperclip.db import migrate
-from paperclip.engine.retention import RetentionKeeper
+from paperclip.engine.logs.retention import RetentionKeeper
 from tests.support.recovery_load import EVENTS_PER_RUN, ROWS_PER_HISTORY_RUN
 
 DEFAULT_EVENTS = 1_000_000

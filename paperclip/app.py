@@ -45,7 +45,7 @@ from paperclip.api.workspaces import WorkspaceController
 from paperclip.container import Container
 from paperclip.db.availability import when_reachable
 from paperclip.operator_token import OperatorTokenError, ensure_token
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.server_secrets import server_secret
 from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 

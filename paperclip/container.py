@@ -2,16 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 
 from dependency_injector import containers, providers
 
+from paperclip.clock import system_clock
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import create_engine, create_session_factory
-from paperclip.engine.engine import RunEngine
-from paperclip.engine.steering import RunSteering
-from paperclip.plugins import PluginHost
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.connections.inbox import RunnerInbox
+from paperclip.engine.connections.lease_keeper import LeaseKeeper
+from paperclip.engine.connections.runners import RunnerConnections
+from paperclip.engine.costs.keeper import BudgetKeeper
+from paperclip.engine.costs.usage import UsageRecorder
+from paperclip.engine.endings.turn_end import RunEndings
+from paperclip.engine.engine import EngineOptions, RunEngine
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.logs.retention import RetentionKeeper
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery.boots import BootRegistry
+from paperclip.engine.recovery.call_recovery import CallRecovery
+from paperclip.engine.recovery.port import LOST_RUNS, ControlPlanePort
+from paperclip.engine.recovery.presentation_recovery import PresentationRecovery
+from paperclip.engine.recovery.reconciler import Reconciler
+from paperclip.engine.scheduling.routines import RoutineScheduler
+from paperclip.engine.scheduling.scheduler import WakeScheduler
+from paperclip.engine.turns.steering import RunSteering
+from paperclip.engine.workspaces.keeper import WorkspaceKeeper
+from paperclip.plugin_host import PluginHost
 from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
 from paperclip.services.api_keys import ApiKeyService
@@ -55,12 +75,201 @@ def database_url(settings: Settings) -> Iterator[str]:
 
 
 def retention_days(settings: Settings) -> dict[str, float]:
-    """Each kind of history's retention, by table (``paperclip.engine.retention``)."""
+    """Each kind of history's retention, by table (``paperclip.engine.logs.retention``)."""
     return {
         "run_events": settings.retention_run_events_days,
         "tool_calls": settings.retention_tool_calls_days,
         "activity_log": settings.retention_activity_days,
     }
+
+
+def engine_options(settings: Settings) -> EngineOptions:
+    """The run engine's tunables, from the settings."""
+    return EngineOptions(
+        instance=settings.instance_id,
+        lease_seconds=settings.lease_seconds,
+        abandon_after=settings.run_abandon_seconds,
+        runner_gone_after=settings.runner_gone_seconds,
+        max_resumes=settings.run_max_resumes,
+        prompt_ownership=settings.prompt_ownership,
+        reconcile_seconds=settings.reconcile_seconds,
+        workspace_retention_hours=settings.workspace_retention_hours,
+        workspace_sweep_seconds=settings.workspace_sweep_seconds,
+        budget_sweep_seconds=settings.budget_sweep_seconds,
+        routine_grace_seconds=settings.routine_grace_seconds,
+        routine_pass_seconds=settings.routine_pass_seconds,
+        retention_days=retention_days(settings),
+        retention_sweep_seconds=settings.retention_sweep_seconds,
+        retention_batch_rows=settings.retention_batch_rows,
+    )
+
+
+def ends_abandoned(plugins: PluginHost) -> bool:
+    """Whether the lease keeper ends runs no runner came back for.
+
+    With the lost-runs policy installed, recovery settles such a run (and holds
+    its task): two paths must not race to end one.
+    """
+    return LOST_RUNS not in {policy.name for policy in plugins.recovery_policies()}
+
+
+class EngineParts(containers.DeclarativeContainer):
+    """The run engine's parts, wired: one set per replica (a test may build its own)."""
+
+    options = providers.Dependency(instance_of=EngineOptions)
+    sessions = providers.Dependency()
+    plugins = providers.Dependency(instance_of=PluginHost)
+    database = providers.Dependency(default=None)
+    """The engine a held ``LISTEN`` for wakes uses (None: the scheduler polls)."""
+    clock = providers.Dependency(default=system_clock)
+    prices = providers.Dependency(default={})
+
+    instance = options.provided.instance
+    lease_seconds = options.provided.lease_seconds
+    # Whoever may have made work claimable sets it; the scheduler waits on it. An event,
+    # not the scheduler's method: the scheduler stands on the connections, which nudge it.
+    wakes_nudged = providers.Singleton(asyncio.Event)
+    nudge = wakes_nudged.provided.set
+
+    boots = providers.Singleton(
+        BootRegistry, sessions, instance=instance, lease_seconds=lease_seconds
+    )
+    ownership = providers.Singleton(RunOwnership)
+    gate = providers.Singleton(ControlGate, sessions, ownership)
+    calls = providers.Singleton(CallPipeline, sessions, ownership, gate, plugins, instance=instance)
+    call_recovery = providers.Singleton(CallRecovery, calls)
+    port = providers.Singleton(
+        ControlPlanePort,
+        sessions,
+        ownership,
+        plugins,
+        call_recovery,
+        instance=instance,
+        lease_seconds=lease_seconds,
+        limits=options.provided.resume_limits,
+        runner_grace=options.provided.runner_grace,
+        boot=boots.provided.boot_id,
+    )
+    reconciler = providers.Singleton(
+        Reconciler,
+        sessions,
+        plugins,
+        port,
+        instance=instance,
+        pass_seconds=options.provided.reconcile_seconds,
+    )
+    endings = providers.Singleton(
+        RunEndings,
+        sessions,
+        ownership,
+        gate,
+        plugins,
+        instance=instance,
+        nudge=nudge,
+        on_lost=reconciler.provided.nudge,
+        boot=boots.provided.boot_id,
+    )
+    presentations = providers.Singleton(
+        PresentationRecovery,
+        sessions,
+        endings,
+        pass_seconds=options.provided.reconcile_seconds,
+        grace=options.provided.presentation_grace,
+    )
+    usage = providers.Singleton(
+        UsageRecorder, sessions, plugins, instance=instance, prices=prices, clock=clock
+    )
+    inbox = providers.Singleton(
+        RunnerInbox,
+        sessions,
+        ownership,
+        gate,
+        calls,
+        endings,
+        release_retry=options.provided.release_retry,
+        usage=usage,
+    )
+    connections = providers.Singleton(
+        RunnerConnections,
+        sessions,
+        ownership,
+        calls,
+        call_recovery,
+        inbox,
+        instance=instance,
+        lease_seconds=lease_seconds,
+        nudge=nudge,
+        on_lost=reconciler.provided.nudge,
+    )
+    scheduler = providers.Singleton(
+        WakeScheduler,
+        sessions,
+        database,
+        ownership,
+        plugins,
+        connections.provided.pick_link,
+        instance=instance,
+        lease_seconds=lease_seconds,
+        on_adopted=call_recovery.provided.adopted,
+        runners_here=connections.provided.runner_ids,
+        clock=clock,
+        nudged=wakes_nudged,
+        prompt_ownership=options.provided.prompt_ownership,
+    )
+    budgets = providers.Singleton(
+        BudgetKeeper, sessions, pass_seconds=options.provided.budget_sweep_seconds, clock=clock
+    )
+    leases = providers.Singleton(
+        LeaseKeeper,
+        sessions,
+        ownership,
+        instance=instance,
+        lease_seconds=lease_seconds,
+        abandon_after=options.provided.abandon_after,
+        nudge=nudge,
+        ends_abandoned=providers.Callable(ends_abandoned, plugins),
+    )
+    workspaces = providers.Singleton(
+        WorkspaceKeeper,
+        sessions,
+        connections.provided.links,
+        retention=options.provided.workspace_retention,
+        pass_seconds=options.provided.workspace_sweep_seconds,
+    )
+    routines = providers.Singleton(
+        RoutineScheduler,
+        sessions,
+        clock=clock,
+        grace_seconds=options.provided.routine_grace_seconds,
+        pass_seconds=options.provided.routine_pass_seconds,
+    )
+    retention = providers.Singleton(
+        RetentionKeeper,
+        sessions,
+        retention_days=providers.Callable(dict, options.provided.retention_days),
+        pass_seconds=options.provided.retention_sweep_seconds,
+        batch_rows=options.provided.retention_batch_rows,
+    )
+    run_engine = providers.Singleton(
+        RunEngine,
+        instance=instance,
+        boots=boots,
+        ownership=ownership,
+        calls=calls,
+        call_recovery=call_recovery,
+        port=port,
+        reconciler=reconciler,
+        endings=endings,
+        presentations=presentations,
+        usage=usage,
+        connections=connections,
+        scheduler=scheduler,
+        budgets=budgets,
+        leases=leases,
+        workspaces=workspaces,
+        routines=routines,
+        retention=retention,
+    )
 
 
 class Container(containers.DeclarativeContainer):
@@ -98,29 +307,16 @@ class Container(containers.DeclarativeContainer):
     run_tokens = providers.Singleton(RunTokenService, sessions)
     configured_prices = providers.Singleton(prices_from_settings, settings.provided.model_prices)
     prices = providers.Singleton(PriceService, sessions, configured_prices)
-    run_engine = providers.Singleton(
-        RunEngine,
-        sessions,
-        plugin_host,
-        instance=settings.provided.instance_id,
-        lease_seconds=settings.provided.lease_seconds,
-        abandon_after=settings.provided.run_abandon_seconds,
-        runner_gone_after=settings.provided.runner_gone_seconds,
-        max_resumes=settings.provided.run_max_resumes,
-        prompt_ownership=settings.provided.prompt_ownership,
-        reconcile_seconds=settings.provided.reconcile_seconds,
-        workspace_retention_hours=settings.provided.workspace_retention_hours,
-        workspace_sweep_seconds=settings.provided.workspace_sweep_seconds,
-        budget_sweep_seconds=settings.provided.budget_sweep_seconds,
-        prices=configured_prices,
+    engine_parts = providers.Container(
+        EngineParts,
+        options=providers.Singleton(engine_options, settings),
+        sessions=sessions,
+        plugins=plugin_host,
         database=engine,
         clock=clock,
-        routine_grace_seconds=settings.provided.routine_grace_seconds,
-        routine_pass_seconds=settings.provided.routine_pass_seconds,
-        retention_days=providers.Callable(retention_days, settings),
-        retention_sweep_seconds=settings.provided.retention_sweep_seconds,
-        retention_batch_rows=settings.provided.retention_batch_rows,
+        prices=configured_prices,
     )
+    run_engine = engine_parts.run_engine
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
     steering = providers.Singleton(
         RunSteering, sessions, plugin_host, links=run_engine.provided.connections.links

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from litestar import Litestar
 
     from paperclip.container import Container
-    from paperclip.plugins import PluginHost, PluginRecord
+    from paperclip.plugin_host import PluginHost, PluginRecord
     from paperclip.settings import Settings
 
 TEMPLATE_LOCK_ID = 0x5043_0001  # advisory lock key guarding the template's creation
@@ -259,7 +259,7 @@ async def running_lifespan(app: Litestar) -> AsyncIterator[None]:
 @pytest.fixture
 def paperclip_bare_plugin_host() -> PluginHost:
     """A fresh plugin host with the whole contract and no plugin registered."""
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
 
     return PluginHost()
 
@@ -271,7 +271,7 @@ def paperclip_plugin_host() -> PluginHost:
     Override it (``def paperclip_plugin_host(paperclip_bare_plugin_host): return
     paperclip_bare_plugin_host``) to start from no plugin at all.
     """
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
 
     return PluginHost.with_builtins()
 
@@ -280,7 +280,7 @@ def paperclip_plugin_host() -> PluginHost:
 def paperclip_installed_plugin_host(tmp_path: Path) -> PluginHost:
     """A plugin host as ``paperclip serve`` builds it: built-ins and every installed plugin,
     with the ``PAPERCLIP_PLUGINS_*`` settings of the environment."""
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
     from paperclip.settings import Settings
 
     return PluginHost.from_settings(Settings(data_dir=tmp_path / "data"))

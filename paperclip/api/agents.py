@@ -20,7 +20,7 @@ from paperclip.api.schemas import (
     changes,
 )
 from paperclip.models import AgentStatus
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.actor import Actor
 from paperclip.services.agents import AgentService
 from paperclip.services.provider_configs import ProviderConfigs

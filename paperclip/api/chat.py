@@ -24,7 +24,7 @@ from paperclip.api.errors import error_responses
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import IdempotencyKey
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.models import Conversation, ConversationMessage
 from paperclip.services.actor import Actor
 from paperclip.services.conversations import ConversationService

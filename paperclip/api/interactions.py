@@ -17,7 +17,7 @@ from paperclip.api.errors import error_responses
 from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.api.pagination import Page
 from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError
 from paperclip.models import Interaction
 from paperclip.models.interaction import CARD_KINDS

@@ -8,7 +8,7 @@ import msgspec
 from litestar import Controller, get
 
 from paperclip.api.access import Access, access
-from paperclip.plugins import PluginHost, PluginRecord
+from paperclip.plugin_host import PluginHost, PluginRecord
 
 
 class PluginOut(msgspec.Struct):

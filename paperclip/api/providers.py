@@ -16,7 +16,7 @@ from paperclip.api.access import Access, access
 from paperclip.api.errors import error_responses
 from paperclip.api.openapi_providers import config_schema_of
 from paperclip.api.schemas import CapabilitiesOut
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.agent_checks import AgentCheck, AgentChecks
 
 

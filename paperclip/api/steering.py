@@ -11,7 +11,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from paperclip.api.access import Access, access
 from paperclip.api.errors import error_responses
-from paperclip.engine.steering import RunSteering, SteerSent
+from paperclip.engine.turns.steering import RunSteering, SteerSent
 from paperclip.services.actor import Actor
 
 

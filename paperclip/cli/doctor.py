@@ -20,7 +20,7 @@ from paperclip.settings import Settings
 
 
 def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
 
     host = plugin_host if plugin_host is not None else PluginHost.from_settings(settings)
     database = (
@@ -43,7 +43,7 @@ def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
 
 def recovery_policies(host: Any) -> list[dict[str, Any]]:
     """Each seed's recovery policy, and whether a loaded plugin provides it (missing: a warning)."""
-    from paperclip.plugins.seed_policies import SEED_POLICIES, missing_policies
+    from paperclip.plugin_host.seed_policies import SEED_POLICIES, missing_policies
 
     missing = set(missing_policies(host))
     return [

@@ -47,7 +47,7 @@ def runner(servers: tuple[str, ...], credential_file: Path | None, work_dir: Pat
     create one with `paperclip runners create NAME`.
     """
     from paperclip.logging import configure_logging
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
     from paperclip.runner.isolation import AgentUser, IsolationError
     from paperclip.runner.launch import LaunchPolicy
     from paperclip.runner.models import ModelPolicy

@@ -26,7 +26,7 @@ from paperclip.db.availability import describe, is_unavailable
 from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
 from paperclip.operator_token import board_url, token_file
-from paperclip.plugins.errors import PluginError
+from paperclip.plugin_host.errors import PluginError
 from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)

@@ -1,14 +1,19 @@
-"""The run engine of one control-plane replica: its parts, wired, started and stopped.
+"""The run engine of one control-plane replica: its parts, started and stopped.
+
+The parts are wired in the composition root (``paperclip.container``,
+``EngineParts``); this module names what they are tuned by (``EngineOptions``)
+and runs their loops.
 
 - ``ownership``: the runs this replica controls, their epochs and verified tokens;
-- ``connections``: runner connections (hello, resume, adoption, the link's life);
-- ``inbox``: a runner's messages, in order and in batches;
-- ``calls``: the tool-call pipeline (admit, execute, settle, recover);
+- ``connections``: runner connections (hello, resume, adoption, the link's life), and
+  their inbox: a runner's messages, in order and in batches;
+- ``calls``, ``call_recovery``: the tool-call pipeline (admit, execute, settle), and the
+  inputs an earlier controller left without a result;
 - ``endings``: a turn's end (terminal guard, status decision, presentation);
 - ``scheduler``: wakes to runs, nudged by PostgreSQL notifications;
 - ``leases``: renewing this replica's leases, ending abandoned runs;
 - ``reconciler``: the recovery policies, in the background, through the ``port``;
-- ``presentation_recovery``: answers whose status decision committed, presented after a crash;
+- ``presentations``: answers whose status decision committed, presented after a crash;
 - ``workspaces``: the worktrees of ended issues, released once their retention passed;
 - ``usage``, ``budgets``: the usage runners report, recorded and charged once; work a budget
   held, let go once the budget allows it again.
@@ -17,200 +22,133 @@
 
 Everything it knows is in PostgreSQL; a replica that dies loses nothing but
 its leases, which another replica adopts.
+
+Imports: calls, connections, costs, endings, links, logs, ownership, recovery, scheduling,
+workspaces
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-
-from paperclip.clock import Clock, system_clock
-from paperclip.db.availability import log_failure
-from paperclip.engine.boots import BootRegistry
-from paperclip.engine.call_recovery import CallRecovery
-from paperclip.engine.calls import CallPipeline
-from paperclip.engine.connections import STOPPING, RunnerConnections
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.connections.lease_keeper import LeaseKeeper
+from paperclip.engine.connections.runners import STOPPING, RunnerConnections
 from paperclip.engine.costs.keeper import BudgetKeeper
 from paperclip.engine.costs.usage import UsageRecorder
-from paperclip.engine.endings import RunEndings
-from paperclip.engine.fence import StaleEpochError
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.inbox import RunnerInbox
-from paperclip.engine.leases import LeaseKeeper
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
-from paperclip.engine.presentation_recovery import PresentationRecovery
-from paperclip.engine.reconciler import Reconciler
-from paperclip.engine.recovery_port import LOST_RUNS, ControlPlanePort
-from paperclip.engine.resumption import Limits
-from paperclip.engine.retention import RetentionKeeper
-from paperclip.engine.routines import RoutineScheduler
-from paperclip.engine.scheduler import WakeScheduler
-from paperclip.engine.transport import Transport, TransportClosed
+from paperclip.engine.endings.turn_end import RunEndings
+from paperclip.engine.links.transport import Transport
+from paperclip.engine.logs.retention import RetentionKeeper
+from paperclip.engine.ownership.owned_runs import RunOwnership
+from paperclip.engine.recovery.boots import BootRegistry
+from paperclip.engine.recovery.call_recovery import CallRecovery
+from paperclip.engine.recovery.port import ControlPlanePort
+from paperclip.engine.recovery.presentation_recovery import PresentationRecovery
+from paperclip.engine.recovery.reconciler import Reconciler
+from paperclip.engine.recovery.resumption import Limits
+from paperclip.engine.scheduling.routines import RoutineScheduler
+from paperclip.engine.scheduling.scheduler import WakeScheduler
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.models import Runner
-from paperclip.plugins import PluginHost
-from paperclip.services.prices import Price
-
-log = logging.getLogger(__name__)
 
 PLUGIN_CALL_GRACE_SECONDS = 5.0
 """How long a stop waits for running plugin tools to finish and save their results."""
 
 
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """What the engine's parts are tuned by: the ``PAPERCLIP_*`` settings, or a test's values."""
+
+    instance: str
+    lease_seconds: float
+    abandon_after: float = 600.0
+    runner_gone_after: float = 60.0
+    max_resumes: int = 3
+    prompt_ownership: bool = True
+    """New runs' prompts carry ownership metadata (v5); off is the rollback (v4)."""
+    reconcile_seconds: float = 2.0
+    workspace_retention_hours: float = 24.0
+    workspace_sweep_seconds: float = 60.0
+    budget_sweep_seconds: float = 60.0
+    routine_grace_seconds: float = 60.0
+    routine_pass_seconds: float = 1.0
+    retention_days: Mapping[str, float] = field(default_factory=dict)
+    retention_sweep_seconds: float = 300.0
+    retention_batch_rows: int = 1000
+
+    @property
+    def resume_limits(self) -> Limits:
+        """How often, and for how long, a lost run goes on in a next turn."""
+        return Limits(self.max_resumes, timedelta(seconds=self.abandon_after))
+
+    @property
+    def runner_grace(self) -> timedelta:
+        """How long past its lease a turn waits for its runner before it counts lost."""
+        return timedelta(seconds=self.runner_gone_after)
+
+    @property
+    def presentation_grace(self) -> timedelta:
+        """How long presentation recovery leaves an answer to the live path (two leases)."""
+        return timedelta(seconds=2 * self.lease_seconds)
+
+    @property
+    def workspace_retention(self) -> timedelta:
+        """How long an ended issue's worktree is kept."""
+        return timedelta(hours=self.workspace_retention_hours)
+
+    @property
+    def release_retry(self) -> timedelta:
+        """When a worktree release no runner answered is asked again."""
+        return max(self.workspace_retention, timedelta(seconds=self.workspace_sweep_seconds))
+
+
 class RunEngine:
+    """The engine's parts, as the composition root built them: their loops started and stopped."""
+
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
-        plugins: PluginHost,
         *,
         instance: str,
-        lease_seconds: float,
-        abandon_after: float = 600.0,
-        runner_gone_after: float = 60.0,
-        max_resumes: int = 3,
-        reconcile_seconds: float = 2.0,
-        workspace_retention_hours: float = 24.0,
-        workspace_sweep_seconds: float = 60.0,
-        budget_sweep_seconds: float = 60.0,
-        prices: Mapping[str, Price] | None = None,
-        database: AsyncEngine | None = None,
-        clock: Clock = system_clock,
-        routine_grace_seconds: float = 60.0,
-        routine_pass_seconds: float = 1.0,
-        retention_days: Mapping[str, float] | None = None,
-        retention_sweep_seconds: float = 300.0,
-        retention_batch_rows: int = 1000,
-        prompt_ownership: bool = True,
+        boots: BootRegistry,
+        ownership: RunOwnership,
+        calls: CallPipeline,
+        call_recovery: CallRecovery,
+        port: ControlPlanePort,
+        reconciler: Reconciler,
+        endings: RunEndings,
+        presentations: PresentationRecovery,
+        usage: UsageRecorder,
+        connections: RunnerConnections,
+        scheduler: WakeScheduler,
+        budgets: BudgetKeeper,
+        leases: LeaseKeeper,
+        workspaces: WorkspaceKeeper,
+        routines: RoutineScheduler,
+        retention: RetentionKeeper,
     ) -> None:
         self.instance = instance
-        self.boots = BootRegistry(sessions, instance=instance, lease_seconds=lease_seconds)
-        self.ownership = RunOwnership()
-        gate = ControlGate(sessions, self.ownership)
-        self.calls = CallPipeline(sessions, self.ownership, gate, plugins, instance=instance)
-        self.call_recovery = CallRecovery(self.calls)
-        self.port = ControlPlanePort(
-            sessions,
-            self.ownership,
-            plugins,
-            self.call_recovery,
-            instance=instance,
-            lease_seconds=lease_seconds,
-            limits=Limits(max_resumes, timedelta(seconds=abandon_after)),
-            runner_grace=timedelta(seconds=runner_gone_after),
-            boot=self.boots.boot_id,
-        )
-        self.reconciler = Reconciler(
-            sessions, plugins, self.port, instance=instance, pass_seconds=reconcile_seconds
-        )
-        self.endings = RunEndings(
-            sessions,
-            self.ownership,
-            gate,
-            plugins,
-            instance=instance,
-            nudge=self.nudge,
-            on_lost=self.reconciler.nudge,
-            boot=self.boots.boot_id,
-        )
-        self.presentations = PresentationRecovery(
-            sessions,
-            self.endings,
-            pass_seconds=reconcile_seconds,
-            grace=timedelta(seconds=2 * lease_seconds),
-        )
-        retention = timedelta(hours=workspace_retention_hours)
-        self.usage = UsageRecorder(
-            sessions, plugins, instance=instance, prices=prices or {}, clock=clock
-        )
-        inbox = RunnerInbox(
-            sessions,
-            self.ownership,
-            gate,
-            self.calls,
-            self.endings,
-            release_retry=max(retention, timedelta(seconds=workspace_sweep_seconds)),
-            usage=self.usage,
-        )
-        self.connections = RunnerConnections(
-            sessions,
-            self.ownership,
-            self.calls,
-            self.call_recovery,
-            inbox,
-            instance=instance,
-            lease_seconds=lease_seconds,
-            nudge=self.nudge,
-            on_lost=self.reconciler.nudge,
-        )
-        self.scheduler = WakeScheduler(
-            sessions,
-            database,
-            self.ownership,
-            plugins,
-            self.connections.pick_link,
-            instance=instance,
-            lease_seconds=lease_seconds,
-            on_adopted=self._adopted,
-            runners_here=lambda: list(self.connections.links),
-            clock=clock,
-            prompt_ownership=prompt_ownership,
-        )
-        self.budgets = BudgetKeeper(sessions, pass_seconds=budget_sweep_seconds, clock=clock)
-        self.leases = LeaseKeeper(
-            sessions,
-            self.ownership,
-            instance=instance,
-            lease_seconds=lease_seconds,
-            abandon_after=abandon_after,
-            nudge=self.nudge,
-            # With the lost-runs policy, recovery settles such a run (and holds its task).
-            ends_abandoned=LOST_RUNS not in {p.name for p in plugins.recovery_policies()},
-        )
-        self.workspaces = WorkspaceKeeper(
-            sessions,
-            lambda: self.connections.links,
-            retention=retention,
-            pass_seconds=workspace_sweep_seconds,
-        )
-        self.routines = RoutineScheduler(
-            sessions,
-            clock=clock,
-            grace_seconds=routine_grace_seconds,
-            pass_seconds=routine_pass_seconds,
-        )
-        self.retention = RetentionKeeper(
-            sessions,
-            retention_days=dict(retention_days or {}),
-            pass_seconds=retention_sweep_seconds,
-            batch_rows=retention_batch_rows,
-        )
+        self.boots = boots
+        self.ownership = ownership
+        self.calls = calls
+        self.call_recovery = call_recovery
+        self.port = port
+        self.reconciler = reconciler
+        self.endings = endings
+        self.presentations = presentations
+        self.usage = usage
+        self.connections = connections
+        self.scheduler = scheduler
+        self.budgets = budgets
+        self.leases = leases
+        self.workspaces = workspaces
+        self.routines = routines
+        self.retention = retention
         self._loops: list[asyncio.Task[Any]] = []
-        self._adoptions: set[asyncio.Task[None]] = set()
-
-    def _adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
-        """A run adopted to start its next turn: settle what its lost turn left pending."""
-        task = asyncio.create_task(self._recover_adopted(link, run_id))
-        self._adoptions.add(task)
-        task.add_done_callback(self._adoptions.discard)
-
-    async def _recover_adopted(self, link: RunnerLink, run_id: uuid.UUID) -> None:
-        try:
-            await self.call_recovery.recover_pending(run_id, runner_id=link.runner_id, link=link)
-        except StaleEpochError:
-            # Its lease moved on meanwhile: the next controller's adoption recovers them.
-            log.info("run %s changed controller before its inputs were recovered here", run_id)
-        except TransportClosed:
-            pass  # the replies are in the runner's outbox: sent when it connects again
-        except Exception as exc:
-            log_failure(log, "recovering the inputs of adopted run %s failed", exc, run_id)
 
     async def start(self) -> None:
         with contextlib.suppress(Exception):  # else its loop registers it once it can

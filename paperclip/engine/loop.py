@@ -3,6 +3,8 @@
 Every keeper (recovery, presentation, leases, boots, workspaces, budgets,
 routines) runs the same way: a pass that fails (the database is away, say)
 is logged in one line and the loop goes on; a cancel stops it at once.
+
+Imports: none
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Prompt assembly: the task brief, the wake prompt and task-context ownership.
 
-The default rendering is the built-in plugin :mod:`paperclip.prompts.plugin`;
+The default rendering is the built-in plugin :mod:`paperclip.plugin_host.builtin.prompts`;
 the run engine calls :func:`assemble_execution_input` and reads persisted
 inputs with :func:`read_execution_input`.
 """

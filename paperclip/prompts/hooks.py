@@ -1,8 +1,8 @@
 """What prompt assembly needs from the plugins: the prompt-rendering calls.
 
-The plugin host (``paperclip.plugins.PluginHost``) is the one object that
+The plugin host (``paperclip.plugin_host.PluginHost``) is the one object that
 answers them, through its typed facade over the hooks, so an installed plugin
-is asked before the built-in rendering (``paperclip.prompts.plugin``).
+is asked before the built-in rendering (``paperclip.plugin_host.builtin.prompts``).
 """
 
 from __future__ import annotations

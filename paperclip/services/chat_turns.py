@@ -1,6 +1,6 @@
 """The rules of a conversation turn's end: its status decision, its cards, its reply.
 
-Called inside the run's transactions (``paperclip.engine.endings``): the status
+Called inside the run's transactions (``paperclip.engine.endings.turn_end``): the status
 decision commits first, the presentation after it. A turn is the run of a wake a
 chat message requested (``conversation_turns``, keyed by the wake).
 """

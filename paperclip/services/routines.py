@@ -1,7 +1,7 @@
 """Routines: make, change and delete them; run one now; take a signed webhook; list executions.
 
 A routine's cron slots are fired by the engine's routine scheduler
-(``paperclip.engine.routines``); a call and a webhook are slots too, keyed by
+(``paperclip.engine.scheduling.routines``); a call and a webhook are slots too, keyed by
 their idempotency key. Every slot goes through ``execute_slot`` under the
 routine's row lock. Changing a routine's schedule (or enabling it) clears
 ``next_slot_at``: the scheduler starts it again from its own clock, at the

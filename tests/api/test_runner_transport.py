@@ -21,7 +21,7 @@ from litestar.exceptions import WebSocketDisconnect
 from litestar.testing import TestClient
 
 from paperclip.api.runner_ws import WebSocketTransport
-from paperclip.engine.transport import TransportClosed
+from paperclip.engine.links.transport import TransportClosed
 
 seen: list[str] = []
 

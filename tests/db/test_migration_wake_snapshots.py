@@ -13,9 +13,9 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from paperclip.db import migrate
 from paperclip.db.engine import create_engine
-from paperclip.engine.completion import check_completion, completion_check
+from paperclip.engine.context.completion import check_completion, completion_check
 from paperclip.models import Agent, Comment, Company, Issue, Run
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.testing import _admin, _with_database
 from tests.support.db import query
 

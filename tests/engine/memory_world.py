@@ -17,7 +17,8 @@ from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from sqlalchemy import select
 
-from paperclip.engine.engine import RunEngine
+from paperclip.container import EngineParts
+from paperclip.engine.engine import EngineOptions, RunEngine
 from paperclip.models import Issue, Run, RunEvent, RunTurn
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.services.provider_configs import ProviderConfigs
@@ -147,14 +148,24 @@ async def make_world(
         check_config=check_config,
     )
     options = {"lease_seconds": 2.0, **engine_options}
-    engine = RunEngine(
-        container.sessions(),
-        plugin_host,
-        instance=f"memory-replica-{uuid.uuid4().hex[:6]}",
-        database=container.engine(),
-        **options,
+    engine = build_engine(
+        container, plugin_host, instance=f"memory-replica-{uuid.uuid4().hex[:6]}", **options
     )
     return World(engine, container, company.id, agent.id, check_config), engine
+
+
+def build_engine(container: Any, plugin_host: Any, **options: Any) -> RunEngine:
+    """A replica's engine on ``container``'s database, wired as the server wires its own;
+    ``options`` are ``EngineOptions`` fields, and a ``clock`` or ``prices`` of the test's."""
+    given = {name: options.pop(name) for name in ("clock", "prices") if name in options}
+    parts = EngineParts(
+        options=EngineOptions(**options),
+        sessions=container.sessions,
+        plugins=plugin_host,
+        database=container.engine,
+        **given,
+    )
+    return parts.run_engine()
 
 
 async def started(peer: MemoryRunner, **fields: Any) -> wire.StartTurn:

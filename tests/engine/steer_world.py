@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from paperclip_hookspecs.providers import ProviderCapabilities
 
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.models import AgentStatus
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire

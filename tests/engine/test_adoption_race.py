@@ -20,8 +20,8 @@ import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import func, select
 
-from paperclip.engine.resumption import Limits, settle_lost_run
-from paperclip.engine.turns import end_turn
+from paperclip.engine.recovery.resumption import Limits, settle_lost_run
+from paperclip.engine.turns.lifecycle import end_turn
 from paperclip.models import Run, RunnerMessage, RunTurn, TurnStatus
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, eventually, make_world, started
@@ -104,10 +104,10 @@ async def test_an_adopted_run_that_changed_controller_before_its_recovery_is_one
 ):
     # Adopted to start its next turn, then its lease moved on before the recovery of its
     # inputs began (seen under `paperclip chaos`): an unretrieved task exception before.
-    caplog.set_level(logging.INFO, logger="paperclip.engine.engine")
+    caplog.set_level(logging.INFO, logger="paperclip.engine.recovery.call_recovery")
     run_id = uuid.uuid4()  # not controlled here
-    world.engine._adopted(SimpleNamespace(runner_id=uuid.uuid4()), run_id)
-    await asyncio.gather(*world.engine._adoptions)
+    world.engine.call_recovery.adopted(SimpleNamespace(runner_id=uuid.uuid4()), run_id)
+    await asyncio.gather(*world.engine.call_recovery.adoptions)
     assert f"run {run_id} changed controller" in caplog.text
 
 
@@ -168,3 +168,45 @@ async def test_a_turn_given_up_before_its_runner_took_it_never_starts(world):
     resumed = await started(third, within=15)
     assert (resumed.run_id, resumed.turn) == (start.run_id, 3)
     assert [m.turn for m in third.received if isinstance(m, wire.StartTurn)] == [3]
+
+
+# Taking a queued turn over moves the epoch once, through the one owner of adoption
+# (``ownership.leases``), whether the turn then starts or the run ends for its budget.
+
+
+async def lost_and_queued(world) -> tuple[Any, uuid.UUID, Run]:
+    runner_id = await world.new_runner()
+    first, first_task = await world.connect(runner_id)
+    await world.assign()
+    start = await started(first)
+    first.send(wire.TurnStarted(seq=0, run_id=start.run_id, turn=1, session_ref="thread-1"))
+    await eventually(lambda: world.run(start.run_id), lambda r: r.session_ref == "thread-1")
+    first.transport.hang_up()
+    await asyncio.wait_for(first_task, 5)
+    assert await give_up(world, start.run_id, "runner_restarted") == "resuming"
+    return runner_id, start.run_id, await world.run(start.run_id)
+
+
+async def test_a_resumed_turn_moves_the_epoch_once(world):
+    runner_id, run_id, before = await lost_and_queued(world)
+    second = MemoryRunner()
+    await world.connect(runner_id, second, runs=[])
+    assert (await started(second, within=15)).turn == 2
+    after = await world.run(run_id)
+    assert after.controller_epoch == before.controller_epoch + 1
+    assert after.controller_instance == world.engine.instance
+    assert after.lease_expires_at > datetime.now(UTC)
+    assert world.engine.ownership.epoch(run_id) == after.controller_epoch
+
+
+async def test_a_queued_turn_over_its_budget_is_taken_over_to_end_the_run(world):
+    runner_id, run_id, before = await lost_and_queued(world)
+    async with world.container.sessions().begin() as session:
+        run = await session.get(Run, run_id, with_for_update=True)
+        run.budget_stop_at = datetime.now(UTC)
+    await world.connect(runner_id, MemoryRunner(), runs=[])
+    after = await eventually(lambda: world.run(run_id), lambda r: r.status == "failed")
+    assert after.error_code == "budget_exceeded"
+    assert after.controller_epoch == before.controller_epoch + 1
+    assert after.controller_instance == world.engine.instance
+    assert after.lease_expires_at <= datetime.now(UTC)  # an ended run holds no lease

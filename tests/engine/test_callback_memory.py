@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paperclip.engine.callbacks import CAPACITY, CallbackMemory, CallbackState
+from paperclip.engine.calls.callbacks import CAPACITY, CallbackMemory, CallbackState
 
 
 def test_the_memory_holds_at_most_4096_entries():

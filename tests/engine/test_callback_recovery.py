@@ -19,7 +19,7 @@ from paperclip_hookspecs.plugin_tools import PluginTool, ToolAnswer, ToolCall, T
 from paperclip_hookspecs.receipts import ReceiptStatus, ToolReceipt
 from sqlalchemy import select, text
 
-from paperclip.engine.callbacks import CAPACITY
+from paperclip.engine.calls.callbacks import CAPACITY
 from paperclip.models import ToolCall as ToolCallRow
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import eventually, make_world, started

@@ -199,7 +199,7 @@ async def test_paperclip_accept_unpresented_turn_without_the_policy_recovery_lea
 ):
     run_id = await committed_turn(world, Case())
     assert run_id in await world.engine.presentations.candidates()
-    with caplog.at_level(logging.WARNING, logger="paperclip.engine.presentation_recovery"):
+    with caplog.at_level(logging.WARNING, logger="paperclip.engine.recovery.presentation_recovery"):
         assert await world.engine.presentations.pass_once() == 0
     assert (await world.run(run_id)).presentation is None
     assert await reply_count(world, run_id) == 0

@@ -14,7 +14,7 @@ import uuid
 import pytest
 from sqlalchemy import func, select, update
 
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError
 from paperclip.models import (
     Comment,

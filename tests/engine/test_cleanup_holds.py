@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
-from paperclip.engine import scheduler
-from paperclip.engine.engine import RunEngine
+from paperclip.engine.scheduling import scheduler
 from paperclip.models import ActivityEntry, ControllerBoot, Issue, Run, RunEvent, RunTurn, TaskHold
 from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
-from tests.engine.memory_world import PROVIDER, finished, make_world, started
+from tests.engine.memory_world import PROVIDER, build_engine, finished, make_world, started
 from tests.engine.test_callback_recovery import HeldTool, send_call
 
 pytestmark = pytest.mark.installed_plugins
@@ -102,8 +101,8 @@ async def test_close_with_a_pending_callback_quarantines_and_holds_the_task(worl
 async def test_holds_stay_while_the_closing_controller_is_alive_and_settle_once_it_is_gone(
     world, paperclip_container, paperclip_plugin_host
 ):
-    closing = RunEngine(
-        paperclip_container.sessions(),
+    closing = build_engine(
+        paperclip_container,
         paperclip_plugin_host,
         instance="closing-replica",
         lease_seconds=30.0,
@@ -243,7 +242,7 @@ async def test_the_task_goes_on_once_its_hold_settles(told_only, world):
 
 
 async def test_a_boot_not_seen_for_a_lease_is_proven_gone_once(world):
-    from paperclip.engine.boots import prove_boot_gone
+    from paperclip.engine.recovery.boots import prove_boot_gone
 
     stale, live = uuid.uuid4(), uuid.uuid4()
     async with world.container.sessions().begin() as session:

@@ -20,7 +20,7 @@ from paperclip_hookspecs.completion import (
     CompletionStage,
 )
 
-from paperclip.engine.completion import MAX_CODE_CHARS, MAX_CORRECTION_CHARS
+from paperclip.engine.context.completion import MAX_CODE_CHARS, MAX_CORRECTION_CHARS
 from tests.engine.memory_world import call, finished, started
 
 HUGE = 50_000

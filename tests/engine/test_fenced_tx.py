@@ -7,9 +7,9 @@ import uuid
 import pytest
 from sqlalchemy import func, select
 
-from paperclip.engine.events import NewEvent, append_rows
-from paperclip.engine.fence import StaleEpochError
-from paperclip.engine.fenced_tx import FencedTransaction
+from paperclip.engine.logs.events import NewEvent, append_rows
+from paperclip.engine.ownership.fence import StaleEpochError
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.models import Run, RunEvent
 from tests.engine.controlled import controlled_runs
 

@@ -16,8 +16,8 @@ from paperclip_hookspecs.prompts import Lane, SessionAttempt
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import select
 
-from paperclip.engine.prompt import carriers_of
-from paperclip.engine.resumption import Limits, settle_lost_run
+from paperclip.engine.context.prompt import carriers_of
+from paperclip.engine.recovery.resumption import Limits, settle_lost_run
 from paperclip.models import Run, RunTurn
 from paperclip.prompts import AssemblyRequest, assemble_execution_input, read_execution_input
 from paperclip.prompts.envelopes import EXECUTION_INPUT_V4, EXECUTION_INPUT_V5

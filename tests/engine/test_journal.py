@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import select
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine import journal
-from paperclip.engine.calls import CallPipeline
-from paperclip.engine.fence import lock_runs
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import journal
+from paperclip.engine.ownership.fence import lock_runs
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, RunEvent, ToolCall, ToolCallStatus
 from paperclip.wire.messages import ToolResult
 from tests.engine.controlled import controlled_runs

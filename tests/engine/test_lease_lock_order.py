@@ -18,9 +18,9 @@ from collections.abc import Awaitable, Mapping
 import pytest
 from sqlalchemy import text
 
-from paperclip.engine.fence import lock_fenced, lock_runs
-from paperclip.engine.fenced_tx import FencedTransaction
-from paperclip.engine.leases import renew
+from paperclip.engine.ownership.fence import lock_fenced, lock_runs
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
+from paperclip.engine.ownership.leases import renew
 from tests.engine.controlled import controlled_runs
 
 INSTANCE = "replica-test"

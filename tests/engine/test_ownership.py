@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.ownership.owned_runs import RunOwnership
 
 
 def test_a_token_checked_at_one_epoch_is_checked_again_at_the_next():

@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from paperclip.db.engine import create_engine, create_session_factory
-from paperclip.engine.fence import StaleEpochError, lock_run
+from paperclip.engine.ownership.fence import StaleEpochError, lock_run
 from tests.support.db import query
 from tests.support.processes import wait_until
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from paperclip.engine.retention import RETENTION_LOCK, RetentionKeeper
+from paperclip.engine.logs.retention import RETENTION_LOCK, RetentionKeeper
 from paperclip.testing import connect
 from tests.support.recovery_load import (
     CALLS_PER_RUN,

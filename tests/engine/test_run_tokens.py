@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from paperclip.engine.endings import finish_run
+from paperclip.engine.endings.turn_end import finish_run
 from paperclip.models import Run, RunStatus
 from paperclip.services.run_tokens import new_run_token, token_run
 

@@ -22,11 +22,11 @@ from paperclip_hookspecs.runs import RunView, ToolCallStatus
 from sqlalchemy import select
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine import journal
-from paperclip.engine.calls import CallPipeline
-from paperclip.engine.gate import ControlGate
-from paperclip.engine.link import RunnerLink
-from paperclip.engine.ownership import RunOwnership
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import journal
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, ToolCall
 from tests.engine.controlled import controlled_runs
 from tests.support.memory import MemoryTransport

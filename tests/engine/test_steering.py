@@ -13,7 +13,7 @@ import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import select
 
-from paperclip.engine.steering import RunSteering
+from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError, PaperclipError
 from paperclip.models import ActivityEntry, RunSteer, WakeCommentSnapshot, WakeSnapshotComment
 from paperclip.services.actor import LOCAL_OPERATOR, Actor

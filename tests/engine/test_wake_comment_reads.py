@@ -23,9 +23,9 @@ from paperclip_hookspecs.completion import (
 from sqlalchemy import event, select, update
 from sqlalchemy.exc import IntegrityError
 
-from paperclip.engine.snapshot import PAGE_MAX_COMMENTS
+from paperclip.engine.context.snapshot import PAGE_MAX_COMMENTS
 from paperclip.models import Agent, Run, WakeCommentRead, WakeCommentSnapshot
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import World, call, finished, started
 from tests.support.memory import MemoryRunner
@@ -275,7 +275,7 @@ async def test_a_foreign_complete_receipt_is_refused(world):
 
 async def page_count_and_revision(world: World, wake: Woken) -> dict[str, Any]:
     """The snapshot's page count and current revision, as the reader reports them to a run."""
-    from paperclip.engine.snapshot import snapshot_entries, split_pages, state_revision
+    from paperclip.engine.context.snapshot import snapshot_entries, split_pages, state_revision
 
     snapshot = await wake.snapshot()
     async with world.container.sessions()() as session:

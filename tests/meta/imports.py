@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ PACKAGE = ROOT / "paperclip"
 @dataclass(frozen=True, slots=True)
 class Import:
     source: str
-    """The importing module (``paperclip.engine.calls``)."""
+    """The importing module (``paperclip.engine.calls.pipeline``)."""
     target: str
     """The imported module or name (``paperclip.wire.messages``, ``litestar``)."""
     line: int
@@ -121,7 +122,7 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_of(module: str, depth: int = 2) -> str:
-    """``paperclip.engine.calls`` -> ``paperclip.engine``; a top-level module is its own package."""
+    """``paperclip.engine.calls.pipeline`` -> ``paperclip.engine``; a top-level module is its own package."""
     return ".".join(module.split(".")[:depth])
 
 
@@ -134,3 +135,25 @@ def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
             if package_of(target) != here:
                 packages[here].add(package_of(target))
     return packages
+
+
+def declared_imports(package: Path) -> dict[str, set[str] | None]:
+    """Each part of ``package`` (a sub-package, or a module directly in it) -> the parts its
+    docstring allows it to import, from its ``Imports: a, b`` (or ``Imports: none``) paragraph;
+    None where the docstring has no such line."""
+    parts: dict[str, set[str] | None] = {}
+    for path in sorted(package.iterdir()):
+        if path.is_dir() and (path / "__init__.py").exists():
+            name, face = path.name, path / "__init__.py"
+        elif path.suffix == ".py" and path.name != "__init__.py":
+            name, face = path.stem, path
+        else:
+            continue
+        doc = ast.get_docstring(ast.parse(face.read_text())) or ""
+        found = re.search(r"^Imports:(.*?)(?:\n\s*\n|\Z)", doc, re.MULTILINE | re.DOTALL)
+        if found is None:
+            parts[name] = None
+            continue
+        names = {item.strip() for item in found.group(1).replace("\n", " ").split(",")}
+        parts[name] = set() if names == {"none"} else names - {""}
+    return parts

@@ -18,11 +18,11 @@ import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from paperclip.plugins import SPEC_MODULES
+from paperclip.plugin_host import SPEC_MODULES
 from tests.meta.imports import PACKAGE, ROOT, source_files
 from tests.plugins.test_meta import specs_of
 
-HOST = PACKAGE / "plugins" / "host.py"
+HOST = PACKAGE / "plugin_host" / "host.py"
 
 NOT_CALLED_YET: dict[str, str] = {}
 """Hooks without a call site on the real path, each with the reason. Only ever shrinks."""
@@ -140,7 +140,7 @@ def uncalled_hooks(
 
 
 def core_files() -> list[Path]:
-    return [p for p in source_files() if (PACKAGE / "plugins") not in p.parents]
+    return [p for p in source_files() if (PACKAGE / "plugin_host") not in p.parents]
 
 
 def deprecated(module: object, spec: str) -> bool:

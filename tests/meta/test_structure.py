@@ -35,7 +35,7 @@ FORBIDDEN = {
         "litestar",
     ),
     # Prompt assembly is pure: no database, no plugin host (it is handed the hooks).
-    "paperclip.prompts": ("paperclip.plugins", "paperclip.models", "sqlalchemy"),
+    "paperclip.prompts": ("paperclip.plugin_host", "paperclip.models", "sqlalchemy"),
     # The chaos harness reaches the product from outside only: processes, HTTP, SQL.
     "paperclip.chaos": (
         "paperclip.engine",

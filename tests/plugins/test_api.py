@@ -7,7 +7,7 @@ import types
 from paperclip_hookspecs import HOOK_API, hookimpl
 from paperclip_hookspecs.presentation import PresentationDecision
 
-from paperclip.plugins.builtin import BUILTIN_PLUGINS
+from paperclip.plugin_host.builtin import BUILTIN_PLUGINS
 
 
 async def test_get_plugins_lists_the_builtins(paperclip_client):
@@ -23,7 +23,7 @@ async def test_get_plugins_lists_the_builtins(paperclip_client):
         "name": "presentation",
         "distribution": "paperclip-control-plane",
         "version": presentation["version"],
-        "entry_point": "paperclip.plugins.builtin.presentation",
+        "entry_point": "paperclip.plugin_host.builtin.presentation",
         "builtin": True,
         "status": "loaded",
         "hooks": ["paperclip_decide_presentation"],

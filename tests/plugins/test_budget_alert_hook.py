@@ -7,7 +7,7 @@ import logging
 from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.budgets import BudgetAlert
 
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 ALERT = BudgetAlert(
     level="exceeded",

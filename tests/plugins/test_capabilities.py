@@ -18,7 +18,7 @@ from paperclip_hookspecs.prompts import (
 )
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind, TurnResult
 
-from paperclip.engine.prompt import carriers_of
+from paperclip.engine.context.prompt import carriers_of
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
 from paperclip.prompts.rules import DEFAULT_RULES
 from paperclip.runner.capabilities import may_steer, turn_input

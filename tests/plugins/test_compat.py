@@ -17,7 +17,7 @@ import pytest
 from paperclip_hookspecs import HOOK_API
 from paperclip_hookspecs.providers import DriverContext, ProviderEvent, TurnInput
 
-from paperclip.plugins import PluginStatus, SkipCode
+from paperclip.plugin_host import PluginStatus, SkipCode
 
 pytestmark = pytest.mark.compat
 

@@ -22,9 +22,9 @@ from paperclip_hookspecs.presentation import (
 from paperclip_hookspecs.prompts import TaskMarkdownOptions, TaskSource
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 
-from paperclip.plugins import PluginHost
-from paperclip.plugins.budget import ON_OVERRUN, OnOverrun
-from paperclip.plugins.errors import PluginHookError, PluginTimeoutError
+from paperclip.plugin_host import PluginHost
+from paperclip.plugin_host.budget import ON_OVERRUN, OnOverrun
+from paperclip.plugin_host.errors import PluginHookError, PluginTimeoutError
 from paperclip.settings import Settings
 from tests.plugins.samples import completion_check, conversation_turn
 
@@ -90,7 +90,7 @@ def test_paperclip_check_completion_a_slow_guard_is_cut_off_and_the_check_fails(
 ):
     host.register(Slow(release), name="slow")
 
-    with caplog.at_level(logging.ERROR, logger="paperclip.plugins.host"):
+    with caplog.at_level(logging.ERROR, logger="paperclip.plugin_host.host"):
         error, took = timed(lambda: host.check_completion(completion_check()))
 
     assert isinstance(error, PluginTimeoutError) and isinstance(error, PluginHookError)
@@ -131,7 +131,7 @@ def test_paperclip_render_task_markdown_a_slow_wrapper_is_answered_without(host,
     expected = host.render_task_markdown(TASK, TaskMarkdownOptions())
     host.register(Slow(release), name="slow")
 
-    with caplog.at_level(logging.ERROR, logger="paperclip.plugins.host"):
+    with caplog.at_level(logging.ERROR, logger="paperclip.plugin_host.host"):
         section, took = timed(lambda: host.render_task_markdown(TASK, TaskMarkdownOptions()))
 
     # The built-in rendering, as if the plugin were not installed.

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from paperclip.plugins import PluginStatus
+from paperclip.plugin_host import PluginStatus
 
 pytestmark = pytest.mark.installed_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARIES = frozenset({"provider-kit"})
+LIBRARIES = frozenset({"provider-kit", "recovery-kit"})
 """Distributions under plugins/ that plugins share, registering no hooks themselves."""
 PLUGIN_FOLDERS = sorted(
     p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml") if p.parent.name not in LIBRARIES

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 from paperclip_hookspecs import HOOK_API, PROJECT_NAME
 
-from paperclip.plugins import SPEC_MODULES, PluginHost
+from paperclip.plugin_host import SPEC_MODULES, PluginHost
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "plugins"

@@ -10,7 +10,7 @@ from paperclip_hookspecs.plugin_tools import PluginTool, ToolAnswer, ToolCall
 from sqlalchemy import select
 
 from paperclip.models import ToolCall as ToolCallRow
-from paperclip.plugins import PluginConflictError
+from paperclip.plugin_host import PluginConflictError
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import eventually, make_world, started
 

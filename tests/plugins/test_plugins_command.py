@@ -10,7 +10,7 @@ import sys
 import pytest
 from paperclip_hookspecs import HOOK_API
 
-from paperclip.plugins.builtin import BUILTIN_PLUGINS
+from paperclip.plugin_host.builtin import BUILTIN_PLUGINS
 from tests.plugins.fakes import FakeSite, provider_module
 from tests.support.processes import ServerProcess
 

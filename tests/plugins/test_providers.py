@@ -15,7 +15,7 @@ from paperclip_hookspecs.providers import (
     TurnResult,
 )
 
-from paperclip.plugins import PluginConflictError, PluginLoadError, ProviderNotInstalledError
+from paperclip.plugin_host import PluginConflictError, PluginLoadError, ProviderNotInstalledError
 
 
 class EchoDriver:

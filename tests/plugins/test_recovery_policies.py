@@ -18,7 +18,7 @@ from paperclip_hookspecs.recovery import (
     SettlementOutcome,
 )
 
-from paperclip.plugins import PluginConflictError, PluginHookError
+from paperclip.plugin_host import PluginConflictError, PluginHookError
 
 
 @dataclass(frozen=True)

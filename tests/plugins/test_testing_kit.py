@@ -18,7 +18,7 @@ import pytest
 @pytest.fixture(scope="module")
 def paperclip_plugin_host():
     # Shared by the module, so a plugin left registered would leak into the next test.
-    from paperclip.plugins import PluginHost
+    from paperclip.plugin_host import PluginHost
 
     return PluginHost.with_builtins()
 """

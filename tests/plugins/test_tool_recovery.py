@@ -17,7 +17,7 @@ from paperclip_hookspecs.receipts import (
     ToolRecoveryAction,
 )
 
-from paperclip.plugins import NoPluginAnswerError
+from paperclip.plugin_host import NoPluginAnswerError
 from tests.plugins.samples import pending_input
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from paperclip_hookspecs.prompts import (
     TaskSource,
 )
 
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 
 ISSUE = "issue-1"
 ADA = CommentAuthor(AuthorKind.USER, "u-1", "Ada")

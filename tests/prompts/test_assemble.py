@@ -21,7 +21,7 @@ from paperclip_hookspecs.prompts import (
     WakeSource,
 )
 
-from paperclip.plugins import NoPluginAnswerError, PluginHookError, PluginHost
+from paperclip.plugin_host import NoPluginAnswerError, PluginHookError, PluginHost
 from paperclip.prompts import (
     AgentBrief,
     AssemblyRequest,
@@ -142,7 +142,7 @@ def test_a_plugin_answer_of_the_wrong_type_is_refused(
 
 
 def test_the_builtin_plugin_module_implements_every_prompt_hook_not_deprecated() -> None:
-    from paperclip.prompts import plugin
+    from paperclip.plugin_host.builtin import prompts as plugin
 
     declared = {
         n

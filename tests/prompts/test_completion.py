@@ -111,7 +111,7 @@ def test_paperclip_render_completion_recovery_is_deprecated_and_not_implemented_
     out, and a plugin that still implements it is told so when it is registered."""
     from paperclip_hookspecs.prompts import RenderedSection, TaskSource
 
-    from paperclip.prompts import plugin
+    from paperclip.plugin_host.builtin import prompts as plugin
 
     assert not hasattr(plugin, "paperclip_render_completion_recovery")
 

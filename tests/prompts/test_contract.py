@@ -8,7 +8,7 @@ from pathlib import Path
 import paperclip_hookspecs.prompts as prompt_specs
 import pytest
 
-from paperclip.prompts import plugin
+from paperclip.plugin_host.builtin import prompts as plugin
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = sorted(n for n in dir(prompt_specs) if n.startswith("paperclip_"))

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from paperclip.engine.transport import TransportClosed
+from paperclip.engine.links.transport import TransportClosed
 from paperclip.wire import messages as wire
 
 M = TypeVar("M", bound=wire.Message)

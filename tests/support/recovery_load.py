@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import asyncpg
 from paperclip_hookspecs.prompts import Lane, SessionAttempt, TaskSource, WakeSource
 
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 
 EVENTS_PER_RUN = 6

@@ -10,4 +10,6 @@
 
 The rules themselves are the services' (``budget_ledger``, ``costs``); these
 parts tie them to the engine's transactions and loops.
+
+Imports: endings, loop, ownership, turns
 """

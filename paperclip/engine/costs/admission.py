@@ -17,8 +17,8 @@ from datetime import datetime
 from sqlalchemy import and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.endings import finish_run
-from paperclip.engine.turns import current_turn, end_turn
+from paperclip.engine.endings.turn_end import finish_run
+from paperclip.engine.turns.lifecycle import current_turn, end_turn
 from paperclip.models import (
     Company,
     HoldStatus,

@@ -1,4 +1,7 @@
-"""The core's server-owned tools, by catalog name (``paperclip.wire.tools``)."""
+"""The core's server-owned tools, by catalog name (``paperclip.wire.tools``).
+
+Imports: context, logs, ownership
+"""
 
 from __future__ import annotations
 

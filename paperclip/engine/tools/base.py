@@ -8,12 +8,12 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.events import NewEvent
-from paperclip.engine.fence import LockedRun
-from paperclip.engine.fenced_tx import FencedTransaction
-from paperclip.engine.journal import CallInput, Receipt
+from paperclip.engine.logs.events import NewEvent
+from paperclip.engine.logs.journal import CallInput, Receipt
+from paperclip.engine.ownership.fence import LockedRun
+from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.models import Run
-from paperclip.plugins import PluginHost
+from paperclip.plugin_host import PluginHost
 from paperclip.services.actor import Actor
 
 

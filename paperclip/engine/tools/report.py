@@ -8,8 +8,8 @@ from paperclip_hookspecs.completion import CompletionReport, CompletionStage
 from paperclip_hookspecs.prompts import CompletionReference, SourceKind
 from sqlalchemy import select
 
-from paperclip.engine.completion import check_completion, refusal_body
-from paperclip.engine.snapshot import SnapshotBindingError
+from paperclip.engine.context.completion import check_completion, refusal_body
+from paperclip.engine.context.snapshot import SnapshotBindingError
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Run
 from paperclip.prompts import read_execution_input, validate_completion

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from paperclip.engine.events import NewEvent
+from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Comment, Issue
 from paperclip.services.comments import add_comment, issue_comments

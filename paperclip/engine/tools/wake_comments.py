@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 
-from paperclip.engine.snapshot import (
+from paperclip.engine.context.snapshot import (
     SnapshotBindingError,
     SnapshotEntry,
     cursor,

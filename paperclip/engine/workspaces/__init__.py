@@ -8,6 +8,7 @@
   an issue that ended, once its retention passed.
 
 The runner does the git work (``paperclip/runner/workspaces``); this package
-only records and decides. Imports: models, services, the engine's own
-``outbox``, ``events``, ``fence`` and ``link``; never the runner or the API.
+only records and decides; it never imports the runner or the API.
+
+Imports: links, logs, loop
 """

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine import outbox
-from paperclip.engine.link import RunnerLink
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.logs import outbox
 from paperclip.engine.loop import keep_running
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.models import (
@@ -49,7 +49,7 @@ class WorkspaceKeeper:
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
-        links: Callable[[], dict[uuid.UUID, RunnerLink]],
+        links: Mapping[uuid.UUID, RunnerLink],
         *,
         retention: timedelta,
         pass_seconds: float,
@@ -77,7 +77,7 @@ class WorkspaceKeeper:
         async with self.sessions.begin() as session:
             await self._mark(session)
         asked = 0
-        for link in list(self.links().values()):
+        for link in list(self.links.values()):
             if FEATURE_WORKSPACES in link.features and not link.closed.is_set():
                 asked += await self._release_due(link, now)
         return asked

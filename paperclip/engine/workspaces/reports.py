@@ -20,7 +20,7 @@ import msgspec
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from paperclip.engine.events import NewEvent, append_events
+from paperclip.engine.logs.events import NewEvent, append_events
 from paperclip.models import IssueWorkspace, Run, Runner, WorkspaceStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM

@@ -1,5 +1,5 @@
 """The ``native_completed_turn_cleanup_hold`` recovery policy (seed 003)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__"]

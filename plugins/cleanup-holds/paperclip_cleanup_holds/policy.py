@@ -15,55 +15,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from paperclip_hookspecs.recovery import (
+    CleanupHold,
     OwnerProof,
     RecoveryCandidate,
-    RecoveryContext,
     RecoveryPort,
     Settlement,
     SettlementOutcome,
 )
+from paperclip_recovery_kit import PortPolicy
 
 NAME = "native_completed_turn_cleanup_hold"
 
 
-def _port(ctx: RecoveryContext) -> RecoveryPort:
-    if ctx.port is None:
-        raise RuntimeError("the reconciler gave no control-plane port (hook API 1.5 needed)")
-    return ctx.port
-
-
 @dataclass(frozen=True, slots=True)
-class CompletedTurnCleanupHolds:
+class CompletedTurnCleanupHolds(PortPolicy):
+    """The ``native_completed_turn_cleanup_hold`` policy (port of hook API 1.5)."""
+
     name: str = NAME
+    hook_api = "1.5"
 
-    async def list_candidates(
-        self, ctx: RecoveryContext, limit: int
-    ) -> Sequence[RecoveryCandidate]:
-        return [
-            RecoveryCandidate(
-                kind=self.name,
-                key=hold.hold_id,
-                company_id=hold.company_id,
-                issue_id=hold.issue_id,
-                run_id=hold.run_id,
-                owner=hold.closing,
-                facts={"shape": hold.shape, "unsaved_files": hold.protects_unsaved_files},
-            )
-            for hold in await _port(ctx).cleanup_holds(limit)
-        ]
+    async def pending(self, port: RecoveryPort, limit: int) -> Sequence[CleanupHold]:
+        return await port.cleanup_holds(limit)
 
-    async def prove_owner_gone(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate
-    ) -> OwnerProof:
+    def to_candidate(self, item: Any) -> RecoveryCandidate:
+        facts = {"shape": item.shape, "unsaved_files": item.protects_unsaved_files}
+        return self.candidate(item, item.hold_id, item.closing, facts)
+
+    async def prove(self, port: RecoveryPort, candidate: RecoveryCandidate) -> OwnerProof:
         if candidate.facts.get("unsaved_files"):
             return OwnerProof(False, "it protects files not verified as saved: workspace recovery")
-        return await _port(ctx).prove_closing_controller_gone(candidate.key)
+        return await port.prove_closing_controller_gone(candidate.key)
 
-    async def settle(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate, proof: OwnerProof
+    async def settle_with(
+        self, port: RecoveryPort, candidate: RecoveryCandidate, proof: OwnerProof
     ) -> Settlement:
-        if await _port(ctx).settle_cleanup_hold(candidate.key, settlement=candidate.key):
+        if await port.settle_cleanup_hold(candidate.key, settlement=candidate.key):
             return Settlement(SettlementOutcome.SETTLED, "restored")
         return Settlement(SettlementOutcome.KEPT, "settled or resolved before")

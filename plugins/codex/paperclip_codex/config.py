@@ -15,13 +15,18 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from paperclip_hookspecs.providers import McpEndpoint
+from paperclip_provider_kit.config import (
+    ConfigError,
+    EndpointSettings,
+    checked_values,
+    write_atomic,
+)
 
 DEFAULT_COMMAND: tuple[str, ...] = ("codex", "app-server")
 """The ``default`` launch profile: the runner host may replace it (PAPERCLIP_RUNNER_LAUNCH)."""
@@ -79,12 +84,9 @@ ALLOWED_OVERRIDES = frozenset(
 undo the switches above, so it is refused."""
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
-_PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _MODEL = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,200}$")
 
 Approvals = Literal["decline", "approve"]
-ResumeFallback = Literal["fail", "fresh"]
 
 # Bounds of the numeric settings: (minimum, maximum).
 TIMEOUT_BOUNDS = {
@@ -94,76 +96,52 @@ TIMEOUT_BOUNDS = {
     "mcp_tool_timeout_seconds": (1.0, 86400.0),
 }
 
-
-class ConfigError(ValueError):
-    """The agent's provider configuration is not usable; the message says which key and why."""
+OPTIONAL_TIMEOUTS = ("turn_timeout_seconds", "mcp_tool_timeout_seconds")
+"""Timeouts an agent may set to null: no bound."""
 
 
 @dataclass(frozen=True, slots=True)
-class CodexSettings:
+class CodexSettings(EndpointSettings):
     """The agent's provider configuration, validated. Build it with :meth:`from_config`.
 
     It selects and tunes; it never names a program or a path. The command comes
     from the runner's launch profile (``launch``), the home is the run's own.
     """
 
-    launch: str = "default"
-    base_url: str | None = None
-    model: str | None = None
-    env_key: str = "OPENAI_API_KEY"
     approval_policy: str = "never"
     sandbox: str = "workspace-write"
     approvals: Approvals = "decline"
     tool_approval: str = "approve"
-    resume_fallback: ResumeFallback = "fail"
-    request_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
-    close_timeout_seconds: float = 5.0
     mcp_tool_timeout_seconds: float | None = None
     config_overrides: tuple[tuple[str, Any], ...] = field(default=())
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> CodexSettings:
         """Validate a provider configuration mapping; raise :class:`ConfigError` on bad input."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(config) - known)
-        if unknown:
-            hint = ""
-            if "command" in unknown:
-                hint = (
-                    "; an agent selects a launch profile of the runner by name "
-                    "('launch'), the runner host decides the command"
-                )
-            if "codex_home" in unknown:
-                hint += "; each run has its own CODEX_HOME"
-            raise ConfigError(
-                f"unknown codex config key(s): {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}{hint}"
+        hint = ""
+        if "command" in config:
+            hint = (
+                "; an agent selects a launch profile of the runner by name "
+                "('launch'), the runner host decides the command"
             )
-        values: dict[str, Any] = {}
-        if "launch" in config:
-            values["launch"] = _matching("launch", config["launch"], _PROFILE, "a profile name")
-        if config.get("base_url") is not None:
-            values["base_url"] = _url("base_url", config["base_url"])
-        if config.get("model") is not None:
-            values["model"] = _matching("model", config["model"], _MODEL, "a model name")
-        if "env_key" in config:
-            values["env_key"] = _env_key(config["env_key"])
-        for key, choices in (
-            ("approval_policy", APPROVAL_POLICIES),
-            ("sandbox", SANDBOX_MODES),
-            ("approvals", ("decline", "approve")),
-            ("tool_approval", TOOL_APPROVAL_MODES),
-            ("resume_fallback", ("fail", "fresh")),
-        ):
-            if key in config:
-                values[key] = _choice(key, config[key], choices)
-        for key in ("request_timeout_seconds", "close_timeout_seconds"):
-            if key in config:
-                values[key] = _seconds(key, config[key])
-        for key in ("turn_timeout_seconds", "mcp_tool_timeout_seconds"):
-            if config.get(key) is not None:
-                values[key] = _seconds(key, config[key])
+        if "codex_home" in config:
+            hint += "; each run has its own CODEX_HOME"
+        values = checked_values(
+            "codex",
+            config,
+            cls.__dataclass_fields__,
+            choices={
+                "approval_policy": APPROVAL_POLICIES,
+                "sandbox": SANDBOX_MODES,
+                "approvals": ("decline", "approve"),
+                "tool_approval": TOOL_APPROVAL_MODES,
+                "resume_fallback": ("fail", "fresh"),
+            },
+            bounds=TIMEOUT_BOUNDS,
+            optional=OPTIONAL_TIMEOUTS,
+            model=_MODEL,
+            hint=hint,
+        )
         if "config_overrides" in config:
             values["config_overrides"] = _overrides(config["config_overrides"])
         return cls(**values)
@@ -248,16 +226,8 @@ def write_config(home: Path, doc: Mapping[str, Any]) -> bool:
     path = home / "config.toml"
     if os.path.lexists(path) and _first_line(path) != CONFIG_MARKER:
         return False
-    text = CONFIG_MARKER + "\n" + render_toml(doc)
     # Atomic replace: another run sharing this home may be reading the file.
-    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".toml", dir=home)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, CONFIG_MARKER + "\n" + render_toml(doc))
     return True
 
 
@@ -325,53 +295,6 @@ def _toml_string(text: str) -> str:
     # JSON string escapes are all valid TOML basic-string escapes; TOML also
     # forbids a raw DEL, which JSON leaves alone.
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
-
-
-def _matching(key: str, value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ConfigError(f"{key} must be {what} matching {pattern.pattern}")
-    return value
-
-
-def _url(key: str, value: Any) -> str:
-    if (
-        not isinstance(value, str)
-        or len(value) > 2000
-        or not re.match(r"^https?://[^\s/]+(/\S*)?$", value)
-    ):
-        raise ConfigError(f"{key} must be an http(s) URL, e.g. http://127.0.0.1:8000/v1")
-    return value
-
-
-def _env_key(value: Any) -> str:
-    # The variable's value is sent to base_url as the API key: it must be a key
-    # meant for a model, never one of the runner's own secrets.
-    if (
-        not isinstance(value, str)
-        or not _ENV_NAME.match(value)
-        or not value.endswith("_API_KEY")
-        or value.startswith("PAPERCLIP_")
-    ):
-        raise ConfigError(
-            "env_key must name the variable holding the endpoint's key: upper case, "
-            "ending in _API_KEY, not a PAPERCLIP_ variable (e.g. OPENAI_API_KEY)"
-        )
-    return value
-
-
-def _choice(key: str, value: Any, choices: Sequence[str]) -> Any:
-    if value not in choices:
-        raise ConfigError(f"{key} must be one of {', '.join(choices)}; got {value!r}")
-    return value
-
-
-def _seconds(key: str, value: Any) -> float:
-    low, high = TIMEOUT_BOUNDS[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigError(f"{key} must be a number of seconds")
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be between {low:g} and {high:g} seconds")
-    return float(value)
 
 
 def _overrides(value: Any) -> tuple[tuple[str, Any], ...]:

@@ -16,13 +16,14 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted
+from paperclip_provider_kit.values import dig
 
 from paperclip_codex.approvals import answer_server_request
 from paperclip_codex.channel import Ended, Stop
 from paperclip_codex.config import DEFAULT_COMMAND, CodexSettings, ConfigError
-from paperclip_codex.errors import ErrorCode, TurnAborted
 from paperclip_codex.jsonrpc import ConnectionClosed, JsonRpcError
-from paperclip_codex.results import describe, dig, failed, turn_result
+from paperclip_codex.results import describe, failed, turn_result
 from paperclip_codex.session import Launch, Session, spawn
 from paperclip_codex.usage import METHOD as USAGE
 from paperclip_codex.usage import UsageReports, turn_usage

@@ -50,12 +50,16 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from paperclip_provider_kit.script import ScriptError, StepRules, script_path
+from paperclip_provider_kit.usage import UsageError
+
 from paperclip_codex.fake_usage import check_option
+
+__all__ = ["STEP_KINDS", "Script", "ScriptError", "ScriptSource", "load_script"]
 
 STEP_KINDS = frozenset(
     {
@@ -80,12 +84,15 @@ STEP_OPTIONS = {
         for kind in ("message", "call_tool", "page_tool", "shell", "request_approval")
     },
 }
-SCRIPT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-"""A model name usable as a script file name (no path separators, no leading dot-dot)."""
 
 
-class ScriptError(ValueError):
-    """The script file is not a valid fake script, or there is none for a model."""
+def _check_usage(option: Any) -> None:
+    # Codex reports no cost: its usage option has the four counts only.
+    if (problem := check_option(option)) is not None:
+        raise UsageError(problem)
+
+
+RULES = StepRules(STEP_KINDS, STEP_OPTIONS, _check_usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +135,7 @@ def load_script(path: str | os.PathLike[str]) -> Script:
 
 
 def _check_step(step: Any) -> None:
-    if not isinstance(step, dict):
-        raise ScriptError(f"a step must be an object: {step!r}")
-    kinds = STEP_KINDS & step.keys()
-    if len(kinds) != 1:
-        raise ScriptError(f"a step needs exactly one of {sorted(STEP_KINDS)}: {step!r}")
-    (kind,) = kinds
-    extra = step.keys() - {kind} - STEP_OPTIONS.get(kind, set())
-    if extra:
-        raise ScriptError(f"unknown key(s) {sorted(extra)} in step {step!r}")
-    if "usage" in step and (problem := check_option(step["usage"])) is not None:
-        raise ScriptError(f"{problem} in step {step!r}")
+    kind = RULES.check(step)
     if kind in ("call_tool", "page_tool") and not (
         isinstance(step[kind], dict) and isinstance(step[kind].get("name"), str)
     ):
@@ -163,9 +160,4 @@ class ScriptSource:
         if self.file is not None:
             return load_script(self.file)
         assert self.folder is not None
-        if model is None or not SCRIPT_NAME.match(model) or model.startswith(".."):
-            raise ScriptError(f"no script for model {model!r}: set a model (a plain name)")
-        path = self.folder / f"{model}.json"
-        if not path.is_file():
-            raise ScriptError(f"no script for model {model!r} in {self.folder}")
-        return load_script(path)
+        return load_script(script_path(self.folder, model))

@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 import os
 import re
-import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
+
+from paperclip_provider_kit.script import timing_step
 
 from paperclip_codex.fake_sandbox import SANDBOXED_MODES, TIMEOUT_SECONDS, Shell, looks_denied
 from paperclip_codex.fake_script import Script
@@ -199,12 +199,8 @@ class TurnRunner:
             await self._page_tool(step["page_tool"])
         elif "shell" in step:
             await self._shell(step["shell"])
-        elif "sleep" in step:
-            await asyncio.sleep(float(step["sleep"]))
-        elif "wait_for_file" in step:
-            await _wait_for_file(Path(step["wait_for_file"]), float(step.get("timeout", 60)))
-        elif "touch_file" in step:
-            _write_atomically(Path(step["touch_file"]), str(os.getpid()))
+        elif await timing_step(step, Failure):
+            pass
         elif "fail" in step:
             raise Failure(str(step["fail"]))
         elif "expect_prompt" in step:
@@ -473,26 +469,6 @@ class TurnRunner:
             "item/completed", {"item": done, **self.ids, "completedAtMs": done["completedAtMs"]}
         )
         return done
-
-
-async def _wait_for_file(path: Path, limit: float) -> None:
-    deadline = time.monotonic() + limit
-    while not _exists(path):
-        if time.monotonic() > deadline:
-            raise Failure(f"wait_for_file {path} timed out after {limit:g}s")
-        await asyncio.sleep(0.01)
-
-
-def _exists(path: Path) -> bool:
-    return path.exists()  # a stat of a local file: cheap enough for a test fake's poll
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def _existing(path: str | None) -> str | None:

@@ -6,17 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
-
-try:
-    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
-except ImportError:  # a hook API older than 1.9: the runner reads no model access
-    ModelAccess = None  # type: ignore[assignment,misc]
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
+from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_codex.config import DEFAULT_COMMAND, CodexSettings
 from paperclip_codex.driver import CodexDriver
@@ -28,20 +19,12 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; the process starts with its first turn."""
-    return CodexDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
     (``builtin`` without ``base_url``), the key variable, the sandbox and approval answers."""
     settings = CodexSettings.from_config(config)
-    return ModelAccess(
-        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
-        keys=(settings.env_key,),
-        sandbox=settings.sandbox,
-        approvals=settings.approvals,
+    return endpoint_access(
+        settings.base_url, settings.env_key, sandbox=settings.sandbox, approvals=settings.approvals
     )
 
 
@@ -49,14 +32,14 @@ def model_access(config: Mapping[str, Any]) -> Any:
 def paperclip_providers() -> list[ProviderKind]:
     """The ``codex`` kind: OpenAI Codex through ``codex app-server`` (JSON-RPC on stdio)."""
     return [
-        ProviderKind(
+        provider_kind(
             name="codex",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=CodexDriver,  # one driver a run
             description="OpenAI Codex via `codex app-server`: steerable turns, resumable threads, MCP tools",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
-            **({"model_access": model_access} if ModelAccess is not None else {}),
+            model_access=model_access,
         )
     ]

@@ -2,86 +2,21 @@
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Sequence
-
-from paperclip_hookspecs.providers import ProviderProbe
+from paperclip_provider_kit.probe import CliProbe, version_command
 
 from paperclip_codex.config import SUPPORTED_CLI
 
-PROBE_TIMEOUT_SECONDS = 15.0
-_VERSION = re.compile(r"(\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.-]+)?)")
-
-MODEL_HINT = (
-    'Point the agent at a model: provider_config {"base_url": "http://127.0.0.1:8000/v1", '
-    '"model": "<model name>", "env_key": "OPENAI_API_KEY"} with the key in that variable '
-    "of the runner's environment (see docs/providers/codex.md)."
+CLI = CliProbe(
+    plugin="codex",
+    title="the Codex CLI",
+    npm_package="@openai/codex",
+    supported=SUPPORTED_CLI,
+    # A throwaway CODEX_HOME: ``--version`` writes nothing to the user's.
+    home_env=lambda home: {"CODEX_HOME": home},
+    runtime=" (Node 20 or newer)",
+    tested_as="codex-cli",
 )
+probe = CLI.probe
+install_hint = CLI.install_hint
 
-
-def install_hint(executable: str = "codex") -> str:
-    """What to do when the Codex CLI is missing: install it, then give the agent a model."""
-    return (
-        f"The Codex CLI ({executable!r}) is not installed on this runner. Install it with "
-        f"`npm install -g @openai/codex@{SUPPORTED_CLI}` (Node 20 or newer), or point the "
-        "runner's launch profile at it (PAPERCLIP_RUNNER_LAUNCH). " + MODEL_HINT
-    )
-
-
-def version_command(command: Sequence[str]) -> list[str]:
-    """The command that prints the launch command's version: ``codex --version``, or for a
-    Python module (``python -m pkg.mod ...``) ``python -m pkg.mod --version``."""
-    argv = list(command)
-    if len(argv) >= 3 and argv[1] == "-m":
-        return [*argv[:3], "--version"]
-    return [argv[0], "--version"]
-
-
-def probe(command: Sequence[str]) -> ProviderProbe:
-    """Whether the launch command's executable is installed, where, and its version.
-
-    Runs ``<cmd> --version`` (bounded, in a throwaway ``CODEX_HOME`` so nothing is
-    written to the user's) and never starts a session.
-    """
-    if not command:
-        return ProviderProbe(found=False, hint="the launch profile has no command")
-    executable = command[0]
-    path = shutil.which(executable)
-    if path is None:
-        return ProviderProbe(found=False, hint=install_hint(executable))
-    argv = [path, *version_command(command)[1:]]
-    try:
-        with tempfile.TemporaryDirectory(prefix="paperclip-codex-probe-") as home:
-            env = {**os.environ, "CODEX_HOME": home}
-            done = subprocess.run(
-                argv,
-                capture_output=True,
-                text=True,
-                timeout=PROBE_TIMEOUT_SECONDS,
-                env=env,
-                stdin=subprocess.DEVNULL,
-            )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return ProviderProbe(
-            found=True, path=path, hint=f"`{' '.join(argv)}` did not answer: {exc}"
-        )
-    match = _VERSION.search(done.stdout) or _VERSION.search(done.stderr)
-    if done.returncode != 0 or match is None:
-        output = (done.stdout + done.stderr).strip()[:200]
-        return ProviderProbe(
-            found=True,
-            path=path,
-            hint=f"`{' '.join(argv)}` exited with status {done.returncode}: {output}",
-        )
-    version = match.group(1)
-    hint = MODEL_HINT
-    if "fake" not in done.stdout and version != SUPPORTED_CLI:
-        hint = (
-            f"paperclip-codex is tested with codex-cli {SUPPORTED_CLI}; this is {version}. "
-            f"`npm install -g @openai/codex@{SUPPORTED_CLI}` installs the tested one. "
-        ) + MODEL_HINT
-    return ProviderProbe(found=True, version=version, path=path, hint=hint)
+__all__ = ["CLI", "install_hint", "probe", "version_command"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import os
 import signal
@@ -11,20 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from paperclip_provider_kit.process import SpawnError, Tail, exit_status, read_lines, spawn
+
 from paperclip_codex.jsonrpc import CloseHandler, JsonRpcConnection, MessageSink, RequestHandler
 
-STREAM_LIMIT = 16 * 1024 * 1024
-"""Largest JSON line accepted from the provider (a whole command output can be one line)."""
-STDERR_LINES = 40
-
-
-class SpawnError(Exception):
-    """The provider command could not be started."""
-
-    def __init__(self, message: str, *, missing: bool = False) -> None:
-        super().__init__(message)
-        self.missing = missing
-        """The executable was not found."""
+__all__ = ["AppServerProcess", "SpawnError", "reap_leftover", "remember"]
 
 
 class AppServerProcess:
@@ -37,7 +27,7 @@ class AppServerProcess:
     def __init__(self, process: asyncio.subprocess.Process, connection: JsonRpcConnection) -> None:
         self._process = process
         self.connection = connection
-        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        self._stderr = Tail()
         self._stderr_task: asyncio.Task[None] | None = None
         self._terminated = False
 
@@ -55,23 +45,7 @@ class AppServerProcess:
     ) -> AppServerProcess:
         """Start the process and its reader, as ``user`` (a ``ProcessUser``) when given; raise
         :class:`SpawnError` if it cannot start."""
-        as_user = user.subprocess_kwargs() if user is not None else {}
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=_existing_dir(cwd),
-                limit=STREAM_LIMIT,
-                start_new_session=True,
-                **as_user,
-            )
-        except FileNotFoundError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc
-        except OSError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: {exc}") from exc
+        process = await spawn(argv, env=env, cwd=cwd, user=user)
         assert process.stdin is not None and process.stdout is not None
         connection = JsonRpcConnection(
             process.stdout,
@@ -97,7 +71,7 @@ class AppServerProcess:
 
     def stderr_tail(self) -> str:
         """The last lines the process wrote to stderr."""
-        return "\n".join(self._stderr)
+        return self._stderr.text()
 
     async def exit_description(self, wait: float = 2.0) -> str:
         """How the process ended, for error messages: exit status and the tail of stderr."""
@@ -106,14 +80,8 @@ class AppServerProcess:
         if self._stderr_task is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._stderr_task), 0.5)
-        code = self._process.returncode
-        if code is None:
-            status = "stopped answering (still running)"
-        elif code < 0:
-            status = f"was killed by signal {-code}"
-        else:
-            status = f"exited with status {code}"
         tail = self.stderr_tail()
+        status = exit_status(self._process.returncode)
         return f"the provider process {status}" + (f"; stderr: {tail}" if tail else "")
 
     async def terminate(self, grace_seconds: float) -> None:
@@ -147,21 +115,8 @@ class AppServerProcess:
                 self._process.send_signal(signum)
 
     async def _drain_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:
-                continue  # an over-long line: its remainder arrives as the next read
-            if not line:
-                return
-            self._stderr.append(line.decode(errors="replace").rstrip())
-
-
-def _existing_dir(path: str | None) -> str | None:
-    # A missing cwd must not stop the provider: thread/start carries the cwd too.
-    return path if path and os.path.isdir(path) else None
+        assert self._process.stderr is not None
+        await read_lines(self._process.stderr, self._stderr.add)
 
 
 LEFTOVER_FILE = "app-server.pgid"

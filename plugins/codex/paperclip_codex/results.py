@@ -11,8 +11,7 @@ from paperclip_hookspecs.providers import (
     RESUME_FAILED,
     TurnResult,
 )
-
-from paperclip_codex.errors import ErrorCode, error_text
+from paperclip_provider_kit.errors import ErrorCode, error_text
 
 # The failures of the process rather than of the model: the control plane resumes them.
 _RESUMABLE = {
@@ -47,15 +46,6 @@ def turn_result(thread_id: str, payload: Mapping[str, Any], answer: str | None) 
     if info:
         text += f" ({info})"
     return failed(thread_id, ErrorCode.TURN_FAILED, text)
-
-
-def dig(value: Any, *keys: str) -> Any:
-    """``value[k1][k2]…``, or None where a level is missing or not a mapping."""
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 def describe(exc: BaseException) -> str:

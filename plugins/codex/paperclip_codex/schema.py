@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from paperclip_provider_kit import schema
+
 from paperclip_codex.config import (
     ALLOWED_OVERRIDES,
     APPROVAL_POLICIES,
@@ -19,14 +21,7 @@ from paperclip_codex.config import (
 
 
 def _seconds(key: str, description: str, nullable: bool = False) -> dict[str, Any]:
-    low, high = TIMEOUT_BOUNDS[key]
-    schema: dict[str, Any] = {
-        "type": ["number", "null"] if nullable else "number",
-        "minimum": low,
-        "maximum": high,
-        "description": description,
-    }
-    return schema
+    return schema.seconds(TIMEOUT_BOUNDS, key, description, nullable)
 
 
 OVERRIDE_VALUE = {
@@ -37,33 +32,17 @@ OVERRIDE_VALUE = {
     ]
 }
 
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "Codex provider config",
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "launch": {
-            "type": "string",
-            "pattern": "^[A-Za-z0-9_.-]{1,64}$",
-            "description": "A launch profile of the runner, by name (default: 'default').",
-        },
-        "base_url": {
-            "type": ["string", "null"],
-            "maxLength": 2000,
-            "pattern": "^https?://[^\\s/]+(/\\S*)?$",
-            "description": "An OpenAI-compatible endpoint (Responses API), e.g. .../v1.",
-        },
+CONFIG_SCHEMA: dict[str, Any] = schema.config_schema(
+    "Codex provider config",
+    {
+        "launch": schema.LAUNCH,
+        "base_url": schema.base_url("An OpenAI-compatible endpoint (Responses API), e.g. .../v1."),
         "model": {
             "type": ["string", "null"],
             "pattern": "^[A-Za-z0-9_.:/@+-]{1,200}$",
             "description": "The model name.",
         },
-        "env_key": {
-            "type": "string",
-            "pattern": "^(?!PAPERCLIP_)[A-Z][A-Z0-9_]{0,55}_API_KEY$",
-            "description": "The runner's environment variable holding the endpoint's key.",
-        },
+        "env_key": schema.ENV_KEY,
         "approval_policy": {"enum": list(APPROVAL_POLICIES)},
         "sandbox": {"enum": list(SANDBOX_MODES)},
         "approvals": {
@@ -92,4 +71,4 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "additionalProperties": OVERRIDE_VALUE,
         },
     },
-}
+)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from paperclip_hookspecs.providers import TurnInput
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 
 from paperclip_codex import __version__
 from paperclip_codex.channel import EventChannel
@@ -21,7 +22,6 @@ from paperclip_codex.config import (
     override_args,
     write_config,
 )
-from paperclip_codex.errors import ErrorCode, TurnAborted
 from paperclip_codex.jsonrpc import RequestHandler
 from paperclip_codex.probe import install_hint
 from paperclip_codex.process import AppServerProcess, SpawnError, reap_leftover, remember

@@ -15,23 +15,14 @@ within the thread, and the same for the same response read again.
 
 from __future__ import annotations
 
-import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from paperclip_hookspecs.providers import DriverContext
+from paperclip_provider_kit.reports import TurnUsage, UsageReports, count
 
-try:
-    from paperclip_hookspecs.usage import TurnUsage
-except ImportError:  # a hook API before 1.8: there is nothing to report to
-    TurnUsage = None  # type: ignore[assignment, misc, unused-ignore]
-
-logger = logging.getLogger(__name__)
+__all__ = ["METHOD", "UsageReports", "turn_usage"]
 
 METHOD = "thread/tokenUsage/updated"
-REMEMBERED = 4096
-"""Keys of reported responses kept per driver, to report each once (bounded, oldest out)."""
 
 
 def turn_usage(payload: Mapping[str, Any], model: str | None) -> Any:
@@ -44,37 +35,10 @@ def turn_usage(payload: Mapping[str, Any], model: str | None) -> Any:
         return None
     running = total.get("totalTokens") if isinstance(total, Mapping) else None
     return TurnUsage(
-        key=f"{turn_id}:{_count(running)}",
+        key=f"{turn_id}:{count(running)}",
         model=model or "",
-        input_tokens=_count(last.get("inputTokens")),
-        cached_input_tokens=_count(last.get("cachedInputTokens")),
-        output_tokens=_count(last.get("outputTokens")),
-        reasoning_tokens=_count(last.get("reasoningOutputTokens")),
+        input_tokens=count(last.get("inputTokens")),
+        cached_input_tokens=count(last.get("cachedInputTokens")),
+        output_tokens=count(last.get("outputTokens")),
+        reasoning_tokens=count(last.get("reasoningOutputTokens")),
     )
-
-
-class UsageReports:
-    """Hands each response's usage to the runner once (``DriverContext.report_usage``)."""
-
-    def __init__(self, context: DriverContext) -> None:
-        # A runner of a hook API before 1.8 has no report_usage: nothing is reported.
-        self._report = getattr(context, "report_usage", None)
-        self._sent: OrderedDict[str, None] = OrderedDict()
-
-    async def send(self, usage: Any) -> None:
-        """Report ``usage`` (a TurnUsage) unless it is empty or this driver reported its key."""
-        if usage is None or self._report is None or usage.key in self._sent:
-            return
-        if not (usage.input_tokens or usage.output_tokens or usage.cost_micros):
-            return  # a response that used nothing (refused, or aborted before it began)
-        self._sent[usage.key] = None
-        while len(self._sent) > REMEMBERED:
-            self._sent.popitem(last=False)
-        try:
-            await self._report(usage)
-        except Exception:  # a report that cannot be sent must not fail the turn
-            logger.warning("the usage of %s could not be reported", usage.key, exc_info=True)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

@@ -6,11 +6,19 @@ secrets is the runner host's launch profile (:mod:`paperclip_gateway.profile`).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from paperclip_provider_kit.config import (
+    PROFILE,
+    ConfigError,
+    choice,
+    matching,
+    refuse_unknown,
+    timeouts,
+)
 
 SUPPORTED_GATEWAY = "2026.9.6"
 """The OpenClaw version this plugin is tested against (tox env ``gateway-cli``)."""
@@ -23,15 +31,14 @@ TIMEOUT_BOUNDS = {
     "turn_timeout_seconds": (1.0, 86400.0),
     "reconnect_seconds": (1.0, 3600.0),
 }
-_PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _SESSION_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 SessionStrategy = Literal["issue", "fixed", "run"]
+STRATEGIES = ("issue", "fixed", "run")
 
 
-class ConfigError(ValueError):
-    """The agent's provider configuration is not usable; the message says which key and why."""
+__all__ = ["ConfigError", "GatewaySettings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,39 +56,25 @@ class GatewaySettings:
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> GatewaySettings:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(config) - known)
-        if unknown:
-            hint = ""
-            if {"url", "token", "password", "command"} & set(unknown):
-                hint = "; the gateway and its secrets are the runner host's launch profile"
-            raise ConfigError(
-                f"unknown gateway config key(s): {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}{hint}"
-            )
+        hint = "; the gateway and its secrets are the runner host's launch profile"
+        secrets = {"url", "token", "password", "command"} & set(config)
+        refuse_unknown("gateway", config, cls.__dataclass_fields__, hint if secrets else "")
         values: dict[str, Any] = {}
         if "launch" in config:
-            values["launch"] = _matching("launch", config["launch"], _PROFILE, "a profile name")
+            values["launch"] = matching("launch", config["launch"], PROFILE, "a profile name")
         if "session_key_strategy" in config:
-            if config["session_key_strategy"] not in ("issue", "fixed", "run"):
-                raise ConfigError("session_key_strategy must be one of issue, fixed, run")
-            values["session_key_strategy"] = config["session_key_strategy"]
+            strategy = config["session_key_strategy"]
+            values["session_key_strategy"] = choice("session_key_strategy", strategy, STRATEGIES)
         if config.get("session_key") is not None:
-            key = _matching("session_key", config["session_key"], _SESSION_KEY, "a session key")
+            key = matching("session_key", config["session_key"], _SESSION_KEY, "a session key")
             if key.startswith(RESERVED_NAMESPACES):
                 raise ConfigError(
                     f"session_key must not start with {', '.join(RESERVED_NAMESPACES)}"
                 )
             values["session_key"] = key
         if config.get("agent_id") is not None:
-            values["agent_id"] = _matching("agent_id", config["agent_id"], _AGENT, "an agent id")
-        for key in ("request_timeout_seconds", "reconnect_seconds"):
-            if key in config:
-                values[key] = seconds(key, config[key])
-        if config.get("turn_timeout_seconds") is not None:
-            values["turn_timeout_seconds"] = seconds(
-                "turn_timeout_seconds", config["turn_timeout_seconds"]
-            )
+            values["agent_id"] = matching("agent_id", config["agent_id"], _AGENT, "an agent id")
+        values.update(timeouts(config, TIMEOUT_BOUNDS))
         settings = cls(**values)
         if settings.session_key_strategy == "fixed" and settings.session_key is None:
             raise ConfigError("session_key_strategy 'fixed' needs session_key")
@@ -94,18 +87,3 @@ class GatewaySettings:
         if self.session_key_strategy == "issue" and issue_id is not None:
             return f"{SESSION_PREFIX}:issue:{issue_id}"
         return f"{SESSION_PREFIX}:run:{run_id}"
-
-
-def seconds(key: str, value: Any) -> float:
-    low, high = TIMEOUT_BOUNDS[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigError(f"{key} must be a number of seconds")
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be between {low:g} and {high:g} seconds")
-    return float(value)
-
-
-def _matching(key: str, value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ConfigError(f"{key} must be {what} matching {pattern.pattern}")
-    return value

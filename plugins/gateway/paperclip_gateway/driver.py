@@ -28,11 +28,13 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted
+from paperclip_provider_kit.turns import TurnGate, failed
+from paperclip_provider_kit.values import dig
 
 from paperclip_gateway import relay
 from paperclip_gateway.config import ConfigError, GatewaySettings
 from paperclip_gateway.device import DeviceIdentity
-from paperclip_gateway.errors import ErrorCode, TurnAborted, error_text
 from paperclip_gateway.profile import DEFAULT_PROFILE, GatewayProfile, ProfileError
 from paperclip_gateway.protocol import Credentials, GatewayConnection, GatewayError
 from paperclip_gateway.usage import UsageReports, run_usage
@@ -59,32 +61,23 @@ class GatewayDriver:
         self._answers: dict[str, tuple[GatewayConnection, asyncio.Queue[Mapping[str, Any]]]] = {}
         """Each follow-up's ``agent`` request: its final answer carries its usage."""
         self._usage = UsageReports(context)
-        self._running = False
+        self._gate = TurnGate()
         self._aborted = False
-        self._closed = False
 
     # ProviderDriver
 
     async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
-        if self._closed:
-            return _failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
-        if self._running:
-            return _failed(turn.session_ref, ErrorCode.TURN_IN_PROGRESS, "a turn is running")
-        self._running, self._aborted = True, False
-        self._follow_ups, self._answers = [], {}
-        try:
-            return await self._run_turn(turn, emit)
-        except TurnAborted as exc:
-            return _failed(self._session_key, exc.code, exc.message)
-        finally:
-            self._running = False
+        """Run one ``agent`` request (and its follow-ups) to the end of the run."""
+        return await self._gate.run(
+            turn.session_ref, lambda: self._run_turn(turn, emit), lambda: self._session_key
+        )
 
     async def steer(self, message_id: str, text: str) -> bool:
         """A follow-up: another ``agent`` request on the same session, which the gateway runs
         after the current one; the turn ends when both have. Its idempotency key comes
         from the run and the message, so asking again never runs it twice."""
         connection, key = self._connection, self._session_key
-        if not self._running or connection is None or key is None or self._run_id is None:
+        if not self._gate.running or connection is None or key is None or self._run_id is None:
             return False
         follow_up = f"{self._run_id}:follow-up:{message_id}"
         params = {"message": text, "idempotencyKey": follow_up, "sessionKey": key}
@@ -104,7 +97,7 @@ class GatewayDriver:
     async def interrupt(self) -> None:
         """``sessions.abort`` for this run; the turn then ends ``interrupted``."""
         connection = self._connection
-        if self._running and connection is not None and self._run_id is not None:
+        if self._gate.running and connection is not None and self._run_id is not None:
             self._aborted = True
             with contextlib.suppress(GatewayError):
                 await connection.request(
@@ -115,7 +108,7 @@ class GatewayDriver:
 
     async def close(self) -> None:
         """Close the connection; the gateway's run is not touched. Idempotent."""
-        self._closed = True
+        self._gate.closed = True
         connection, self._connection = self._connection, None
         if connection is not None:
             await connection.close()
@@ -123,6 +116,8 @@ class GatewayDriver:
     # The turn
 
     async def _run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
+        self._aborted = False
+        self._follow_ups, self._answers = [], {}
         try:
             settings = GatewaySettings.from_config(turn.config)
             profile = GatewayProfile.parse(tuple(self._context.command) or DEFAULT_PROFILE)
@@ -344,7 +339,7 @@ class GatewayDriver:
         )
         give_up = time.monotonic() + settings.reconnect_seconds
         while True:
-            if self._closed:
+            if self._gate.closed:
                 raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
             try:
                 self._connection = await GatewayConnection.open(
@@ -376,14 +371,14 @@ class GatewayDriver:
     def _result(self, final: Mapping[str, Any]) -> TurnResult:
         status = final.get("status")
         session = self._session_key
-        if self._aborted or _dig(final, "result", "meta", "aborted") is True:
+        if self._aborted or dig(final, "result", "meta", "aborted") is True:
             return TurnResult("interrupted", session_ref=session)
         if status == "ok":
             return TurnResult("completed", session_ref=session, answer=_answer(final))
         message = final.get("error") or final.get("summary") or f"the agent run ended {status!r}"
         if isinstance(message, Mapping):
             message = message.get("message") or str(message)
-        return _failed(session, ErrorCode.AGENT_FAILED, str(message))
+        return failed(session, ErrorCode.AGENT_FAILED, str(message))
 
 
 def _event_of(frame: Mapping[str, Any], run_ids: set[str]) -> ProviderEvent | None:
@@ -403,21 +398,13 @@ def _is_final(answer: Mapping[str, Any]) -> bool:
 
 
 def _answer(final: Mapping[str, Any]) -> str | None:
-    payloads = _dig(final, "result", "payloads")
+    payloads = dig(final, "result", "payloads")
     if isinstance(payloads, list):
         texts = [str(p.get("text")) for p in payloads if isinstance(p, Mapping) and p.get("text")]
         if texts:
             return texts[-1].strip() or None
-    reply = _dig(final, "terminalReply", "text")
+    reply = dig(final, "terminalReply", "text")
     return reply.strip() or None if isinstance(reply, str) else None
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
 
 
 def request_id(turn: TurnInput) -> str:
@@ -429,7 +416,3 @@ def request_id(turn: TurnInput) -> str:
         return turn.run_id
     digest = hashlib.sha256(turn.prompt.encode()).hexdigest()[:16]
     return f"{turn.run_id}:turn:{digest}"
-
-
-def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
-    return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))

@@ -31,6 +31,7 @@ from typing import IO, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from paperclip_provider_kit.script import fake_parser, parse_fake
 from websockets.asyncio.server import ServerConnection, serve
 
 from paperclip_gateway import __version__
@@ -319,21 +320,15 @@ async def _write(ws: ServerConnection, outbox: asyncio.Queue[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m paperclip_gateway.fake_gateway")
-    parser.add_argument("--version", action="store_true")
+    parser = fake_parser("python -m paperclip_gateway.fake_gateway")
     parser.add_argument("--port", type=int, default=18789)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--token-env")
-    parser.add_argument("--script-dir", type=Path)
     parser.add_argument("--mcp-url")
     parser.add_argument("--mcp-token-env")
-    parser.add_argument("--log")
-    args = parser.parse_args(argv)
-    if args.version:
-        print(FAKE_VERSION)
+    args = parse_fake(parser, argv, FAKE_VERSION)
+    if args is None:
         return
-    if args.script_dir is None:
-        parser.error("--script-dir is required")
     log = open(args.log, "a", encoding="utf-8") if args.log else None  # for the process lifetime
     asyncio.run(_serve(FakeGateway(args, log), args.host, args.port))
 

@@ -31,9 +31,9 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
+from paperclip_provider_kit.script import timing_step
 from paperclip_provider_kit.usage import ScriptedUsage, UsageError
 
 Emit = Callable[[str, Mapping[str, Any]], None]
@@ -142,17 +142,9 @@ class AgentRun:
         return answer
 
     async def _step(self, step: Mapping[str, Any]) -> None:
-        if "sleep" in step:
-            await asyncio.sleep(float(step["sleep"]))
-        elif "touch_file" in step:
-            _touch(Path(step["touch_file"]))
-        elif "wait_for_file" in step:
-            deadline = time.monotonic() + float(step.get("timeout", 60))
-            while not _exists(Path(step["wait_for_file"])):
-                if time.monotonic() > deadline:
-                    raise RunFailed(f"fake: {step['wait_for_file']} did not appear")
-                await asyncio.sleep(0.05)
-        elif "fail" in step:
+        if await timing_step(step, RunFailed):
+            return
+        if "fail" in step:
             raise RunFailed(str(step["fail"]))
         elif "drop_connection" in step:
             await self._drop()
@@ -232,11 +224,3 @@ def _openclaw_usage(calls: list[ScriptedUsage]) -> dict[str, Any]:
     usage["total"] = sum(u.total_tokens for u in calls)
     usage["cost"] = {"total": sum(u.cost for u in calls) or 0}
     return usage
-
-
-def _exists(path: Path) -> bool:
-    return path.exists()
-
-
-def _touch(path: Path) -> None:
-    path.write_text(str(os.getpid()))

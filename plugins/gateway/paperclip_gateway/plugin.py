@@ -6,17 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
-
-try:
-    from paperclip_hookspecs.providers import ModelAccess
-except ImportError:  # a hook API older than 1.9: the runner reads no model access
-    ModelAccess = None  # type: ignore[assignment,misc]
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
+from paperclip_provider_kit.registration import ModelAccess, provider_kind
 
 from paperclip_gateway.driver import GatewayDriver
 from paperclip_gateway.probe import probe
@@ -35,11 +26,6 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; it connects with its first turn."""
-    return GatewayDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """Nothing (hook API 1.9): the gateway reaches its models itself, where its launch
     profile (the runner host's) points."""
@@ -50,14 +36,14 @@ def model_access(config: Mapping[str, Any]) -> Any:
 def paperclip_providers() -> list[ProviderKind]:
     """The ``gateway`` kind: a remote agent behind an OpenClaw gateway WebSocket."""
     return [
-        ProviderKind(
+        provider_kind(
             name="gateway",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=GatewayDriver,  # one driver a run
             description="A remote agent behind an OpenClaw gateway: exactly-once runs by idempotency key",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_PROFILE},
             probe=probe,
-            **({"model_access": model_access} if ModelAccess is not None else {}),
+            model_access=model_access,
         )
     ]

@@ -24,8 +24,7 @@ from dataclasses import dataclass
 
 import httpx
 from paperclip_hookspecs.providers import McpEndpoint
-
-from paperclip_gateway.http import Request, Response, serve
+from paperclip_provider_kit.http import HttpServer, Request, Response, serve
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +33,7 @@ MCP_PATH = "/mcp"
 
 @dataclass
 class _Relay:
-    server: asyncio.Server
+    server: HttpServer
     secret: str
     seat: asyncio.Lock
     client: httpx.AsyncClient
@@ -62,7 +61,7 @@ async def seat(listen: tuple[str, int], secret: str, endpoint: McpEndpoint) -> A
         relay.users -= 1
         if relay.users == 0 and _relays.get(listen) is relay:
             del _relays[listen]
-            relay.server.close()
+            await relay.server.close()
             await relay.client.aclose()
 
 

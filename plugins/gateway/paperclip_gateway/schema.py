@@ -4,32 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from paperclip_gateway.config import TIMEOUT_BOUNDS
+from paperclip_provider_kit import schema
+
+from paperclip_gateway.config import STRATEGIES, TIMEOUT_BOUNDS
 
 
 def _seconds(key: str, description: str, nullable: bool = False) -> dict[str, Any]:
-    low, high = TIMEOUT_BOUNDS[key]
-    return {
-        "type": ["number", "null"] if nullable else "number",
-        "minimum": low,
-        "maximum": high,
-        "description": description,
-    }
+    return schema.seconds(TIMEOUT_BOUNDS, key, description, nullable)
 
 
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "Gateway provider config",
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
+CONFIG_SCHEMA: dict[str, Any] = schema.config_schema(
+    "Gateway provider config",
+    {
         "launch": {
-            "type": "string",
-            "pattern": "^[A-Za-z0-9_.-]{1,64}$",
+            **schema.LAUNCH,
             "description": "A gateway profile of the runner, by name (default: 'default').",
         },
         "session_key_strategy": {
-            "enum": ["issue", "fixed", "run"],
+            "enum": list(STRATEGIES),
             "description": "One gateway conversation per issue, one for every run, or one per run.",
         },
         "session_key": {
@@ -50,4 +42,4 @@ CONFIG_SCHEMA: dict[str, Any] = {
             "reconnect_seconds", "How long a lost connection is retried before the turn fails."
         ),
     },
-}
+)

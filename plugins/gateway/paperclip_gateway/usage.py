@@ -16,22 +16,12 @@ connection) reports none.
 
 from __future__ import annotations
 
-import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from paperclip_hookspecs.providers import DriverContext
+from paperclip_provider_kit.reports import UsageReports, split_usage
 
-try:
-    from paperclip_hookspecs.usage import TurnUsage
-except ImportError:  # a hook API before 1.8: there is nothing to report to
-    TurnUsage = None  # type: ignore[assignment, misc, unused-ignore]
-
-logger = logging.getLogger(__name__)
-
-REMEMBERED = 4096
-"""Keys of reported runs kept per driver, to report each once (bounded, oldest out)."""
+__all__ = ["UsageReports", "run_usage"]
 
 
 def run_usage(final: Mapping[str, Any], run_id: str) -> Any:
@@ -40,46 +30,7 @@ def run_usage(final: Mapping[str, Any], run_id: str) -> Any:
     meta = result.get("meta") if isinstance(result, Mapping) else None
     agent = meta.get("agentMeta") if isinstance(meta, Mapping) else None
     usage = agent.get("usage") if isinstance(agent, Mapping) else None
-    if TurnUsage is None or not isinstance(usage, Mapping):
+    if not isinstance(usage, Mapping):
         return None
     assert isinstance(agent, Mapping)
-    read, write = _count(usage.get("cacheRead")), _count(usage.get("cacheWrite"))
-    cost = usage.get("cost")
-    total = cost.get("total") if isinstance(cost, Mapping) else None
-    dollars = total if isinstance(total, (int, float)) and not isinstance(total, bool) else 0
-    return TurnUsage(
-        key=str(final.get("runId") or run_id),
-        model=str(agent.get("model") or ""),
-        input_tokens=_count(usage.get("input")) + read + write,
-        cached_input_tokens=read,
-        output_tokens=_count(usage.get("output")),
-        reasoning_tokens=_count(usage.get("reasoningTokens")),
-        cost_micros=round(dollars * 1_000_000) if dollars > 0 else None,
-    )
-
-
-class UsageReports:
-    """Hands each gateway run's usage to the runner once (``DriverContext.report_usage``)."""
-
-    def __init__(self, context: DriverContext) -> None:
-        # A runner of a hook API before 1.8 has no report_usage: nothing is reported.
-        self._report = getattr(context, "report_usage", None)
-        self._sent: OrderedDict[str, None] = OrderedDict()
-
-    async def send(self, usage: Any) -> None:
-        """Report ``usage`` (a TurnUsage) unless it is empty or this driver reported its key."""
-        if usage is None or self._report is None or usage.key in self._sent:
-            return
-        if not (usage.input_tokens or usage.output_tokens or usage.cost_micros):
-            return  # a run that used nothing (refused, or aborted before it began)
-        self._sent[usage.key] = None
-        while len(self._sent) > REMEMBERED:
-            self._sent.popitem(last=False)
-        try:
-            await self._report(usage)
-        except Exception:  # a report that cannot be sent must not fail the turn
-            logger.warning("the usage of %s could not be reported", usage.key, exc_info=True)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return split_usage(str(final.get("runId") or run_id), str(agent.get("model") or ""), usage)

@@ -14,57 +14,44 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from paperclip_hookspecs.recovery import (
+    LostRun,
     OwnerProof,
     RecoveryCandidate,
-    RecoveryContext,
     RecoveryPort,
     Settlement,
     SettlementOutcome,
 )
+from paperclip_recovery_kit import PortPolicy
 
 NAME = "lost_runs"
 
 
-def _port(ctx: RecoveryContext) -> RecoveryPort:
-    if ctx.port is None:
-        raise RuntimeError("the reconciler gave no control-plane port (hook API 1.3 needed)")
-    return ctx.port
-
-
 @dataclass(frozen=True, slots=True)
-class LostRunsPolicy:
+class LostRunsPolicy(PortPolicy):
+    """The ``lost_runs`` policy (port of hook API 1.3)."""
+
     name: str = NAME
 
-    async def list_candidates(
-        self, ctx: RecoveryContext, limit: int
-    ) -> Sequence[RecoveryCandidate]:
-        return [
-            RecoveryCandidate(
-                kind=self.name,
-                # One loss of one turn: the next loss of the run (another turn) is another.
-                key=f"{run.run_id}:{run.turn}",
-                company_id=run.company_id,
-                issue_id=run.issue_id,
-                run_id=run.run_id,
-                owner=run.owner,
-                facts={"reason": run.reason, "turn": run.turn},
-            )
-            for run in await _port(ctx).lost_runs(limit)
-        ]
+    async def pending(self, port: RecoveryPort, limit: int) -> Sequence[LostRun]:
+        return await port.lost_runs(limit)
 
-    async def prove_owner_gone(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate
-    ) -> OwnerProof:
+    def to_candidate(self, item: Any) -> RecoveryCandidate:
+        # One loss of one turn: the next loss of the run (another turn) is another.
+        key = f"{item.run_id}:{item.turn}"
+        return self.candidate(item, key, item.owner, {"reason": item.reason, "turn": item.turn})
+
+    async def prove(self, port: RecoveryPort, candidate: RecoveryCandidate) -> OwnerProof:
         assert candidate.run_id is not None
-        return await _port(ctx).take_over_run(candidate.run_id)
+        return await port.take_over_run(candidate.run_id)
 
-    async def settle(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate, proof: OwnerProof
+    async def settle_with(
+        self, port: RecoveryPort, candidate: RecoveryCandidate, proof: OwnerProof
     ) -> Settlement:
         assert candidate.run_id is not None and proof.epoch is not None
-        outcome = await _port(ctx).resume_run(
+        outcome = await port.resume_run(
             candidate.run_id, epoch=proof.epoch, settlement=candidate.key
         )
         if outcome.outcome == "already_settled":

@@ -91,23 +91,29 @@ class OpenCodeApi:
 
     async def events(self) -> AsyncIterator[Mapping[str, Any]]:
         """Every event of ``GET /event`` (``{"type", "properties"}``) until the stream ends."""
-        async with self._client.stream("GET", "/event", timeout=httpx.Timeout(None)) as response:
-            if response.status_code != 200:
-                raise ApiError(
-                    f"GET /event: HTTP {response.status_code}", status=response.status_code
-                )
-            data: list[str] = []
-            async for line in response.aiter_lines():
-                if line.startswith("data:"):
-                    data.append(line[5:].lstrip(" "))
-                elif not line and data:
-                    try:
-                        event = json.loads("\n".join(data))
-                    except ValueError:
-                        event = None
-                    data = []
-                    if isinstance(event, Mapping) and isinstance(event.get("type"), str):
-                        yield event
+        try:
+            async with self._client.stream(
+                "GET", "/event", timeout=httpx.Timeout(None)
+            ) as response:
+                if response.status_code != 200:
+                    raise ApiError(
+                        f"GET /event: HTTP {response.status_code}", status=response.status_code
+                    )
+                data: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        data.append(line[5:].lstrip(" "))
+                    elif not line and data:
+                        try:
+                            event = json.loads("\n".join(data))
+                        except ValueError:
+                            event = None
+                        data = []
+                        if isinstance(event, Mapping) and isinstance(event.get("type"), str):
+                            yield event
+        except httpx.TransportError as exc:
+            # A server that dies mid-stream ends its chunked body short: the stream ended.
+            raise ApiError(f"GET /event: {exc}") from None
 
     async def _json(self, method: str, path: str, body: Any = None) -> Mapping[str, Any]:
         response = await self._send(method, path, body)

@@ -29,6 +29,8 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted
+from paperclip_provider_kit.turns import TurnGate, failed
 
 from paperclip_opencode.api import PASSWORD_ENV_VAR, ApiError, OpenCodeApi
 from paperclip_opencode.config import (
@@ -39,7 +41,6 @@ from paperclip_opencode.config import (
     OpenCodeSettings,
     write_config,
 )
-from paperclip_opencode.errors import ErrorCode, TurnAborted, error_text
 from paperclip_opencode.probe import install_hint
 from paperclip_opencode.server import ServerProcess, SpawnError
 from paperclip_opencode.turn_state import TurnTracker, session_of
@@ -101,8 +102,7 @@ class OpenCodeDriver:
         self._settings = OpenCodeSettings()
         self._tracker: TurnTracker | None = None
         self._usage = UsageReports(context)
-        self._running = False
-        self._closed = False
+        self._gate = TurnGate()
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -113,24 +113,19 @@ class OpenCodeDriver:
 
     async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
         """Run one prompt to its end; this session's events go to ``emit`` in order."""
-        if self._closed:
-            return _failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
-        if self._running:
-            return _failed(turn.session_ref, ErrorCode.TURN_IN_PROGRESS, "a turn is running")
-        self._running = True
         try:
-            return await self._run_turn(turn, emit)
-        except TurnAborted as exc:
-            session = self._tracker.session_id if self._tracker else turn.session_ref
-            return _failed(session, exc.code, exc.message)
+            return await self._gate.run(
+                turn.session_ref,
+                lambda: self._run_turn(turn, emit),
+                lambda: self._tracker.session_id if self._tracker else None,
+            )
         finally:
-            self._running = False
             self._tracker = None
 
     async def steer(self, message_id: str, text: str) -> bool:
         """Queue ``text`` after the running step (OpenCode's follow-up); True once accepted."""
         server, tracker = self._server, self._tracker
-        if not self._running or server is None or tracker is None:
+        if not self._gate.running or server is None or tracker is None:
             return False
         tracker.prompts_sent += 1
         try:
@@ -151,7 +146,7 @@ class OpenCodeDriver:
 
     async def close(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL). Idempotent."""
-        self._closed = True
+        self._gate.closed = True
         server, self._server = self._server, None
         if server is not None:
             await server.stop(self._settings.close_timeout_seconds)
@@ -184,7 +179,7 @@ class OpenCodeDriver:
             return TurnResult("completed", session_ref=session_id, answer=tracker.answer)
         if outcome == "interrupted":
             return TurnResult("interrupted", session_ref=session_id)
-        return _failed(session_id, ErrorCode.TURN_FAILED, tracker.error or "the turn failed")
+        return failed(session_id, ErrorCode.TURN_FAILED, tracker.error or "the turn failed")
 
     async def _follow(
         self, server: _Server, tracker: TurnTracker, emit: EventSink, settings: OpenCodeSettings
@@ -325,7 +320,7 @@ class OpenCodeDriver:
             self._server = None
             await server.stop(settings.close_timeout_seconds)
             raise TurnAborted(ErrorCode.STARTUP_FAILED, f"no event stream: {detail}") from None
-        if self._closed:
+        if self._gate.closed:
             await server.stop(settings.close_timeout_seconds)
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
         return server
@@ -359,10 +354,6 @@ async def _drop_carried_follow_ups(api: OpenCodeApi, session_id: str, prompt: st
     except ApiError as exc:
         # Kept: the model may read it twice, which is better than losing the turn.
         logger.warning("queued follow-ups of session %s not checked: %s", session_id, exc)
-
-
-def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
-    return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))
 
 
 def _give_opencode_folders(env: Mapping[str, str], user: Any) -> None:

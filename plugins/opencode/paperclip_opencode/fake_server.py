@@ -19,7 +19,6 @@ says where the run's tools are. Sessions are kept in
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -31,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from paperclip_provider_kit.http import Request, Response, serve
+from paperclip_provider_kit.script import fake_parser, parse_fake
+
 from paperclip_opencode import __version__
-from paperclip_opencode.fake_http import Request, Response, serve
 from paperclip_opencode.fake_script import ScriptError, script_for
 from paperclip_opencode.fake_turn import PromptFailed, PromptRun, new_id, now_ms
 
@@ -286,19 +287,13 @@ def load_config() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m paperclip_opencode.fake_server")
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    parser.add_argument("--script-dir", type=Path, help="a folder of <model>.json scripts")
-    parser.add_argument("--log", help="append received requests and tool results here")
+    parser = fake_parser("python -m paperclip_opencode.fake_server")
     parser.add_argument("--port", type=int, default=4096)
     parser.add_argument("--hostname", default="127.0.0.1")
     parser.add_argument("serve", nargs="?", help="accepted for compatibility with `opencode serve`")
-    args = parser.parse_args(argv)
-    if args.version:
-        print(FAKE_VERSION)
+    args = parse_fake(parser, argv, FAKE_VERSION)
+    if args is None:
         return
-    if args.script_dir is None:
-        parser.error("--script-dir is required")
     data = Path(os.environ.get("XDG_DATA_HOME") or tempfile.mkdtemp(prefix="fake-opencode-"))
     log = (
         open(args.log, "a", encoding="utf-8") if args.log else None
@@ -323,7 +318,7 @@ async def _serve(fake: FakeOpenCode, host: str, port: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
-    server.close()
+    await server.close()
 
 
 if __name__ == "__main__":

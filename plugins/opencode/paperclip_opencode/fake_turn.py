@@ -17,11 +17,11 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 try:
     from paperclip_provider_kit.mcp_client import call_tool
+    from paperclip_provider_kit.script import timing_step
     from paperclip_provider_kit.usage import ScriptedUsage
 except ImportError:  # an install without the extra
     raise SystemExit(
@@ -88,13 +88,9 @@ class PromptRun:
             await self._step(step, last=index == len(steps) - 1)
 
     async def _step(self, step: Mapping[str, Any], last: bool) -> None:
-        if "sleep" in step:
-            await asyncio.sleep(float(step["sleep"]))
-        elif "touch_file" in step:
-            _touch(Path(step["touch_file"]))
-        elif "wait_for_file" in step:
-            await _wait_for_file(Path(step["wait_for_file"]), float(step.get("timeout", 60)))
-        elif "fail" in step:
+        if await timing_step(step, PromptFailed):
+            return
+        if "fail" in step:
             raise PromptFailed(str(step["fail"]))
         elif "exit" in step:
             os._exit(int(step["exit"]))
@@ -219,22 +215,6 @@ class PromptRun:
         else:
             state = {"status": "error", "input": dict(arguments), "error": text, "time": times}
         self._part(message_id, {**base, "state": state}, part_id)
-
-
-async def _wait_for_file(path: Path, limit: float) -> None:
-    deadline = time.monotonic() + limit
-    while not _exists(path):
-        if time.monotonic() > deadline:
-            raise PromptFailed(f"fake: {path} did not appear within {limit:g}s")
-        await asyncio.sleep(0.05)
-
-
-def _exists(path: Path) -> bool:
-    return path.exists()
-
-
-def _touch(path: Path) -> None:
-    path.write_text(str(os.getpid()))
 
 
 def _existing_dir(path: str) -> str | None:

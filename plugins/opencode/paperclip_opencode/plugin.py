@@ -6,17 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from paperclip_hookspecs import hookimpl
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    ProviderCapabilities,
-    ProviderDriver,
-    ProviderKind,
-)
-
-try:
-    from paperclip_hookspecs.providers import BUILTIN_ENDPOINT, ModelAccess
-except ImportError:  # a hook API older than 1.9: the runner reads no model access
-    ModelAccess = None  # type: ignore[assignment,misc]
+from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
+from paperclip_provider_kit.registration import endpoint_access, provider_kind
 
 from paperclip_opencode.config import DEFAULT_COMMAND, OpenCodeSettings
 from paperclip_opencode.driver import OpenCodeDriver
@@ -35,33 +26,25 @@ CAPABILITIES = ProviderCapabilities(
 )
 
 
-def create_driver(context: DriverContext) -> ProviderDriver:
-    """A driver for one run; the server starts with its first turn."""
-    return OpenCodeDriver(context)
-
-
 def model_access(config: Mapping[str, Any]) -> Any:
     """What the config asks of the runner host's model profile (hook API 1.9): its endpoint
     (``builtin`` without ``base_url``), the key variable."""
     settings = OpenCodeSettings.from_config(config)
-    return ModelAccess(
-        endpoints=(settings.base_url or BUILTIN_ENDPOINT,),
-        keys=(settings.env_key,),
-    )
+    return endpoint_access(settings.base_url, settings.env_key)
 
 
 @hookimpl
 def paperclip_providers() -> list[ProviderKind]:
     """The ``opencode`` kind: OpenCode through ``opencode serve`` (HTTP API and events)."""
     return [
-        ProviderKind(
+        provider_kind(
             name="opencode",
             capabilities=CAPABILITIES,
-            create_driver=create_driver,
+            create_driver=OpenCodeDriver,  # one driver a run
             description="OpenCode via `opencode serve`: queued follow-ups, resumable sessions, MCP tools",
             config_schema=CONFIG_SCHEMA,
             launch={"default": DEFAULT_COMMAND},
             probe=probe,
-            **({"model_access": model_access} if ModelAccess is not None else {}),
+            model_access=model_access,
         )
     ]

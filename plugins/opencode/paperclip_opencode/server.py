@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import collections
-import contextlib
-import os
 import re
-import signal
 import socket
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-OUTPUT_LINES = 40
+from paperclip_provider_kit.process import CliProcess, SpawnError
+
 _LISTENING = re.compile(r"listening on (http://[^\s]+)")
 
-
-class SpawnError(Exception):
-    """The server could not be started, or did not listen in time."""
-
-    def __init__(self, message: str, *, missing: bool = False) -> None:
-        super().__init__(message)
-        self.missing = missing
-        """The executable was not found."""
+__all__ = ["ServerProcess", "SpawnError", "free_port"]
 
 
 def free_port() -> int:
@@ -35,12 +25,9 @@ def free_port() -> int:
 class ServerProcess:
     """One ``opencode serve`` (or compatible) process, leading its own process group."""
 
-    def __init__(self, process: asyncio.subprocess.Process, url: str) -> None:
-        self._process = process
+    def __init__(self, cli: CliProcess, url: str) -> None:
+        self._cli = cli
         self.url = url
-        self._output: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
-        self._readers: list[asyncio.Task[None]] = []
-        self._terminated = False
 
     @classmethod
     async def start(
@@ -54,32 +41,29 @@ class ServerProcess:
     ) -> ServerProcess:
         """Start ``argv --port P --hostname 127.0.0.1`` (as ``user``, a ``ProcessUser``, when
         given) and return once it says it listens."""
-        as_user = user.subprocess_kwargs() if user is not None else {}
         port = free_port()
         command = [*argv, "--port", str(port), "--hostname", "127.0.0.1"]
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *command,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=_existing_dir(cwd),
-                start_new_session=True,
-                **as_user,
-            )
-        except FileNotFoundError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc
-        except OSError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: {exc}") from exc
-        self = cls(process, f"http://127.0.0.1:{port}")
+        cli = await CliProcess.start(
+            command,
+            name="opencode",
+            what="output",
+            env=env,
+            cwd=cwd,
+            user=user,
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+        self = cls(cli, f"http://127.0.0.1:{port}")
         listening: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        assert process.stdout is not None and process.stderr is not None
-        self._readers = [
-            asyncio.create_task(self._drain(process.stdout, listening)),
-            asyncio.create_task(self._drain(process.stderr, listening)),
-        ]
-        exited = asyncio.ensure_future(process.wait())
+
+        def line(text: str) -> None:
+            match = _LISTENING.search(text)
+            if match and not listening.done():
+                listening.set_result(match.group(1).rstrip("/"))
+
+        assert cli.process.stdout is not None and cli.process.stderr is not None
+        cli.tail_lines(cli.process.stdout, line)
+        cli.tail_lines(cli.process.stderr, line)
+        exited = asyncio.ensure_future(cli.process.wait())
         try:
             done, _ = await asyncio.wait(
                 {listening, exited}, timeout=startup_timeout, return_when=asyncio.FIRST_COMPLETED
@@ -90,73 +74,27 @@ class ServerProcess:
             self.url = listening.result()
             return self
         await self.terminate(2.0)
-        how = "exited" if process.returncode is not None else "did not listen"
+        how = "exited" if not cli.alive else "did not listen"
         raise SpawnError(
             f"{argv[0]!r} {how} within {startup_timeout:g}s; output: {self.output_tail()}"
         )
 
     @property
     def pid(self) -> int:
-        return self._process.pid
+        return self._cli.process.pid
 
     @property
     def alive(self) -> bool:
-        return self._process.returncode is None
+        return self._cli.alive
 
     def output_tail(self) -> str:
         """The last lines the process wrote (stdout and stderr)."""
-        return "\n".join(self._output)
+        return self._cli.tail.text()
 
     async def exit_description(self) -> str:
         """How the process ended, for error messages."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._process.wait()), 1.0)
-        code = self._process.returncode
-        if code is None:
-            status = "stopped answering (still running)"
-        elif code < 0:
-            status = f"was killed by signal {-code}"
-        else:
-            status = f"exited with status {code}"
-        tail = self.output_tail()
-        return f"opencode {status}" + (f"; output: {tail}" if tail else "")
+        return await self._cli.describe_exit()
 
     async def terminate(self, grace_seconds: float) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_seconds``. Idempotent."""
-        if not self._terminated:
-            self._terminated = True
-            if self._process.returncode is None:
-                self._signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(self._process.wait(), grace_seconds)
-                except TimeoutError:
-                    self._signal(signal.SIGKILL)
-            # Children that outlived their leader (a shell the model started) go too.
-            self._signal(signal.SIGKILL)
-        await self._process.wait()
-        for reader in self._readers:
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
-
-    def _signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signum)
-
-    async def _drain(self, stream: asyncio.StreamReader, listening: asyncio.Future[str]) -> None:
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:
-                continue
-            if not line:
-                return
-            text = line.decode(errors="replace").rstrip()
-            self._output.append(text)
-            match = _LISTENING.search(text)
-            if match and not listening.done():
-                listening.set_result(match.group(1).rstrip("/"))
-
-
-def _existing_dir(path: str | None) -> str | None:
-    return path if path and os.path.isdir(path) else None
+        await self._cli.stop(grace_seconds)

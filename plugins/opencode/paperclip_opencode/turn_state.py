@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from paperclip_provider_kit.values import dig
+
 Outcome = Literal["completed", "failed", "interrupted"]
 ABORTED = "MessageAbortedError"
 
@@ -63,7 +65,7 @@ class TurnTracker:
         elif kind == "session.error":
             self._session_error(props.get("error"))
         elif kind == "session.idle" or (
-            kind == "session.status" and _dig(props, "status", "type") == "idle"
+            kind == "session.status" and dig(props, "status", "type") == "idle"
         ):
             return self._at_idle()
         return None
@@ -91,7 +93,7 @@ class TurnTracker:
             return
         message_id = str(info["id"])
         if info.get("role") == "user":
-            created = _dig(info, "time", "created")
+            created = dig(info, "time", "created")
             if isinstance(created, (int, float)) and created < self.since_ms:
                 return
             if message_id not in self.users:
@@ -104,7 +106,7 @@ class TurnTracker:
         error = info.get("error")
         if isinstance(error, Mapping):
             self._session_error(error)
-        if isinstance(_dig(info, "time", "completed"), (int, float)):
+        if isinstance(dig(info, "time", "completed"), (int, float)):
             parent = info.get("parentID")
             if isinstance(parent, str):
                 self.answered.add(parent)
@@ -131,13 +133,5 @@ class TurnTracker:
         if name == ABORTED:
             self.aborted = True
             return
-        message = _dig(error, "data", "message") or error.get("message") or name
+        message = dig(error, "data", "message") or error.get("message") or name
         self.error = f"{name}: {message}"
-
-
-def _dig(value: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value

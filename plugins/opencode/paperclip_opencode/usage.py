@@ -14,22 +14,12 @@ tokens. The key is the message id.
 
 from __future__ import annotations
 
-import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from paperclip_hookspecs.providers import DriverContext
+from paperclip_provider_kit.reports import TurnUsage, UsageReports, cost_micros, count
 
-try:
-    from paperclip_hookspecs.usage import TurnUsage
-except ImportError:  # a hook API before 1.8: there is nothing to report to
-    TurnUsage = None  # type: ignore[assignment, misc, unused-ignore]
-
-logger = logging.getLogger(__name__)
-
-REMEMBERED = 4096
-"""Keys of reported responses kept per driver, to report each once (bounded, oldest out)."""
+__all__ = ["UsageReports", "message_usage"]
 
 
 def message_usage(info: Any) -> Any:
@@ -42,43 +32,14 @@ def message_usage(info: Any) -> Any:
     if not isinstance(info.get("id"), str) or not isinstance(tokens, Mapping):
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), Mapping) else {}
-    read, write = _count(cache.get("read")), _count(cache.get("write"))
-    reasoning = _count(tokens.get("reasoning"))
-    cost = info.get("cost")
-    dollars = cost if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0
+    read, write = count(cache.get("read")), count(cache.get("write"))
+    reasoning = count(tokens.get("reasoning"))
     return TurnUsage(
         key=str(info["id"]),
         model=str(info.get("modelID") or ""),
-        input_tokens=_count(tokens.get("input")) + read + write,
+        input_tokens=count(tokens.get("input")) + read + write,
         cached_input_tokens=read,
-        output_tokens=_count(tokens.get("output")) + reasoning,
+        output_tokens=count(tokens.get("output")) + reasoning,
         reasoning_tokens=reasoning,
-        cost_micros=round(dollars * 1_000_000) if dollars > 0 else None,
+        cost_micros=cost_micros(info.get("cost")),
     )
-
-
-class UsageReports:
-    """Hands each response's usage to the runner once (``DriverContext.report_usage``)."""
-
-    def __init__(self, context: DriverContext) -> None:
-        # A runner of a hook API before 1.8 has no report_usage: nothing is reported.
-        self._report = getattr(context, "report_usage", None)
-        self._sent: OrderedDict[str, None] = OrderedDict()
-
-    async def send(self, usage: Any) -> None:
-        """Report ``usage`` (a TurnUsage) unless it is empty or this driver reported its key."""
-        if usage is None or self._report is None or usage.key in self._sent:
-            return
-        if not (usage.input_tokens or usage.output_tokens or usage.cost_micros):
-            return  # a response that used nothing (refused, or aborted before it began)
-        self._sent[usage.key] = None
-        while len(self._sent) > REMEMBERED:
-            self._sent.popitem(last=False)
-        try:
-            await self._report(usage)
-        except Exception:  # a report that cannot be sent must not fail the turn
-            logger.warning("the usage of %s could not be reported", usage.key, exc_info=True)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

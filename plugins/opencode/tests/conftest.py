@@ -6,9 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from paperclip_hookspecs.providers import DriverContext
 from paperclip_opencode.driver import OpenCodeDriver
-from paperclip_provider_kit.testing import ScriptFolder
+from paperclip_provider_kit.testing import ScriptFolder, driver_on_fake, script_folder
 
 # The kit's fixtures: tool_server, events, state_dir.
 pytest_plugins = ["paperclip_provider_kit.fixtures"]
@@ -19,18 +18,10 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def fake(tmp_path: Path) -> ScriptFolder:
     """The fake server's files: a script per model, and its log."""
-    folder = tmp_path / "fake"
-    folder.mkdir()
-    return ScriptFolder(folder, "paperclip_opencode.fake_server")
+    return script_folder(tmp_path, "paperclip_opencode.fake_server")
 
 
 @pytest.fixture
 async def driver(state_dir: Path, fake: ScriptFolder) -> AsyncIterator[OpenCodeDriver]:
-    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
-    opencode = OpenCodeDriver(
-        DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
-    )
-    try:
-        yield opencode
-    finally:
-        await opencode.close()
+    async with driver_on_fake(OpenCodeDriver, state_dir, fake, PLUGIN_ROOT) as driver:
+        yield driver

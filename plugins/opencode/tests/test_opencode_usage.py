@@ -3,60 +3,38 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
-from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
+from paperclip_hookspecs.providers import TurnInput
 from paperclip_opencode.driver import OpenCodeDriver
 from paperclip_opencode.usage import UsageReports, message_usage
-from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import (
+    WAIT,
+    Events,
+    Reported,
+    ToolServer,
+    counts,
+    fake_context,
+    scripted_turn,
+    usage_log,
+)
 from paperclip_provider_kit.testing import ScriptFolder as Fake
+from paperclip_provider_kit.usage import COUNTS
 
 TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 1.8").TurnUsage
 
 pytestmark = pytest.mark.process
 
 PLUGIN_ROOT = Path(__file__).resolve().parents[1]
-COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
-
-
-class Reported(list[Any]):
-    """``DriverContext.report_usage``: keeps what the driver reported."""
-
-    async def __call__(self, usage: Any) -> None:
-        self.append(usage)
-
-
-def counts(usages: list[Any]) -> list[dict[str, int]]:
-    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
-
-
-def sent(fake: Fake) -> list[dict[str, Any]]:
-    """What the fake sent, response by response (its log): message id, counts, cost."""
-    return [e for e in fake.log() if e["type"] == "usage"]
 
 
 def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> OpenCodeDriver:
-    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
-    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
-    return OpenCodeDriver(dataclasses.replace(context, report_usage=reported))
+    return OpenCodeDriver(fake_context(state_dir, fake, PLUGIN_ROOT, report_usage=reported))
 
 
 def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
-    return TurnInput(
-        run_id="run-1",
-        prompt="Fix the build",
-        cwd=str(state_dir),
-        session_ref=session_ref,
-        mcp=McpEndpoint("paperclip", tools.url, TOKEN),
-        config={
-            "base_url": "http://127.0.0.1:9/v1",
-            "model": "m1",
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-        },
-    )
+    return scripted_turn(state_dir, tools, session_ref=session_ref, system="")
 
 
 async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
@@ -94,7 +72,7 @@ async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
     finally:
         await driver.close()
 
-    fake_sent = sent(fake)
+    fake_sent = usage_log(fake)
     assert first_turn == 2 and len(fake_sent) == 3
     # OpenCode sent each completed answer twice: each is reported once, by its message id.
     completed = [
@@ -133,7 +111,7 @@ async def test_a_new_server_on_the_same_session_reports_only_the_new_answers(
     finally:
         await driver.close()
     assert (done.status, again.status) == ("completed", "completed")
-    assert [u.key for u in first + second] == [s["messageID"] for s in sent(fake)]
+    assert [u.key for u in first + second] == [s["messageID"] for s in usage_log(fake)]
     assert len(first) == len(second) == 1
 
 

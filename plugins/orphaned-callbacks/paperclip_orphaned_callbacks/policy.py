@@ -13,59 +13,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from paperclip_hookspecs.recovery import (
     OwnerProof,
     OwnerRef,
+    PendingCallback,
     RecoveryCandidate,
-    RecoveryContext,
     RecoveryPort,
     Settlement,
     SettlementOutcome,
 )
+from paperclip_recovery_kit import PortPolicy
 
 NAME = "orphaned_tool_callbacks"
 
 
-def _port(ctx: RecoveryContext) -> RecoveryPort:
-    if ctx.port is None:
-        raise RuntimeError("the reconciler gave no control-plane port (hook API 1.5 needed)")
-    return ctx.port
-
-
 @dataclass(frozen=True, slots=True)
-class OrphanedCallbacksPolicy:
+class OrphanedCallbacksPolicy(PortPolicy):
+    """The ``orphaned_tool_callbacks`` policy (port of hook API 1.5)."""
+
     name: str = NAME
+    hook_api = "1.5"
 
-    async def list_candidates(
-        self, ctx: RecoveryContext, limit: int
-    ) -> Sequence[RecoveryCandidate]:
-        return [
-            RecoveryCandidate(
-                kind=self.name,
-                key=callback.input_id,
-                company_id=callback.company_id,
-                run_id=callback.run_id,
-                owner=OwnerRef(callback.admitted_by, callback.admitted_epoch),
-                facts={"tool": callback.tool_name, "epoch": callback.epoch},
-            )
-            for callback in await _port(ctx).pending_callbacks(limit)
-        ]
+    async def pending(self, port: RecoveryPort, limit: int) -> Sequence[PendingCallback]:
+        return await port.pending_callbacks(limit)
 
-    async def prove_owner_gone(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate
-    ) -> OwnerProof:
+    def to_candidate(self, item: Any) -> RecoveryCandidate:
+        owner = OwnerRef(item.admitted_by, item.admitted_epoch)
+        facts = {"tool": item.tool_name, "epoch": item.epoch}
+        return self.candidate(item, item.input_id, owner, facts)
+
+    async def prove(self, port: RecoveryPort, candidate: RecoveryCandidate) -> OwnerProof:
         epoch = int(candidate.facts["epoch"])
         admitted = candidate.owner.epoch if candidate.owner is not None else epoch
         if admitted >= epoch:
             return OwnerProof(False, f"admitted at the run's current epoch {epoch}")
         return OwnerProof(True, f"the run's fence moved from epoch {admitted} to {epoch}", epoch)
 
-    async def settle(
-        self, ctx: RecoveryContext, candidate: RecoveryCandidate, proof: OwnerProof
+    async def settle_with(
+        self, port: RecoveryPort, candidate: RecoveryCandidate, proof: OwnerProof
     ) -> Settlement:
         assert candidate.run_id is not None and proof.epoch is not None
-        done = await _port(ctx).recover_callbacks(candidate.run_id, epoch=proof.epoch)
+        done = await port.recover_callbacks(candidate.run_id, epoch=proof.epoch)
         if done.pending:
             return Settlement(SettlementOutcome.KEPT, f"{done.pending} input(s) still pending")
         return Settlement(SettlementOutcome.SETTLED, f"{done.settled} input(s) settled")

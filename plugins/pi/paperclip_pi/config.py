@@ -10,12 +10,12 @@ the variable form is ever written.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+
+from paperclip_provider_kit.config import ConfigError, EndpointSettings, checked_values, choice
 
 DEFAULT_COMMAND: tuple[str, ...] = ("pi",)
 """The ``default`` launch profile; the driver appends ``--mode rpc`` and the run's flags."""
@@ -51,76 +51,32 @@ TIMEOUT_BOUNDS = {
 APIS = ("openai-completions", "openai-responses")
 THINKING = ("off", "minimal", "low", "medium", "high")
 
-_PROFILE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_MODEL = re.compile(r"^[A-Za-z0-9_.:@+-][A-Za-z0-9_.:/@+-]{0,199}$")
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
-_URL = re.compile(r"^https?://[^\s/]+(/\S*)?$")
 
-ResumeFallback = Literal["fail", "fresh"]
-
-
-class ConfigError(ValueError):
-    """The agent's provider configuration is not usable; the message says which key and why."""
+__all__ = ["ConfigError", "PiSettings"]
 
 
 @dataclass(frozen=True, slots=True)
-class PiSettings:
+class PiSettings(EndpointSettings):
     """The agent's provider configuration, validated. Build it with :meth:`from_config`."""
 
-    launch: str = "default"
-    base_url: str | None = None
     api: str = "openai-completions"
-    model: str | None = None
-    env_key: str = "OPENAI_API_KEY"
     thinking: str | None = None
-    resume_fallback: ResumeFallback = "fail"
-    request_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
-    close_timeout_seconds: float = 5.0
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PiSettings:
         """Validate a provider configuration mapping; raise :class:`ConfigError` on bad input."""
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(config) - known)
-        if unknown:
-            hint = ""
-            if "command" in unknown:
-                hint = "; the runner host decides the command (an agent selects 'launch')"
-            raise ConfigError(
-                f"unknown pi config key(s): {', '.join(unknown)}; "
-                f"known: {', '.join(sorted(known))}{hint}"
-            )
-        values: dict[str, Any] = {}
-        if "launch" in config:
-            values["launch"] = _matching("launch", config["launch"], _PROFILE, "a profile name")
-        if config.get("base_url") is not None:
-            values["base_url"] = _matching("base_url", config["base_url"], _URL, "an http(s) URL")
-            if len(values["base_url"]) > 2000:
-                raise ConfigError("base_url must be at most 2000 characters")
-        if config.get("model") is not None:
-            values["model"] = _matching("model", config["model"], _MODEL, "a model name")
-        if "env_key" in config:
-            values["env_key"] = env_key(config["env_key"])
-        for key, choices in (
-            ("api", APIS),
-            ("resume_fallback", ("fail", "fresh")),
-        ):
-            if key in config:
-                if config[key] not in choices:
-                    raise ConfigError(f"{key} must be one of {', '.join(choices)}")
-                values[key] = config[key]
+        values = checked_values(
+            "pi",
+            config,
+            cls.__dataclass_fields__,
+            choices={"api": APIS, "resume_fallback": ("fail", "fresh")},
+            bounds=TIMEOUT_BOUNDS,
+            hint="; the runner host decides the command (an agent selects 'launch')"
+            if "command" in config
+            else "",
+        )
         if config.get("thinking") is not None:
-            if config["thinking"] not in THINKING:
-                raise ConfigError(f"thinking must be one of {', '.join(THINKING)}")
-            values["thinking"] = config["thinking"]
-        for key in ("request_timeout_seconds", "close_timeout_seconds"):
-            if key in config:
-                values[key] = seconds(key, config[key])
-        if config.get("turn_timeout_seconds") is not None:
-            values["turn_timeout_seconds"] = seconds(
-                "turn_timeout_seconds", config["turn_timeout_seconds"]
-            )
+            values["thinking"] = choice("thinking", config["thinking"], THINKING)
         return cls(**values)
 
     def models_document(self) -> dict[str, Any]:
@@ -150,33 +106,3 @@ class PiSettings:
         if self.thinking is not None:
             doc["defaultThinkingLevel"] = self.thinking
         return doc
-
-
-def env_key(value: Any) -> str:
-    """The variable Pi reads the model key from: a model key, never the runner's own secrets."""
-    if (
-        not isinstance(value, str)
-        or not _ENV_NAME.match(value)
-        or not value.endswith("_API_KEY")
-        or value.startswith("PAPERCLIP_")
-    ):
-        raise ConfigError(
-            "env_key must name the variable holding the endpoint's key: upper case, "
-            "ending in _API_KEY, not a PAPERCLIP_ variable (e.g. OPENAI_API_KEY)"
-        )
-    return value
-
-
-def seconds(key: str, value: Any) -> float:
-    low, high = TIMEOUT_BOUNDS[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-        raise ConfigError(f"{key} must be a number of seconds")
-    if not low <= value <= high:
-        raise ConfigError(f"{key} must be between {low:g} and {high:g} seconds")
-    return float(value)
-
-
-def _matching(key: str, value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ConfigError(f"{key} must be {what} matching {pattern.pattern}")
-    return value

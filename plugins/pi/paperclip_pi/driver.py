@@ -16,7 +16,6 @@ import contextlib
 import json
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -30,6 +29,9 @@ from paperclip_hookspecs.providers import (
     TurnInput,
     TurnResult,
 )
+from paperclip_provider_kit.config import write_atomic
+from paperclip_provider_kit.errors import ErrorCode, TurnAborted
+from paperclip_provider_kit.turns import TurnGate, failed
 
 from paperclip_pi.config import (
     DEFAULT_COMMAND,
@@ -41,7 +43,6 @@ from paperclip_pi.config import (
     ConfigError,
     PiSettings,
 )
-from paperclip_pi.errors import ErrorCode, TurnAborted, error_text
 from paperclip_pi.probe import install_hint
 from paperclip_pi.rpc import CommandFailed, RpcProcess, SpawnError
 from paperclip_pi.usage import UsageReports, message_usage
@@ -72,9 +73,8 @@ class PiDriver:
         self._session: str | None = None
         self._settings = PiSettings()
         self._usage = UsageReports(context)
-        self._running = False
+        self._gate = TurnGate()
         self._aborted = False
-        self._closed = False
 
     @property
     def command(self) -> tuple[str, ...]:
@@ -85,22 +85,14 @@ class PiDriver:
 
     async def run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
         """Run one prompt to ``agent_end``; Pi's events go to ``emit`` in order."""
-        if self._closed:
-            return _failed(turn.session_ref, ErrorCode.DRIVER_CLOSED, "the driver is closed")
-        if self._running:
-            return _failed(turn.session_ref, ErrorCode.TURN_IN_PROGRESS, "a turn is running")
-        self._running, self._aborted = True, False
-        try:
-            return await self._run_turn(turn, emit)
-        except TurnAborted as exc:
-            return _failed(self._session or turn.session_ref, exc.code, exc.message)
-        finally:
-            self._running = False
+        return await self._gate.run(
+            turn.session_ref, lambda: self._run_turn(turn, emit), lambda: self._session
+        )
 
     async def steer(self, message_id: str, text: str) -> bool:
         """Pi's ``steer``: read by the model before its next call in this turn."""
         process = self._process
-        if not self._running or process is None:
+        if not self._gate.running or process is None:
             return False
         try:
             await process.command("steer", self._settings.request_timeout_seconds, message=text)
@@ -112,19 +104,20 @@ class PiDriver:
     async def interrupt(self) -> None:
         """Pi's ``abort``; the turn then ends ``interrupted``."""
         process = self._process
-        if self._running and process is not None:
+        if self._gate.running and process is not None:
             self._aborted = True
             with contextlib.suppress(CommandFailed):
                 await process.command("abort", self._settings.request_timeout_seconds)
 
     async def close(self) -> None:
         """Stop Pi (SIGTERM, then SIGKILL). Idempotent."""
-        self._closed = True
+        self._gate.closed = True
         await self._stop()
 
     # The turn
 
     async def _run_turn(self, turn: TurnInput, emit: EventSink) -> TurnResult:
+        self._aborted = False
         try:
             settings = PiSettings.from_config(turn.config)
         except ConfigError as exc:
@@ -151,7 +144,7 @@ class PiDriver:
             return TurnResult("interrupted", session_ref=session)
         if reason == "error":
             message = str(last.get("errorMessage") or "the model call failed") if last else ""
-            return _failed(session, ErrorCode.TURN_FAILED, message)
+            return failed(session, ErrorCode.TURN_FAILED, message)
         return TurnResult("completed", session_ref=session, answer=_answer(last))
 
     async def _follow(
@@ -239,7 +232,7 @@ class PiDriver:
             ):
                 return self._process
         await self._stop()
-        if self._closed:
+        if self._gate.closed:
             raise TurnAborted(ErrorCode.DRIVER_CLOSED, "the driver was closed")
         try:
             for path, content in launch.files:
@@ -358,17 +351,5 @@ def _give_pi_folder(root: Path, user: Any) -> None:
 
 
 def _write(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
     # A fresh name (O_EXCL), never one the provider's user could have put a link at.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _failed(session_ref: str | None, code: ErrorCode, message: str) -> TurnResult:
-    return TurnResult(status="failed", session_ref=session_ref, error=error_text(code, message))
+    write_atomic(path, content)

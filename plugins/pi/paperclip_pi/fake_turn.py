@@ -19,11 +19,11 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 try:
     from paperclip_provider_kit.mcp_client import call_tool
+    from paperclip_provider_kit.script import timing_step
     from paperclip_provider_kit.usage import ScriptedUsage
 except ImportError:  # an install without the extra
     raise SystemExit("the fake Pi needs its extra: pip install 'paperclip-pi[fake]'") from None
@@ -138,13 +138,9 @@ class AgentRun:
             self._user(text)
 
     async def _step(self, step: Mapping[str, Any]) -> None:
-        if "sleep" in step:
-            await asyncio.sleep(float(step["sleep"]))
-        elif "touch_file" in step:
-            _touch(Path(step["touch_file"]))
-        elif "wait_for_file" in step:
-            await _wait_for_file(Path(step["wait_for_file"]), float(step.get("timeout", 60)))
-        elif "fail" in step:
+        if await timing_step(step, StepFailed):
+            return
+        if "fail" in step:
             raise StepFailed(str(step["fail"]))
         elif "exit" in step:
             os._exit(int(step["exit"]))
@@ -285,19 +281,3 @@ class AgentRun:
                 "followUp": list(self.follow_ups),
             }
         )
-
-
-async def _wait_for_file(path: Path, limit: float) -> None:
-    deadline = time.monotonic() + limit
-    while not _exists(path):
-        if time.monotonic() > deadline:
-            raise StepFailed(f"fake: {path} did not appear within {limit:g}s")
-        await asyncio.sleep(0.05)
-
-
-def _exists(path: Path) -> bool:
-    return path.exists()
-
-
-def _touch(path: Path) -> None:
-    path.write_text(str(os.getpid()))

@@ -11,26 +11,17 @@ blocks Pi until answered: a headless run answers ``cancelled`` at once.
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import itertools
 import json
-import os
-import signal
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-STREAM_LIMIT = 16 * 1024 * 1024
-OUTPUT_LINES = 40
+from paperclip_provider_kit.process import CliProcess, SpawnError
+
 DIALOGS = frozenset({"select", "confirm", "input", "editor"})
 
-
-class SpawnError(Exception):
-    """Pi could not be started."""
-
-    def __init__(self, message: str, *, missing: bool = False) -> None:
-        super().__init__(message)
-        self.missing = missing
+__all__ = ["CommandFailed", "RpcProcess", "SpawnError"]
 
 
 class CommandFailed(Exception):
@@ -43,43 +34,23 @@ class RpcProcess:
     ``events`` ends with None when the process's stdout closes.
     """
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self._process = process
+    def __init__(self, cli: CliProcess) -> None:
+        self._cli = cli
+        self._process = cli.process
         self.events: asyncio.Queue[Mapping[str, Any] | None] = asyncio.Queue()
         self._waiting: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
         self._ids = itertools.count(1)
-        self._stderr: collections.deque[str] = collections.deque(maxlen=OUTPUT_LINES)
-        self._tasks: list[asyncio.Task[None]] = []
         self._write_lock = asyncio.Lock()
-        self._terminated = False
 
     @classmethod
     async def spawn(
         cls, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None, user: Any = None
     ) -> RpcProcess:
         """Start ``argv`` (as ``user``, a ``ProcessUser``, when given)."""
-        as_user = user.subprocess_kwargs() if user is not None else {}
-        try:
-            process = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=dict(env),
-                cwd=_existing_dir(cwd),
-                limit=STREAM_LIMIT,
-                start_new_session=True,  # its children (the model's shells) go with it
-                **as_user,
-            )
-        except FileNotFoundError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: not found", missing=True) from exc
-        except OSError as exc:
-            raise SpawnError(f"cannot start {argv[0]!r}: {exc}") from exc
-        self = cls(process)
-        self._tasks = [
-            asyncio.create_task(self._read_stdout(), name="pi-stdout"),
-            asyncio.create_task(self._read_stderr(), name="pi-stderr"),
-        ]
+        self = cls(await CliProcess.start(argv, name="pi", env=env, cwd=cwd, user=user))
+        assert self._process.stderr is not None
+        self._cli.watch(self._read_stdout())
+        self._cli.tail_lines(self._process.stderr)
         return self
 
     @property
@@ -114,44 +85,17 @@ class RpcProcess:
                 raise CommandFailed(f"pi's stdin is closed: {exc}") from None
 
     def stderr_tail(self) -> str:
-        return "\n".join(self._stderr)
+        return self._cli.tail.text()
 
     async def exit_description(self) -> str:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._process.wait()), 1.0)
-        code = self._process.returncode
-        if code is None:
-            status = "stopped answering (still running)"
-        elif code < 0:
-            status = f"was killed by signal {-code}"
-        else:
-            status = f"exited with status {code}"
-        tail = self.stderr_tail()
-        return f"pi {status}" + (f"; stderr: {tail}" if tail else "")
+        return await self._cli.describe_exit()
 
     async def terminate(self, grace_seconds: float) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace_seconds``. Idempotent."""
-        if not self._terminated:
-            self._terminated = True
-            if self._process.stdin is not None:
-                with contextlib.suppress(Exception):
-                    self._process.stdin.close()
-            if self._process.returncode is None:
-                self._signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(self._process.wait(), grace_seconds)
-                except TimeoutError:
-                    pass
-            self._signal(signal.SIGKILL)  # and whatever it started
-        await self._process.wait()
-        for task in self._tasks:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    def _signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self._process.pid, signum)
+        if self._process.stdin is not None:
+            with contextlib.suppress(Exception):
+                self._process.stdin.close()
+        await self._cli.stop(grace_seconds)
 
     async def _read_stdout(self) -> None:
         stream = self._process.stdout
@@ -188,19 +132,3 @@ class RpcProcess:
                     {"type": "extension_ui_response", "id": message.get("id"), "cancelled": True}
                 )
         await self.events.put(message)
-
-    async def _read_stderr(self) -> None:
-        stream = self._process.stderr
-        assert stream is not None
-        while True:
-            try:
-                line = await stream.readline()
-            except ValueError:
-                continue
-            if not line:
-                return
-            self._stderr.append(line.decode(errors="replace").rstrip())
-
-
-def _existing_dir(path: str | None) -> str | None:
-    return path if path and os.path.isdir(path) else None

@@ -9,56 +9,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from paperclip_provider_kit import schema
+
 from paperclip_pi.config import APIS, THINKING, TIMEOUT_BOUNDS
 
-
-def _seconds(key: str, description: str, nullable: bool = False) -> dict[str, Any]:
-    low, high = TIMEOUT_BOUNDS[key]
-    return {
-        "type": ["number", "null"] if nullable else "number",
-        "minimum": low,
-        "maximum": high,
-        "description": description,
-    }
-
-
-CONFIG_SCHEMA: dict[str, Any] = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "Pi provider config",
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "launch": {
-            "type": "string",
-            "pattern": "^[A-Za-z0-9_.-]{1,64}$",
-            "description": "A launch profile of the runner, by name (default: 'default').",
-        },
-        "base_url": {
-            "type": ["string", "null"],
-            "maxLength": 2000,
-            "pattern": "^https?://[^\\s/]+(/\\S*)?$",
-            "description": "An OpenAI-compatible endpoint, e.g. .../v1.",
-        },
+CONFIG_SCHEMA: dict[str, Any] = schema.config_schema(
+    "Pi provider config",
+    {
+        "launch": schema.LAUNCH,
+        "base_url": schema.base_url("An OpenAI-compatible endpoint, e.g. .../v1."),
         "api": {"enum": list(APIS), "description": "Which OpenAI wire base_url speaks."},
-        "model": {
-            "type": ["string", "null"],
-            "pattern": "^[A-Za-z0-9_.:@+-][A-Za-z0-9_.:/@+-]{0,199}$",
-            "description": "The model: its name at base_url, or Pi's 'provider/model'.",
-        },
-        "env_key": {
-            "type": "string",
-            "pattern": "^(?!PAPERCLIP_)[A-Z][A-Z0-9_]{0,55}_API_KEY$",
-            "description": "The runner's environment variable holding the endpoint's key.",
-        },
+        "model": schema.model("The model: its name at base_url, or Pi's 'provider/model'."),
+        "env_key": schema.ENV_KEY,
         "thinking": {"enum": [*THINKING, None], "description": "Pi's thinking level."},
-        "resume_fallback": {
-            "enum": ["fail", "fresh"],
-            "description": "When the session to resume is gone: fail the turn, or start afresh.",
-        },
-        "request_timeout_seconds": _seconds("request_timeout_seconds", "Bound on every command."),
-        "turn_timeout_seconds": _seconds(
-            "turn_timeout_seconds", "Abort a turn that runs longer.", nullable=True
+        "resume_fallback": schema.RESUME_FALLBACK,
+        "request_timeout_seconds": schema.seconds(
+            TIMEOUT_BOUNDS, "request_timeout_seconds", "Bound on every command."
         ),
-        "close_timeout_seconds": _seconds("close_timeout_seconds", "SIGTERM to SIGKILL grace."),
+        "turn_timeout_seconds": schema.seconds(
+            TIMEOUT_BOUNDS, "turn_timeout_seconds", "Abort a turn that runs longer.", nullable=True
+        ),
+        "close_timeout_seconds": schema.seconds(
+            TIMEOUT_BOUNDS, "close_timeout_seconds", "SIGTERM to SIGKILL grace."
+        ),
     },
-}
+)

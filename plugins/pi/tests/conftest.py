@@ -6,9 +6,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from paperclip_hookspecs.providers import DriverContext
 from paperclip_pi.driver import PiDriver
-from paperclip_provider_kit.testing import ScriptFolder
+from paperclip_provider_kit.testing import ScriptFolder, driver_on_fake, script_folder
 
 # The kit's fixtures: tool_server, events, state_dir.
 pytest_plugins = ["paperclip_provider_kit.fixtures"]
@@ -19,16 +18,10 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def fake(tmp_path: Path) -> ScriptFolder:
     """The fake Pi's files: a script per model, and its log."""
-    folder = tmp_path / "fake"
-    folder.mkdir()
-    return ScriptFolder(folder, "paperclip_pi.fake_pi")
+    return script_folder(tmp_path, "paperclip_pi.fake_pi")
 
 
 @pytest.fixture
 async def driver(state_dir: Path, fake: ScriptFolder) -> AsyncIterator[PiDriver]:
-    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
-    pi = PiDriver(DriverContext(state_dir=str(state_dir), env=env, command=fake.command()))
-    try:
-        yield pi
-    finally:
-        await pi.close()
+    async with driver_on_fake(PiDriver, state_dir, fake, PLUGIN_ROOT) as driver:
+        yield driver

@@ -6,29 +6,16 @@ import asyncio
 import os
 
 import pytest
-from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
+from paperclip_hookspecs.providers import DriverContext, TurnInput
 from paperclip_pi.driver import PiDriver
-from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import WAIT, Events, ToolServer, scripted_turn
 from paperclip_provider_kit.testing import ScriptFolder as Fake
 
 pytestmark = pytest.mark.process
 
 
 def turn(state_dir, tool_server: ToolServer | None, **extra) -> TurnInput:
-    mcp = McpEndpoint("paperclip", tool_server.url, TOKEN) if tool_server else None
-    fields = {
-        "run_id": "run-1",
-        "prompt": "Fix the build",
-        "cwd": str(state_dir),
-        "mcp": mcp,
-        "config": {
-            "base_url": "http://127.0.0.1:9/v1",
-            "model": "m1",
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-        },
-        "system": "Standing rules.",
-    }
-    return TurnInput(**{**fields, **extra})
+    return scripted_turn(state_dir, tool_server, **extra)
 
 
 async def test_a_turn_calls_the_runs_tools_and_ends_with_its_answer(

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
-from typing import Any
 
 import pytest
-from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
+from paperclip_hookspecs.providers import TurnInput
 from paperclip_pi.driver import PiDriver
 from paperclip_pi.usage import UsageReports, message_usage
-from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
+from paperclip_provider_kit.testing import (
+    WAIT,
+    Events,
+    Reported,
+    ToolServer,
+    counts,
+    fake_context,
+    scripted_turn,
+    usage_log,
+)
 from paperclip_provider_kit.testing import ScriptFolder as Fake
 
 TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 1.8").TurnUsage
@@ -23,41 +30,12 @@ COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens")
 """What Pi reports: it counts reasoning tokens within the output, not apart."""
 
 
-class Reported(list[Any]):
-    """``DriverContext.report_usage``: keeps what the driver reported."""
-
-    async def __call__(self, usage: Any) -> None:
-        self.append(usage)
-
-
-def counts(usages: list[Any]) -> list[dict[str, int]]:
-    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
-
-
-def sent(fake: Fake) -> list[dict[str, Any]]:
-    """What the fake sent, response by response (its log): response id, counts, cost."""
-    return [e for e in fake.log() if e["type"] == "usage"]
-
-
 def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> PiDriver:
-    env = {"PYTHONPATH": str(PLUGIN_ROOT), "SCRIPTED_MODEL_API_KEY": "dummy"}
-    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
-    return PiDriver(dataclasses.replace(context, report_usage=reported))
+    return PiDriver(fake_context(state_dir, fake, PLUGIN_ROOT, report_usage=reported))
 
 
 def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
-    return TurnInput(
-        run_id="run-1",
-        prompt="Fix the build",
-        cwd=str(state_dir),
-        session_ref=session_ref,
-        mcp=McpEndpoint("paperclip", tools.url, TOKEN),
-        config={
-            "base_url": "http://127.0.0.1:9/v1",
-            "model": "m1",
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-        },
-    )
+    return scripted_turn(state_dir, tools, session_ref=session_ref, system="")
 
 
 async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
@@ -80,13 +58,13 @@ async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
         await driver.close()
     assert result.status == "completed", result.error
 
-    fake_sent = sent(fake)
+    fake_sent = usage_log(fake)
     assert len(fake_sent) == 3
     # The same message comes again at turn_end and agent_end: it is reported once, at its end.
     assert [u.key.split(":")[1] for u in reported] == [s["responseId"] for s in fake_sent]
     assert len({u.key for u in reported}) == 3
-    assert counts(reported) == [{key: s[key] for key in COUNTS} for s in fake_sent]
-    assert counts(reported)[0] == {k: v for k, v in priced.items() if k in COUNTS}
+    assert counts(reported, COUNTS) == [{key: s[key] for key in COUNTS} for s in fake_sent]
+    assert counts(reported, COUNTS)[0] == {k: v for k, v in priced.items() if k in COUNTS}
     # Pi's own cost, in micro-dollars; none where it knew no price (0).
     assert [(u.cost_micros, u.model, u.reasoning_tokens) for u in reported] == [
         (20_000, "m1", 0),
@@ -114,7 +92,9 @@ async def test_a_resumed_session_reports_only_its_new_responses(
         await driver.close()
     assert (done.status, again.status) == ("completed", "completed")
     assert again.session_ref == done.session_ref
-    assert [u.key.split(":")[1] for u in first + second] == [s["responseId"] for s in sent(fake)]
+    assert [u.key.split(":")[1] for u in first + second] == [
+        s["responseId"] for s in usage_log(fake)
+    ]
     assert len(first) == len(second) == 1
     # The session's second response, not its first again: its usage is its own.
     assert counts(second) != counts(first)

@@ -1,15 +1,29 @@
-"""What Paperclip's provider plugins share for their fakes and tests.
+"""The shared runtime base of Paperclip's provider plugins, and what their fakes and tests share.
 
-- :mod:`paperclip_provider_kit.mcp_client`: lists and calls a run's tools over
-  MCP streamable HTTP, as OpenCode, Pi's extension and a gateway do; the fake
-  providers use it, so their tool traffic is the real protocol.
-- :mod:`paperclip_provider_kit.usage`: a fake's scripted usage, what each
-  of its responses says it used.
-- :mod:`paperclip_provider_kit.testing` and :mod:`paperclip_provider_kit.fixtures`
+A provider package holds what is its CLI's own (its protocol, its driver, its
+fake); what every provider needs lives here once:
+
+- :mod:`~paperclip_provider_kit.probe`: ``paperclip doctor``'s look at a CLI.
+- :mod:`~paperclip_provider_kit.errors`: the machine-readable codes of a failed turn.
+- :mod:`~paperclip_provider_kit.config` and :mod:`~paperclip_provider_kit.schema`:
+  the checks and JSON Schema pieces of an agent's provider config.
+- :mod:`~paperclip_provider_kit.reports`: a turn's usage, reported once per response.
+- :mod:`~paperclip_provider_kit.process`: a CLI's process group, described and stopped.
+- :mod:`~paperclip_provider_kit.registration`: a provider kind, with what the
+  running hook API knows.
+- :mod:`~paperclip_provider_kit.http` (extra ``http``): a small HTTP server on uvicorn.
+
+For fakes and tests:
+
+- :mod:`~paperclip_provider_kit.script` and :mod:`~paperclip_provider_kit.usage`:
+  a fake's scripts and their scripted usage.
+- :mod:`~paperclip_provider_kit.mcp_client` (extra ``fake``): a run's tools over
+  MCP streamable HTTP, as the real CLIs reach them.
+- :mod:`~paperclip_provider_kit.testing` and :mod:`~paperclip_provider_kit.fixtures`
   (extra ``testing``): a fake's script folder, a turn's event sink, and pytest
   fixtures for a real MCP tool server on loopback.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 __all__ = ["__version__"]

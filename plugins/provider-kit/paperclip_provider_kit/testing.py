@@ -6,13 +6,26 @@ a turn's event sink, the run's tools on loopback. The fixtures are in
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from paperclip_hookspecs.providers import ProviderEvent
+from paperclip_hookspecs.providers import (
+    DriverContext,
+    McpEndpoint,
+    ProviderDriver,
+    ProviderEvent,
+    TurnInput,
+)
+
+from paperclip_provider_kit.usage import COUNTS
+
+D = TypeVar("D", bound=ProviderDriver)
 
 TOKEN = "run-token-1"
 """The bearer token the ``tool_server`` fixture accepts, as a run's token."""
@@ -80,3 +93,72 @@ class Events:
 
     def types(self) -> list[str]:
         return [e.type for e in self.items]
+
+
+SCRIPTED_CONFIG = {
+    "base_url": "http://127.0.0.1:9/v1",
+    "model": "m1",
+    "env_key": "SCRIPTED_MODEL_API_KEY",
+}
+"""A CLI provider's config for model ``m1``: the fake runs the script ``m1.json``."""
+
+
+def scripted_turn(cwd: Path | str, tool_server: ToolServer | None, **extra: Any) -> TurnInput:
+    """A turn of run ``run-1`` in ``cwd`` on :data:`SCRIPTED_CONFIG`, with the tool server's
+    tools when given; ``extra`` replaces any field."""
+    mcp = McpEndpoint("paperclip", tool_server.url, TOKEN) if tool_server else None
+    fields: dict[str, Any] = {
+        "run_id": "run-1",
+        "prompt": "Fix the build",
+        "cwd": str(cwd),
+        "mcp": mcp,
+        "config": SCRIPTED_CONFIG,
+        "system": "Standing rules.",
+    }
+    return TurnInput(**{**fields, **extra})
+
+
+def script_folder(tmp_path: Path, fake_module: str) -> ScriptFolder:
+    """A fresh folder for the scripts and log of the fake ``python -m <fake_module>``."""
+    folder = tmp_path / "fake"
+    folder.mkdir()
+    return ScriptFolder(folder, fake_module)
+
+
+def fake_context(
+    state_dir: Path, fake: ScriptFolder, plugin_root: Path, **fields: Any
+) -> DriverContext:
+    """A driver's context whose launch command is the fake (importable from
+    ``plugin_root``); ``fields`` set more of it (``report_usage``, hook API 1.8)."""
+    env = {"PYTHONPATH": str(plugin_root), "SCRIPTED_MODEL_API_KEY": "dummy"}
+    context = DriverContext(state_dir=str(state_dir), env=env, command=fake.command())
+    return dataclasses.replace(context, **fields)
+
+
+@asynccontextmanager
+async def driver_on_fake(
+    make: Callable[[DriverContext], D], state_dir: Path, fake: ScriptFolder, plugin_root: Path
+) -> AsyncIterator[D]:
+    """A driver on :func:`fake_context`, closed at exit."""
+    driver = make(fake_context(state_dir, fake, plugin_root))
+    try:
+        yield driver
+    finally:
+        await driver.close()
+
+
+class Reported(list[Any]):
+    """``DriverContext.report_usage`` for a test: keeps what the driver reported."""
+
+    async def __call__(self, usage: Any) -> None:
+        self.append(usage)
+
+
+def counts(usages: list[Any], keys: tuple[str, ...] = COUNTS) -> list[dict[str, int]]:
+    """The token counts ``keys`` of reported usages (all of them by default)."""
+    return [{key: getattr(u, key) for key in keys} for u in usages]
+
+
+def usage_log(fake: ScriptFolder) -> list[dict[str, Any]]:
+    """What the fake says it sent, response by response (the ``usage`` entries of its log)."""
+    return [e for e in fake.log() if e["type"] == "usage"]

@@ -1,0 +1,7 @@
+"""The end of a turn and of a run: the terminal guard, one status decision, the presentation.
+
+- ``turn_end``: a turn's end processed in two transactions, a run finished exactly once;
+- ``drain``: a session closes only when every admitted input has a saved result.
+
+Imports: context, links, logs, ownership, turns
+"""
