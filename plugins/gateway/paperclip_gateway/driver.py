@@ -272,6 +272,10 @@ class GatewayDriver:
                 # A key the gateway already has (sent before a reconnect, or by the driver of
                 # a lost runner) is answered ``in_flight`` once and never again: ask its end.
                 waits = reconnected or first.get("status") == "in_flight"
+                if first.get("status") == "in_flight":
+                    logger.info(
+                        "gateway run %s is already going: asking for its end", first.get("runId")
+                    )
                 final = await self._follow(connection, answers, emit, waits)
                 if final is not None:
                     return final

@@ -235,6 +235,19 @@ def gateway_stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack
         gateway.stop()
 
 
+def runner_said(stack: Stack, text: str) -> bool:
+    """Whether the runner's log holds ``text`` (its lines are wrapped: spaces do not count)."""
+    try:
+        logged = stack.runner.log_path.read_text(errors="replace")
+    except FileNotFoundError:
+        return False
+    return "".join(text.split()) in "".join(logged.split())
+
+
+ALREADY_GOING = "is already going: asking for its end"
+"""The driver's log line when the gateway answers a key it already has ``in_flight``."""
+
+
 def start_stack(stack: Stack, gateway: Gateway, profile_name: str = "default") -> None:
     """A control plane, and a runner whose gateway profile reaches ``gateway``."""
     stack.gateway = gateway  # type: ignore[attr-defined]
