@@ -235,6 +235,14 @@ def gateway_stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack
         gateway.stop()
 
 
+def restart_runner(stack: Stack) -> None:
+    """SIGKILL the runner (the gateway goes on) and start another with the same profile."""
+    stack.runner.proc.send_signal(signal.SIGKILL)
+    stack.runner.proc.wait(10)
+    gateway = stack.gateway  # type: ignore[attr-defined]
+    stack.start_runner(launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env())
+
+
 def runner_said(stack: Stack, text: str) -> bool:
     """Whether the runner's log holds ``text`` (its lines are wrapped: spaces do not count)."""
     try:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import signal
 import uuid
 
 import pytest
 
 from tests.providers.gateway.conftest import (
     ALREADY_GOING,
+    restart_runner,
     runner_said,
     start_fake_gateway,
     start_stack,
@@ -40,15 +40,6 @@ def agent(stack, script) -> dict:
         start_stack(stack, start_fake_gateway(stack.tmp, stack.script_dir))
     name = f"scripted-{uuid.uuid4().hex[:8]}"
     return fake_agent(stack, "gateway", script, {"agent_id": name}, name)
-
-
-def restart_runner(stack) -> None:
-    """SIGKILL the runner (the gateway goes on) and start another with the same profile."""
-    stack.runner.proc.send_signal(signal.SIGKILL)
-    stack.runner.proc.wait(10)
-    stack.start_runner(
-        launch={"gateway": {"default": stack.gateway.profile()}}, env=stack.gateway.runner_env()
-    )
 
 
 def fake_log(stack) -> list[dict]:

@@ -16,7 +16,13 @@ import uuid
 
 import pytest
 
-from tests.providers.gateway.conftest import start_openclaw, start_stack
+from tests.providers.gateway.conftest import (
+    ALREADY_GOING,
+    restart_runner,
+    runner_said,
+    start_openclaw,
+    start_stack,
+)
 from tests.providers.real_cli_loss import (
     BEFORE,
     HOLD,
@@ -256,5 +262,52 @@ def test_a_runner_lost_mid_turn_with_the_gateway_up_goes_on_in_a_request_of_its_
     gate.release()  # the old gateway run answers with prose and ends
 
     run = assert_resumed_once(gateway_stack, ctx, run_id)
+    assert_each_tool_once(gateway_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])
+
+
+def test_a_runner_lost_twice_learns_the_end_of_the_gateway_run_it_left(
+    gateway_stack, model_endpoint
+):
+    """The gateway outlives two runners. The second continuation's request is the first's
+    (the same prompt, the same key): OpenClaw answers it ``in_flight``, once, and never with
+    the run's end, so the driver asks ``agent.wait``. The run ends once, succeeded, with
+    one comment; no step of the model is asked twice."""
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": BEFORE})),
+        say("Thinking about the fix.", hold="first"),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed after the loss"}), hold=HOLD),
+        say("Done after the loss."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    first = model_endpoint.gate("first")
+    first.wait_reached(WAIT)
+    run_id = gateway_stack.runs(ctx)[0]["id"]
+    session_reported(gateway_stack, run_id)
+
+    restart_runner(gateway_stack)
+    wait_until(lambda: len(turns(gateway_stack, run_id)) == 2, WAIT, message="a continuation")
+    first.release()  # the lost turn's gateway run ends; the continuation's is next
+    second = model_endpoint.gate(HOLD)
+    second.wait_reached(WAIT)
+    restart_runner(gateway_stack)
+    wait_until(
+        lambda: runner_said(gateway_stack, ALREADY_GOING),
+        WAIT,
+        message="the third turn asking for the end of the gateway run it was answered with",
+    )
+    second.release()
+
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), gateway_stack.runner.tail()
+    assert [(t["number"], t["status"]) for t in turns(gateway_stack, run_id)] == [
+        (1, "lost"),
+        (2, "lost"),
+        (3, "completed"),
+    ]
+    run = assert_succeeded_once(gateway_stack, ctx, run, BEFORE)
+    assert run["answer"] == "Done after the loss."
     assert_each_tool_once(gateway_stack, run["id"])
     assert_no_second_look(model_endpoint, ctx["model"])
