@@ -174,10 +174,12 @@ def start_openclaw(
     return gateway
 
 
-def start_fake_gateway(tmp: Path, script_dir: Path) -> Gateway:
-    """The fake gateway, its tools at the runner's relay, as OpenClaw's would be."""
-    gateway = Gateway()
+def start_fake_gateway(tmp: Path, script_dir: Path, gateway: Gateway | None = None) -> Gateway:
+    """The fake gateway, its tools at the runner's relay, as OpenClaw's would be. Given
+    ``gateway`` (one killed), its next process: the same ports, secrets and log."""
+    gateway = gateway or Gateway()
     gateway.log_path = tmp / "fake-gateway.log"
+    started = _starts(gateway.log_path)
     env = {
         **os.environ,
         GATEWAY_TOKEN_VARIABLE: gateway.token,
@@ -205,11 +207,16 @@ def start_fake_gateway(tmp: Path, script_dir: Path) -> Gateway:
         start_new_session=True,
     )
     deadline = time.monotonic() + START_LIMIT
-    while '"started"' not in gateway.tail():
+    while _starts(gateway.log_path) == started:
         if gateway.process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("the fake gateway did not start")
         time.sleep(0.05)
     return gateway
+
+
+def _starts(log: Path) -> int:
+    """How many fake gateway processes have started with this log."""
+    return log.read_text().count('"started"') if log.exists() else 0
 
 
 def _plain(text: str) -> str:
