@@ -297,6 +297,7 @@ class GatewayDriver:
     ) -> Mapping[str, Any] | None:
         """Emit this run's events until its final answer; None if the connection was lost."""
         waiter = asyncio.ensure_future(self._wait(connection, answers, reconnected))
+        getter: asyncio.Future[Mapping[str, Any] | None] | None = None
         try:
             while True:
                 getter = asyncio.ensure_future(connection.events.get())
@@ -319,6 +320,8 @@ class GatewayDriver:
                             await emit(event)
                     return waiter.result()
         finally:
+            if getter is not None:
+                getter.cancel()  # a turn ended by its timeout must not leave a reader behind
             waiter.cancel()
             with contextlib.suppress(asyncio.CancelledError, GatewayError):
                 await waiter
