@@ -31,6 +31,10 @@ TIMEOUT_BOUNDS = {
     "turn_timeout_seconds": (1.0, 86400.0),
     "reconnect_seconds": (1.0, 3600.0),
 }
+DEFAULT_TURN_TIMEOUT_SECONDS = 3600.0
+"""An hour: far above an agent turn's usual minutes, yet a run the gateway lost or never
+ends (its restart without the run, a run stuck in its queue) fails within the hour
+instead of holding the issue ``running``. An agent sets its own; null is this default."""
 _SESSION_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 _AGENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -50,7 +54,9 @@ class GatewaySettings:
     session_key: str | None = None
     agent_id: str | None = None
     request_timeout_seconds: float = 60.0
-    turn_timeout_seconds: float | None = None
+    turn_timeout_seconds: float = DEFAULT_TURN_TIMEOUT_SECONDS
+    """A turn's gateway runs (follow-ups included) past this are aborted: nothing on the
+    runner ends with a lost gateway run, so without a bound its turn could wait forever."""
     reconnect_seconds: float = 120.0
     """How long a lost connection is retried before the turn fails."""
 

@@ -5,7 +5,8 @@ connection lost mid-turn (or a driver that asks again after a restart) gets
 the same gateway run, never a second one. A turn: connect (challenge, signed
 ``connect``), send ``agent {message, idempotencyKey, sessionKey,
 extraSystemPrompt}``, pass the run's ``agent`` events to the sink, and end
-with the request's final answer (or ``agent.wait`` after a reconnect). The
+with the request's final answer, or ``agent.wait``'s when the request was one the
+gateway already had (after a reconnect, or from the driver of a lost runner). The
 run's tools reach the remote agent through the relay
 (:mod:`paperclip_gateway.relay`), which the run holds for its whole turn.
 """
@@ -137,10 +138,34 @@ class GatewayDriver:
         if settings.agent_id is not None:
             params["agentId"] = settings.agent_id
         async with self._tools(profile, turn):
-            final = await self._until_final(profile, params, emit, settings)
-            await self._usage.send(run_usage(final, self._run_id))
-            final = await self._follow_ups_done(final, emit, settings)
+            limit = asyncio.timeout(settings.turn_timeout_seconds)
+            try:
+                async with limit:
+                    final = await self._until_final(profile, params, emit, settings)
+                    await self._usage.send(run_usage(final, self._run_id))
+                    final = await self._follow_ups_done(final, emit, settings)
+            except TimeoutError:
+                if not limit.expired():
+                    raise
+                await self._abort_runs()
+                raise TurnAborted(
+                    ErrorCode.TURN_TIMEOUT,
+                    f"the turn took longer than {settings.turn_timeout_seconds:g}s and was aborted",
+                ) from None
         return self._result(final)
+
+    async def _abort_runs(self) -> None:
+        """``sessions.abort`` for each gateway run of this turn still going (a timed-out turn)."""
+        connection = self._connection
+        if connection is None or connection.closed.is_set():
+            return
+        for run_id in sorted(self._run_ids()):
+            with contextlib.suppress(GatewayError):
+                await connection.request(
+                    "sessions.abort",
+                    {"key": self._session_key, "runId": run_id},
+                    self._settings.request_timeout_seconds,
+                )
 
     async def _follow_ups_done(
         self, final: Mapping[str, Any], emit: EventSink, settings: GatewaySettings
@@ -162,7 +187,7 @@ class GatewayDriver:
         connection, answers = self._answers.get(run_id, (None, None))
         if connection is not None and answers is not None and connection is self._connection:
             try:
-                final = await self._follow(connection, answers, emit, None, False)
+                final = await self._follow(connection, answers, emit, False)
             except GatewayError as exc:
                 raise TurnAborted(ErrorCode.AGENT_FAILED, f"follow-up {run_id}: {exc}") from None
             if final is not None:
@@ -196,6 +221,7 @@ class GatewayDriver:
                 waiter.cancel()
             if waited.get("status") in ("ok", "error"):
                 return waited
+            await _pause_if_queued(waited)
 
     async def _report_session(self) -> None:
         """The session key, durable once the gateway accepted the turn's request: a turn
@@ -234,8 +260,6 @@ class GatewayDriver:
     ) -> Mapping[str, Any]:
         """The agent run's final answer; a lost connection is reconnected and the request
         sent again with the same idempotency key (the gateway answers with the same run)."""
-        limit = settings.turn_timeout_seconds
-        deadline = None if limit is None else time.monotonic() + limit
         reconnected = False
         while True:
             connection = await self._connect(profile, settings)
@@ -245,7 +269,14 @@ class GatewayDriver:
                 await self._report_session()
                 if _is_final(first):
                     return first
-                final = await self._follow(connection, answers, emit, deadline, reconnected)
+                # A key the gateway already has (sent before a reconnect, or by the driver of
+                # a lost runner) is answered ``in_flight`` once and never again: ask its end.
+                waits = reconnected or first.get("status") == "in_flight"
+                if first.get("status") == "in_flight":
+                    logger.info(
+                        "gateway run %s is already going: asking for its end", first.get("runId")
+                    )
+                final = await self._follow(connection, answers, emit, waits)
                 if final is not None:
                     return final
             except GatewayError as exc:
@@ -262,23 +293,15 @@ class GatewayDriver:
         connection: GatewayConnection,
         answers: asyncio.Queue[Mapping[str, Any]],
         emit: EventSink,
-        deadline: float | None,
         reconnected: bool,
     ) -> Mapping[str, Any] | None:
         """Emit this run's events until its final answer; None if the connection was lost."""
         waiter = asyncio.ensure_future(self._wait(connection, answers, reconnected))
+        getter: asyncio.Future[Mapping[str, Any] | None] | None = None
         try:
             while True:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    await self.interrupt()
-                    raise TurnAborted(
-                        ErrorCode.TURN_TIMEOUT, "the turn exceeded its time and was aborted"
-                    )
                 getter = asyncio.ensure_future(connection.events.get())
-                done, _ = await asyncio.wait(
-                    {getter, waiter}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
-                )
+                done, _ = await asyncio.wait({getter, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 if getter not in done:
                     getter.cancel()
                 else:
@@ -297,6 +320,8 @@ class GatewayDriver:
                             await emit(event)
                     return waiter.result()
         finally:
+            if getter is not None:
+                getter.cancel()  # a turn ended by its timeout must not leave a reader behind
             waiter.cancel()
             with contextlib.suppress(asyncio.CancelledError, GatewayError):
                 await waiter
@@ -328,6 +353,7 @@ class GatewayDriver:
                 raise
             if waited.get("status") in ("ok", "error"):
                 return waited
+            await _pause_if_queued(waited)
 
     async def _connect(
         self, profile: GatewayProfile, settings: GatewaySettings
@@ -391,6 +417,13 @@ def _event_of(frame: Mapping[str, Any], run_ids: set[str]) -> ProviderEvent | No
     if frame.get("event") == "chat" and payload.get("state") in ("final", "error", "aborted"):
         return ProviderEvent(f"chat.{payload.get('state')}", payload)
     return None
+
+
+async def _pause_if_queued(waited: Mapping[str, Any]) -> None:
+    """OpenClaw answers ``agent.wait`` for a run queued behind another at once (``pending``):
+    a pause before asking again, rather than asking in a tight loop."""
+    if waited.get("status") == "pending":
+        await asyncio.sleep(RETRY_PAUSE_SECONDS)
 
 
 def _is_final(answer: Mapping[str, Any]) -> bool:

@@ -7,8 +7,9 @@ It speaks the part of the gateway WebSocket protocol (OpenClaw 2026.9, protocol
 4) a Paperclip run uses: ``connect.challenge``, ``connect`` (the shared token
 and the device's v3 signature are checked), ``agent`` (answered ``accepted``,
 then with the run's final status; a repeated idempotency key gets the same
-run, never a new one), ``agent.wait``, ``sessions.abort``. Runs of one session
-key run one after another. The "model" follows ``DIR/<agent id>.json``
+run, never a new one: its end, or ``in_flight`` and nothing more),
+``agent.wait``, ``sessions.abort``. Runs of one session key run one after
+another. The "model" follows ``DIR/<agent id>.json``
 (:mod:`paperclip_gateway.fake_run`) and calls the run's tools through the MCP
 server the gateway is configured with (``--mcp-url``, bearer token in the
 variable ``--mcp-token-env``), as a gateway's ``mcp.servers`` entry does.
@@ -233,14 +234,12 @@ class FakeGateway:
         session = f"agent:main:{params.get('sessionKey') or 'main'}"
         run = self.runs.get(key)
         if run is not None:  # the same request again: the same run
+            # As OpenClaw: its end if it ended, else ``in_flight``, once; never a final later.
             await answer(
                 run.final()
                 if run.done.is_set()
-                else {"runId": key, "status": "accepted", "sessionKey": session}
+                else {"runId": key, "status": "in_flight", "sessionKey": session}
             )
-            if not run.done.is_set():
-                await run.done.wait()
-                await answer(run.final())
             return
         index = self.session_runs.get(session, 0)
         self.session_runs[session] = index + 1

@@ -16,10 +16,13 @@ from paperclip_gateway.config import SUPPORTED_GATEWAY
 from paperclip_gateway.profile import GatewayProfile, ProfileError
 
 PROBE_TIMEOUT_SECONDS = 3.0
+START_COMMAND = "openclaw gateway run"
 SETUP_HINT = (
-    "Run an OpenClaw gateway (`npm install -g openclaw@{version}`, Node 24; `openclaw gateway run "
-    "--bind loopback --auth token`), point its mcp.servers.paperclip at this runner's tool relay, "
-    "and give the runner the profile's variables (see docs/providers/gateway.md)."
+    "Install OpenClaw {version} (npm, on Node 24), write its ~/.openclaw/openclaw.json "
+    '(gateway.mode "local" and token auth, your model provider, mcp.servers.paperclip at this '
+    "runner's tool relay, the heartbeat and cron off), start it with `" + START_COMMAND + "`, "
+    "and give the runner the variables its profile names: docs/providers/gateway.md, "
+    '"Setting it up, step by step".'
 )
 
 

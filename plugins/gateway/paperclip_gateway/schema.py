@@ -36,7 +36,9 @@ CONFIG_SCHEMA: dict[str, Any] = schema.config_schema(
         },
         "request_timeout_seconds": _seconds("request_timeout_seconds", "Bound on every request."),
         "turn_timeout_seconds": _seconds(
-            "turn_timeout_seconds", "Abort a run that takes longer.", nullable=True
+            "turn_timeout_seconds",
+            "Abort a turn that takes longer (default 3600; null is the default).",
+            nullable=True,
         ),
         "reconnect_seconds": _seconds(
             "reconnect_seconds", "How long a lost connection is retried before the turn fails."

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 from conftest import FakeGateway
+from paperclip_gateway.config import GatewaySettings
 from paperclip_gateway.driver import GatewayDriver
-from paperclip_hookspecs.providers import McpEndpoint, TurnInput
+from paperclip_hookspecs.providers import DriverContext, McpEndpoint, TurnInput
 from paperclip_provider_kit.testing import TOKEN, WAIT, Events, ToolServer
 
 pytestmark = pytest.mark.process
@@ -147,3 +149,63 @@ async def test_a_config_naming_a_gateway_or_a_secret_is_refused(driver, events: 
     for config in ({"url": "ws://evil:1"}, {"token": "x"}, {"session_key_strategy": "fixed"}):
         result = await driver.run_turn(turn(None, config=config), events)
         assert result.status == "failed" and result.error.startswith("invalid_config"), config
+
+
+async def test_a_turn_past_its_timeout_is_aborted_on_the_gateway_and_fails(
+    driver: GatewayDriver, gateway: FakeGateway, events: Events, tmp_path
+):
+    gateway.script("coder", [{"wait_for_file": str(tmp_path / "never"), "timeout": 60}])
+    config = {"agent_id": "coder", "turn_timeout_seconds": 1}
+    result = await asyncio.wait_for(driver.run_turn(turn(None, config=config), events), WAIT)
+    assert result.status == "failed" and result.error.startswith("turn_timeout"), result.error
+    aborts = [
+        e["frame"]["params"]
+        for e in gateway.log()
+        if e["type"] == "received" and e["frame"]["method"] == "sessions.abort"
+    ]
+    assert aborts == [{"key": "paperclip:issue:issue-7", "runId": "run-1"}]
+
+
+def test_a_turn_has_a_timeout_unless_the_agent_sets_its_own():
+    assert GatewaySettings.from_config({}).turn_timeout_seconds == 3600
+    assert GatewaySettings.from_config({"turn_timeout_seconds": None}).turn_timeout_seconds == 3600
+    assert GatewaySettings.from_config({"turn_timeout_seconds": 90}).turn_timeout_seconds == 90
+
+
+async def test_a_new_driver_asks_the_gateway_for_the_end_of_a_run_it_already_has(
+    gateway: FakeGateway, state_dir, tool_server: ToolServer, events: Events, tmp_path
+):
+    """A runner lost mid-run: the next one's driver sends the same key and is answered
+    ``in_flight`` once, as OpenClaw does; it learns the run's end with ``agent.wait``."""
+    go = tmp_path / "go"
+    gateway.script(
+        "coder", [{"wait_for_file": str(go), "timeout": 30}, FINISH, {"message": "Done."}]
+    )
+    lost = GatewayDriver(DriverContext(state_dir=str(state_dir), command=gateway.profile()))
+    run = asyncio.ensure_future(lost.run_turn(turn(tool_server), events))
+    await events.wait_for("agent.lifecycle")
+    run.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await run
+    await lost.close()
+
+    again = GatewayDriver(DriverContext(state_dir=str(state_dir), command=gateway.profile()))
+    try:
+        second = asyncio.ensure_future(again.run_turn(turn(tool_server), events))
+        await _received(gateway, "agent.wait")
+        go.write_text("")
+        result = await asyncio.wait_for(second, WAIT)
+    finally:
+        await again.close()
+    assert result.status == "completed" and result.answer == "Done.", result.error
+    assert [c["name"] for c in tool_server.calls] == ["finish"]
+    assert len([e for e in gateway.log() if e["type"] == "run"]) == 1
+
+
+async def _received(gateway: FakeGateway, method: str) -> None:
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while not any(
+        e["type"] == "received" and e["frame"]["method"] == method for e in gateway.log()
+    ):
+        assert asyncio.get_running_loop().time() < deadline, f"no {method} request"
+        await asyncio.sleep(0.05)

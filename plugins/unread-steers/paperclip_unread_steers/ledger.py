@@ -12,8 +12,8 @@ its own words, and the log holds them, so no other record is needed:
   ``message_end``, and OpenCode's first answer to a queued user message (an
   assistant ``message.updated`` with a ``parentID`` not answered before: the
   user message itself is recorded when it is queued, before it is read);
-- a gateway's follow-up run starting (``agent.lifecycle`` ``start`` of the
-  run ``<run>:follow-up:<message id>``) reads exactly that steer;
+- a gateway's follow-up run starting (an ``agent.lifecycle`` event, of any
+  phase, of the run ``<run>:follow-up:<message id>``) reads exactly that steer;
 - any input in a later turn reads every steer acknowledged in an earlier
   turn: that turn's input (a restart continuation, or a fresh retry) carried
   them. So a provider with no read evidence of its own gets a steer at most
@@ -118,10 +118,10 @@ def unread_steered_message_ids(events: Iterable[SteerLogEvent]) -> list[str]:
 
 
 def _gateway_run_started(ledger: _Ledger, payload: Mapping[str, Any], turn: int) -> None:
-    data = payload.get("data")
-    phase = data.get("phase") if isinstance(data, Mapping) else payload.get("phase")
+    # Any phase, not only ``start``: a driver after a restart may hear a run's lifecycle
+    # only from its ``model`` phase on (seen with OpenClaw 2026.9.6); each counts once.
     run_id = payload.get("runId")
-    if phase != "start" or not isinstance(run_id, str) or not run_id:
+    if not isinstance(run_id, str) or not run_id:
         return
     if FOLLOW_UP in run_id:
         ledger.read(run_id.rsplit(FOLLOW_UP, 1)[1], turn)

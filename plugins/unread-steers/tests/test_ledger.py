@@ -195,3 +195,14 @@ def test_gateway_an_unread_follow_up_is_carried_by_the_next_restart_only():
     assert log.unread() == ["m1"]
     gateway_start(log, "run-1:turn-2", 2)
     assert log.unread() == []
+
+
+def test_gateway_a_run_heard_only_from_its_model_phase_has_started():
+    """After a restart OpenClaw's ``start`` may not reach the driver: a later phase counts."""
+    log = gateway_start(Log(), "run-1", 1).ack("m1")
+    model = {"runId": "run-1:turn:abc", "stream": "lifecycle", "data": {"phase": "model"}}
+    log.add("agent.lifecycle", model, 2)
+    assert log.unread() == []
+    follow_up = {"runId": "run-1:follow-up:m2", "stream": "lifecycle", "data": {"phase": "model"}}
+    log.ack("m2", 2).add("agent.lifecycle", follow_up, 2)
+    assert log.unread() == []

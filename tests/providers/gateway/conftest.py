@@ -174,10 +174,12 @@ def start_openclaw(
     return gateway
 
 
-def start_fake_gateway(tmp: Path, script_dir: Path) -> Gateway:
-    """The fake gateway, its tools at the runner's relay, as OpenClaw's would be."""
-    gateway = Gateway()
+def start_fake_gateway(tmp: Path, script_dir: Path, gateway: Gateway | None = None) -> Gateway:
+    """The fake gateway, its tools at the runner's relay, as OpenClaw's would be. Given
+    ``gateway`` (one killed), its next process: the same ports, secrets and log."""
+    gateway = gateway or Gateway()
     gateway.log_path = tmp / "fake-gateway.log"
+    started = _starts(gateway.log_path)
     env = {
         **os.environ,
         GATEWAY_TOKEN_VARIABLE: gateway.token,
@@ -205,11 +207,16 @@ def start_fake_gateway(tmp: Path, script_dir: Path) -> Gateway:
         start_new_session=True,
     )
     deadline = time.monotonic() + START_LIMIT
-    while '"started"' not in gateway.tail():
+    while _starts(gateway.log_path) == started:
         if gateway.process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("the fake gateway did not start")
         time.sleep(0.05)
     return gateway
+
+
+def _starts(log: Path) -> int:
+    """How many fake gateway processes have started with this log."""
+    return log.read_text().count('"started"') if log.exists() else 0
 
 
 def _plain(text: str) -> str:
@@ -233,6 +240,27 @@ def gateway_stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack
     gateway = getattr(stack, "gateway", None)
     if gateway is not None:
         gateway.stop()
+
+
+def restart_runner(stack: Stack) -> None:
+    """SIGKILL the runner (the gateway goes on) and start another with the same profile."""
+    stack.runner.proc.send_signal(signal.SIGKILL)
+    stack.runner.proc.wait(10)
+    gateway = stack.gateway  # type: ignore[attr-defined]
+    stack.start_runner(launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env())
+
+
+def runner_said(stack: Stack, text: str) -> bool:
+    """Whether the runner's log holds ``text`` (its lines are wrapped: spaces do not count)."""
+    try:
+        logged = stack.runner.log_path.read_text(errors="replace")
+    except FileNotFoundError:
+        return False
+    return "".join(text.split()) in "".join(logged.split())
+
+
+ALREADY_GOING = "is already going: asking for its end"
+"""The driver's log line when the gateway answers a key it already has ``in_flight``."""
 
 
 def start_stack(stack: Stack, gateway: Gateway, profile_name: str = "default") -> None:

@@ -16,7 +16,15 @@ import uuid
 
 import pytest
 
-from tests.providers.gateway.conftest import start_openclaw, start_stack
+from tests.engine.test_steer_restarts import STEER, turn_rows
+from tests.engine.test_steer_restarts_opencode import follow_up
+from tests.providers.gateway.conftest import (
+    ALREADY_GOING,
+    restart_runner,
+    runner_said,
+    start_openclaw,
+    start_stack,
+)
 from tests.providers.real_cli_loss import (
     BEFORE,
     HOLD,
@@ -258,3 +266,120 @@ def test_a_runner_lost_mid_turn_with_the_gateway_up_goes_on_in_a_request_of_its_
     run = assert_resumed_once(gateway_stack, ctx, run_id)
     assert_each_tool_once(gateway_stack, run["id"])
     assert_no_second_look(model_endpoint, ctx["model"])
+
+
+def test_a_runner_lost_twice_learns_the_end_of_the_gateway_run_it_left(
+    gateway_stack, model_endpoint
+):
+    """The gateway outlives two runners. The second continuation's request is the first's
+    (the same prompt, the same key): OpenClaw answers it ``in_flight``, once, and never with
+    the run's end, so the driver asks ``agent.wait``. The run ends once, succeeded, with
+    one comment; no step of the model is asked twice."""
+    steps = [
+        calls(tool("get_task_context")),
+        calls(tool("post_comment", {"body": BEFORE})),
+        say("Thinking about the fix.", hold="first"),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed after the loss"}), hold=HOLD),
+        say("Done after the loss."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    first = model_endpoint.gate("first")
+    first.wait_reached(WAIT)
+    run_id = gateway_stack.runs(ctx)[0]["id"]
+    session_reported(gateway_stack, run_id)
+
+    restart_runner(gateway_stack)
+    wait_until(lambda: len(turns(gateway_stack, run_id)) == 2, WAIT, message="a continuation")
+    first.release()  # the lost turn's gateway run ends; the continuation's is next
+    second = model_endpoint.gate(HOLD)
+    second.wait_reached(WAIT)
+    restart_runner(gateway_stack)
+    wait_until(
+        lambda: runner_said(gateway_stack, ALREADY_GOING),
+        WAIT,
+        message="the third turn asking for the end of the gateway run it was answered with",
+    )
+    second.release()
+
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), gateway_stack.runner.tail()
+    assert [(t["number"], t["status"]) for t in turns(gateway_stack, run_id)] == [
+        (1, "lost"),
+        (2, "lost"),
+        (3, "completed"),
+    ]
+    run = assert_succeeded_once(gateway_stack, ctx, run, BEFORE)
+    assert run["answer"] == "Done after the loss."
+    assert_each_tool_once(gateway_stack, run["id"])
+    assert_no_second_look(model_endpoint, ctx["model"])
+
+
+def test_an_unread_follow_up_is_read_once_across_two_restarts(gateway_stack, model_endpoint):
+    """Issue 37, acceptance 2: a follow-up queued behind the held gateway run (acknowledged,
+    not read), then the runner and OpenClaw SIGKILLed twice. The first continuation carries
+    the steer; once its gateway run started, the second carries nothing; the follow-up
+    itself never reaches the model."""
+    steps = [
+        calls(tool("get_task_context")),
+        say("Thinking about the fix.", hold="first"),
+        say("Working on it, with the changelog.", hold="second"),
+        calls(tool("finish", {"outcome": "done", "summary": "Fixed, changelog included"})),
+        say("Done, changelog included."),
+    ]
+    ctx = start(gateway_stack, model_endpoint, steps)
+    gateway_stack.assign(ctx)
+    first = model_endpoint.gate("first")
+    first.wait_reached(WAIT)
+    run_id = gateway_stack.runs(ctx)[0]["id"]
+    session_reported(gateway_stack, run_id)
+    follow_up(gateway_stack, ctx, run_id)  # queued behind the held run: unread
+
+    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], first)
+    second = model_endpoint.gate("second")
+    second.wait_reached(WAIT)
+    wait_until(
+        lambda: any(turn == 2 for turn, _ in gateway_runs_started(gateway_stack, ctx, run_id)),
+        WAIT,
+        message="the second turn's gateway run going, in the log",
+    )
+    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], second)
+
+    run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
+    assert (run["id"], run["status"]) == (run_id, "succeeded"), gateway_stack.runner.tail()
+    rows = turn_rows(gateway_stack, run_id)
+    assert [(t["number"], t["kind"]) for t in rows] == [
+        (1, "initial"),
+        (2, "continuation"),
+        (3, "continuation"),
+    ]
+    assert rows[1]["input"]["prompt"].count(STEER) == 1
+    assert STEER not in rows[2]["input"]["prompt"]
+    # The conversation the model was given holds the steer at most once, and did hold it.
+    requests = model_endpoint.scripted(ctx["model"])
+    held = [sum(t.count(STEER) for t in r.user_texts()) for r in requests]
+    assert max(held) == 1 and held[:2] == [0, 0], held
+    assert not any(t.strip() == STEER for r in requests for t in r.user_texts())
+    assert model_endpoint.exhausted(ctx["model"]) == []
+
+
+def gateway_runs_started(stack, ctx, run_id: str) -> list[tuple[int, str]]:
+    """(turn, gateway run id) of every gateway run whose lifecycle the log holds (after a
+    restart OpenClaw may send a run's ``start`` before the driver hears it: any phase)."""
+    return [
+        (e["turn"], e["payload"]["runId"])
+        for e in stack.events(ctx, run_id)
+        if e["type"] == "agent.lifecycle"
+    ]
+
+
+def kill_runner_and_openclaw(stack, endpoint, model: str, gate) -> None:
+    """SIGKILL the runner and OpenClaw (the held answer then goes nowhere); start both again."""
+    gateway = stack.gateway
+    os.killpg(gateway.process.pid, signal.SIGKILL)
+    gateway.process.wait(10)
+    stack.runner.proc.send_signal(signal.SIGKILL)
+    stack.runner.proc.wait(10)
+    gate.release()
+    start_openclaw(stack.tmp, endpoint, model, gateway)
+    stack.start_runner(launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env())
