@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import paperclip_codex
-from paperclip_hookspecs.providers import DriverContext, McpEndpoint, ProviderEvent
+from paperclip_hookspecs.providers import DriverContext, McpEndpoint, ProviderEvent, TurnInput
 
 TOKEN = "run-token-7f3a"
 WAIT = 20.0
@@ -150,3 +151,37 @@ class Events:
 async def bounded(awaitable: Awaitable[T]) -> T:
     """Await with the tests' upper bound."""
     return await asyncio.wait_for(awaitable, WAIT)
+
+
+def turn_input(
+    fake: FakeCodex,
+    cwd: Path,
+    *,
+    prompt: str = "Fix the failing test.",
+    session_ref: str | None = None,
+    tools: ToolServer | None = None,
+    token: str | None = None,
+    **config: object,
+) -> TurnInput:
+    return TurnInput(
+        run_id="run-1",
+        prompt=prompt,
+        cwd=str(cwd),
+        session_ref=session_ref,
+        mcp=tools.endpoint(token) if tools is not None else None,
+        config=fake.config(**config),
+    )
+
+
+def turn_events(events: Events) -> list[str]:
+    """Event types without the status notifications around them."""
+    noise = {"thread/status/changed", "mcpServer/startupStatus/updated"}
+    return [t for t in events.types() if t not in noise]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
