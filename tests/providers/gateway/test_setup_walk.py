@@ -24,6 +24,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+pytest.importorskip("paperclip_gateway", reason="the gateway plugin is not installed")
+
 from paperclip_gateway.probe import SETUP_HINT, START_COMMAND
 
 from tests.providers.gateway.cli import OPENCLAW
