@@ -259,8 +259,11 @@ class GatewayDriver:
         settings: GatewaySettings,
     ) -> Mapping[str, Any]:
         """The agent run's final answer; a lost connection is reconnected and the request
-        sent again with the same idempotency key (the gateway answers with the same run)."""
+        sent again with the same idempotency key (the gateway answers with the same run).
+        A request refused because other work took the session as it started is sent again
+        under a key of its own (see :func:`_session_taken`), until ``reconnect_seconds``."""
         reconnected = False
+        key, retries, give_up = params["idempotencyKey"], 0, None
         while True:
             connection = await self._connect(profile, settings)
             try:
@@ -280,6 +283,19 @@ class GatewayDriver:
                 if final is not None:
                     return final
             except GatewayError as exc:
+                if _session_taken(exc):
+                    give_up = give_up or time.monotonic() + settings.reconnect_seconds
+                    if time.monotonic() > give_up:
+                        raise TurnAborted(ErrorCode.AGENT_REFUSED, str(exc)) from None
+                    # Nothing of this request ran, and the gateway keeps its key's refusal:
+                    # the same request again needs a key of its own.
+                    retries += 1
+                    self._run_id = f"{key}:retry:{retries}"
+                    params = {**params, "idempotencyKey": self._run_id}
+                    logger.info("the gateway's session was taken as run %s started: %s", key, exc)
+                    reconnected = False
+                    await asyncio.sleep(RETRY_PAUSE_SECONDS)
+                    continue
                 if not exc.retryable:
                     raise TurnAborted(ErrorCode.AGENT_REFUSED, str(exc)) from None
                 logger.info(
@@ -424,6 +440,17 @@ async def _pause_if_queued(waited: Mapping[str, Any]) -> None:
     a pause before asking again, rather than asking in a tight loop."""
     if waited.get("status") == "pending":
         await asyncio.sleep(RETRY_PAUSE_SECONDS)
+
+
+SESSION_TAKEN = "SESSION_WORK_START_CHANGED"
+"""OpenClaw's refusal of a request whose session other work took as it was starting ("changed
+while starting work. Retry."). After a restart OpenClaw resumes a session it had running by
+itself (its main-session restart recovery), which races the restart continuation's request."""
+
+
+def _session_taken(exc: GatewayError) -> bool:
+    # OpenClaw says it with code UNAVAILABLE, the reason's code appended to the message.
+    return SESSION_TAKEN in exc.code or SESSION_TAKEN in exc.message
 
 
 def _is_final(answer: Mapping[str, Any]) -> bool:

@@ -69,6 +69,8 @@ class FakeGateway:
         self.runs: dict[str, AgentRun] = {}
         self.sessions: dict[str, asyncio.Lock] = {}
         self.session_runs: dict[str, int] = {}
+        self.refused: dict[str, str] = {}
+        """Keys refused because the session was taken (``session_taken``), and the refusal."""
         self.responses = 0
         """Model calls so far (the next one's usage is derived from this index)."""
 
@@ -193,11 +195,13 @@ class FakeGateway:
         method, params, rid = frame.get("method"), frame.get("params") or {}, frame.get("id")
 
         async def answer(
-            payload: Mapping[str, Any] | None = None, error: str | None = None
+            payload: Mapping[str, Any] | None = None,
+            error: str | None = None,
+            code: str = "INVALID_REQUEST",
         ) -> None:
             body: dict[str, Any] = {"type": "res", "id": rid, "ok": error is None}
             body["payload" if error is None else "error"] = (
-                payload if error is None else {"code": "INVALID_REQUEST", "message": error}
+                payload if error is None else {"code": code, "message": error}
             )
             outbox = self.outboxes.get(ws)
             if outbox is not None:  # a closed client misses its answers, as with a gateway
@@ -232,6 +236,9 @@ class FakeGateway:
             await answer(error="message and idempotencyKey are required")
             return
         session = f"agent:main:{params.get('sessionKey') or 'main'}"
+        if key in self.refused:  # as OpenClaw, a refused key keeps its refusal
+            await answer(error=self.refused[key], code="UNAVAILABLE")
+            return
         run = self.runs.get(key)
         if run is not None:  # the same request again: the same run
             # As OpenClaw: its end if it ended, else ``in_flight``, once; never a final later.
@@ -244,10 +251,14 @@ class FakeGateway:
         index = self.session_runs.get(session, 0)
         self.session_runs[session] = index + 1
         agent = str(params.get("agentId") or "main")
+        steps = self._steps(agent, index)
+        if steps and steps[0].get("session_taken"):
+            await self._refuse_taken(key, session, answer)
+            return
         run = AgentRun(
             run_id=key,
             session_key=session,
-            steps=self._steps(agent, index),
+            steps=steps,
             emit=self.broadcast,
             call_tool=self._call_tool,
             drop=ws.close,
@@ -278,6 +289,16 @@ class FakeGateway:
             run.task = asyncio.ensure_future(run.execute())  # type: ignore[attr-defined]
             await asyncio.wait({run.task})  # type: ignore[attr-defined]
         await answer(run.final())
+
+    async def _refuse_taken(self, key: str, session: str, answer: Any) -> None:
+        """Accepted, then refused as OpenClaw refuses a request whose session its restart
+        recovery took as the request started (the run never starts)."""
+        self.refused[key] = (
+            f'Session "{session}" changed while starting work. Retry. | SESSION_WORK_START_CHANGED'
+        )
+        self.log({"type": "refused", "runId": key, "sessionKey": session})
+        await answer({"runId": key, "sessionKey": session, "status": "accepted"})
+        await answer(error=self.refused[key], code="UNAVAILABLE")
 
     def _next_response(self) -> int:
         index = self.responses

@@ -11,6 +11,10 @@ Steps (one key each), read from ``DIR/<agent id>.json`` (a list, or
 - ``{"drop_connection": true}``: close the WebSocket of the client that started the run
   (the run goes on, as a gateway's does).
 - ``{"exit": status}``: the gateway process exits at once.
+- ``{"session_taken": true}`` (a turn's first step): the request is accepted, then refused
+  as OpenClaw refuses one whose session other work took as it started (its restart
+  recovery): ``UNAVAILABLE``, ``SESSION_WORK_START_CHANGED``; nothing runs, and the key
+  keeps that refusal. The session's next request takes the next turn.
 
 Each model step (``message``, ``call_tool``) is one model call: ``lifecycle``
 ``model``, then ``usage`` (the run's output tokens so far) before its tool item,

@@ -202,6 +202,25 @@ async def test_a_new_driver_asks_the_gateway_for_the_end_of_a_run_it_already_has
     assert len([e for e in gateway.log() if e["type"] == "run"]) == 1
 
 
+async def test_a_request_whose_session_was_taken_as_it_started_goes_again_under_its_own_key(
+    driver: GatewayDriver, gateway: FakeGateway, tool_server: ToolServer, events: Events
+):
+    """After a restart OpenClaw resumes the session by itself; a continuation that races it is
+    refused (``SESSION_WORK_START_CHANGED``, the refusal kept for its key). Nothing of it ran:
+    it is sent again, keyed apart, and runs once."""
+    gateway.script("coder", {"turns": [[{"session_taken": True}], [FINISH, {"message": "Done."}]]})
+    go_on = turn(tool_server, session_ref="paperclip:issue:issue-7", prompt="Go on.")
+    result = await asyncio.wait_for(driver.run_turn(go_on, events), WAIT)
+
+    assert result.status == "completed" and result.answer == "Done.", result.error
+    assert result.session_ref == "paperclip:issue:issue-7"
+    assert [c["name"] for c in tool_server.calls] == ["finish"]
+    (refused,) = [e["runId"] for e in gateway.log() if e["type"] == "refused"]
+    (ran,) = [e["runId"] for e in gateway.log() if e["type"] == "run"]
+    assert refused.startswith("run-1:turn:") and ran == f"{refused}:retry:1"
+    assert {e.payload["runId"] for e in events.items if e.type.startswith("agent.")} == {ran}
+
+
 async def _received(gateway: FakeGateway, method: str) -> None:
     deadline = asyncio.get_running_loop().time() + WAIT
     while not any(
