@@ -24,6 +24,8 @@ from tests.support.processes import free_port
 GATEWAY_TOKEN_VARIABLE = "OPENCLAW_TEST_GATEWAY_TOKEN"
 TOOLS_TOKEN_VARIABLE = "OPENCLAW_TEST_TOOLS_TOKEN"
 START_LIMIT = 90.0
+READY = "[gateway] ready"
+"""OpenClaw's log line once it serves requests."""
 OFFLINE_ENV = {
     "OPENCLAW_NO_AUTO_UPDATE": "1",
     "DO_NOT_TRACK": "1",
@@ -134,6 +136,7 @@ def start_openclaw(
     config = openclaw_config(gateway, endpoint.url, model)
     (home / ".openclaw" / "openclaw.json").write_text(json.dumps(config, indent=1))
     gateway.log_path = tmp / "openclaw.log"
+    readies = _readies(gateway.log_path)  # a gateway started again appends to its log
     log = gateway.log_path.open("ab")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PAPERCLIP_")},
@@ -165,7 +168,7 @@ def start_openclaw(
         start_new_session=True,
     )
     deadline = time.monotonic() + START_LIMIT
-    while "[gateway] ready" not in _plain(gateway.tail()):
+    while _readies(gateway.log_path) == readies:
         if gateway.process.poll() is not None or time.monotonic() > deadline:
             tail = gateway.tail()
             gateway.stop()
@@ -212,6 +215,11 @@ def start_fake_gateway(tmp: Path, script_dir: Path, gateway: Gateway | None = No
             raise RuntimeError("the fake gateway did not start")
         time.sleep(0.05)
     return gateway
+
+
+def _readies(log: Path) -> int:
+    """How many OpenClaw processes have said they are ready in this log."""
+    return _plain(log.read_text(errors="replace")).count(READY) if log.exists() else 0
 
 
 def _starts(log: Path) -> int:
