@@ -247,11 +247,11 @@ def test_everything_sigkilled_mid_turn_goes_on_in_the_gateway_session(
     gateway_stack.runner.proc.send_signal(signal.SIGKILL)
     gateway_stack.runner.proc.wait(10)
     gate.release()  # the held answer goes to a gateway that is gone
-    start_openclaw(gateway_stack.tmp, model_endpoint, ctx["model"], gateway)
     gateway_stack.start_server()
     gateway_stack.start_runner(
         launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env()
     )
+    openclaw_after_the_continuation(gateway_stack, model_endpoint, ctx["model"], run_id, 2)
 
     run = assert_resumed_once(gateway_stack, ctx, run_id)
     assert turns(gateway_stack, run_id)[1]["session_ref"] == session
@@ -366,7 +366,7 @@ def test_an_unread_follow_up_is_read_once_across_two_restarts(gateway_stack, mod
     session_reported(gateway_stack, run_id)
     follow_up(gateway_stack, ctx, run_id)  # queued behind the held run: unread
 
-    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], first)
+    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], first, run_id, 2)
     second = model_endpoint.gate("second")
     second.wait_reached(WAIT)
     wait_until(
@@ -374,7 +374,7 @@ def test_an_unread_follow_up_is_read_once_across_two_restarts(gateway_stack, mod
         WAIT,
         message="the second turn's gateway run going, in the log",
     )
-    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], second)
+    kill_runner_and_openclaw(gateway_stack, model_endpoint, ctx["model"], second, run_id, 3)
 
     run = gateway_stack.wait_for_terminal_run(ctx, timeout=WAIT * 2)
     assert (run["id"], run["status"]) == (run_id, "succeeded"), gateway_stack.runner.tail()
@@ -404,13 +404,27 @@ def gateway_runs_started(stack, ctx, run_id: str) -> list[tuple[int, str]]:
     ]
 
 
-def kill_runner_and_openclaw(stack, endpoint, model: str, gate) -> None:
-    """SIGKILL the runner and OpenClaw (the held answer then goes nowhere); start both again."""
+def kill_runner_and_openclaw(stack, endpoint, model: str, gate, run_id: str, turn: int) -> None:
+    """SIGKILL the runner and OpenClaw (the held answer then goes nowhere); start both again,
+    OpenClaw once ``turn`` waits for it."""
     gateway = stack.gateway
     os.killpg(gateway.process.pid, signal.SIGKILL)
     gateway.process.wait(10)
     stack.runner.proc.send_signal(signal.SIGKILL)
     stack.runner.proc.wait(10)
     gate.release()
-    start_openclaw(stack.tmp, endpoint, model, gateway)
     stack.start_runner(launch={"gateway": {"default": gateway.profile()}}, env=gateway.runner_env())
+    openclaw_after_the_continuation(stack, endpoint, model, run_id, turn)
+
+
+def openclaw_after_the_continuation(stack, endpoint, model: str, run_id: str, turn: int) -> None:
+    """Start OpenClaw again once the continuation ``turn`` runs: its driver then holds the tool
+    relay while OpenClaw, ready, resumes the session by itself. The other order (OpenClaw's
+    recovery before any turn serves the tools) leaves the session without them: see
+    docs/providers/gateway.md, Restarts."""
+    wait_until(
+        lambda: [(t["number"], t["status"]) for t in turns(stack, run_id)][-1] == (turn, "running"),
+        WAIT,
+        message=f"turn {turn} waiting for the gateway",
+    )
+    start_openclaw(stack.tmp, endpoint, model, stack.gateway)
