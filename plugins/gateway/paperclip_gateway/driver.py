@@ -45,6 +45,8 @@ logger = logging.getLogger(__name__)
 WAIT_SLICE_MS = 30_000
 """``agent.wait`` is asked in slices, so a lost connection is noticed."""
 RETRY_PAUSE_SECONDS = 1.0
+TAKEN_PAUSE = 15.0
+"""The longest pause between tries of a request whose session other work holds."""
 
 
 class GatewayDriver:
@@ -261,9 +263,9 @@ class GatewayDriver:
         """The agent run's final answer; a lost connection is reconnected and the request
         sent again with the same idempotency key (the gateway answers with the same run).
         A request refused because other work took the session as it started is sent again
-        under a key of its own (see :func:`_session_taken`), until ``reconnect_seconds``."""
+        under a key of its own (see :func:`_session_taken`) while the turn may go on."""
         reconnected = False
-        key, retries, give_up = params["idempotencyKey"], 0, None
+        key, retries = params["idempotencyKey"], 0
         while True:
             connection = await self._connect(profile, settings)
             try:
@@ -284,17 +286,16 @@ class GatewayDriver:
                     return final
             except GatewayError as exc:
                 if _session_taken(exc):
-                    give_up = give_up or time.monotonic() + settings.reconnect_seconds
-                    if time.monotonic() > give_up:
-                        raise TurnAborted(ErrorCode.AGENT_REFUSED, str(exc)) from None
                     # Nothing of this request ran, and the gateway keeps its key's refusal:
-                    # the same request again needs a key of its own.
+                    # the same request again needs a key of its own. What took the session
+                    # (OpenClaw's own recovery run) may work for minutes: the turn's timeout
+                    # bounds the tries, paced so that a long one costs few.
                     retries += 1
                     self._run_id = f"{key}:retry:{retries}"
                     params = {**params, "idempotencyKey": self._run_id}
                     logger.info("the gateway's session was taken as run %s started: %s", key, exc)
                     reconnected = False
-                    await asyncio.sleep(RETRY_PAUSE_SECONDS)
+                    await asyncio.sleep(min(RETRY_PAUSE_SECONDS * 2 ** (retries - 1), TAKEN_PAUSE))
                     continue
                 if not exc.retryable:
                     raise TurnAborted(ErrorCode.AGENT_REFUSED, str(exc)) from None
