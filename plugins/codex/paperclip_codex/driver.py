@@ -7,15 +7,9 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    EventSink,
-    ProviderEvent,
-    TurnInput,
-    TurnResult,
-)
+from paperclip_hookspecs.providers import ProviderEvent, TurnResult
 from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 from paperclip_provider_kit.values import dig
 
@@ -27,6 +21,9 @@ from paperclip_codex.results import describe, failed, turn_result
 from paperclip_codex.session import Launch, Session, spawn
 from paperclip_codex.usage import METHOD as USAGE
 from paperclip_codex.usage import UsageReports, turn_usage
+
+if TYPE_CHECKING:
+    from paperclip_hookspecs.providers import DriverContext, EventSink, TurnInput
 
 logger = logging.getLogger(__name__)
 

@@ -20,15 +20,9 @@ import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    EventSink,
-    ProviderEvent,
-    TurnInput,
-    TurnResult,
-)
+from paperclip_hookspecs.providers import ProviderEvent, TurnResult
 from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 from paperclip_provider_kit.turns import TurnGate, failed
 from paperclip_provider_kit.values import dig
@@ -39,6 +33,9 @@ from paperclip_gateway.device import DeviceIdentity
 from paperclip_gateway.profile import DEFAULT_PROFILE, GatewayProfile, ProfileError
 from paperclip_gateway.protocol import Credentials, GatewayConnection, GatewayError
 from paperclip_gateway.usage import UsageReports, run_usage
+
+if TYPE_CHECKING:
+    from paperclip_hookspecs.providers import DriverContext, EventSink, TurnInput
 
 logger = logging.getLogger(__name__)
 

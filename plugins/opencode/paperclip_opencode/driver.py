@@ -20,15 +20,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    EventSink,
-    ProviderEvent,
-    TurnInput,
-    TurnResult,
-)
+from paperclip_hookspecs.providers import ProviderEvent, TurnResult
 from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 from paperclip_provider_kit.turns import TurnGate, failed
 
@@ -45,6 +39,9 @@ from paperclip_opencode.probe import install_hint
 from paperclip_opencode.server import ServerProcess, SpawnError
 from paperclip_opencode.turn_state import TurnTracker, session_of
 from paperclip_opencode.usage import UsageReports, message_usage
+
+if TYPE_CHECKING:
+    from paperclip_hookspecs.providers import DriverContext, EventSink, TurnInput
 
 logger = logging.getLogger(__name__)
 

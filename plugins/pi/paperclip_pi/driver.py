@@ -20,15 +20,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from paperclip_hookspecs.providers import (
-    DriverContext,
-    EventSink,
-    ProviderEvent,
-    TurnInput,
-    TurnResult,
-)
+from paperclip_hookspecs.providers import ProviderEvent, TurnResult
 from paperclip_provider_kit.config import write_atomic
 from paperclip_provider_kit.errors import ErrorCode, TurnAborted
 from paperclip_provider_kit.turns import TurnGate, failed
@@ -46,6 +40,9 @@ from paperclip_pi.config import (
 from paperclip_pi.probe import install_hint
 from paperclip_pi.rpc import CommandFailed, RpcProcess, SpawnError
 from paperclip_pi.usage import UsageReports, message_usage
+
+if TYPE_CHECKING:
+    from paperclip_hookspecs.providers import DriverContext, EventSink, TurnInput
 
 logger = logging.getLogger(__name__)
 
