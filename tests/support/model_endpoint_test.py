@@ -103,7 +103,7 @@ def test_chat_wire_streams_tool_calls_usage_and_done(endpoint: ModelEndpoint) ->
     chunks = sse(post(endpoint, "/chat/completions", body))
     assert chunks[-1] == "[DONE]"
     usage = chunks[-2]
-    (sent,) = endpoint.usage_sent("m")
+    (sent,) = endpoint.wait_for(lambda: endpoint.usage_sent("m"), 10, "the usage sent")
     assert usage["choices"] == [] and usage["usage"] == {
         "prompt_tokens": sent.input_tokens,
         "completion_tokens": sent.output_tokens,
@@ -241,7 +241,9 @@ def test_each_response_reports_its_step_s_usage_or_one_derived_from_the_step(
     endpoint.script("m", steps)
     for _ in steps:
         post(endpoint, "/responses", {"model": "m", "input": []})
-    first, second, third = endpoint.usage_sent("m")
+    first, second, third = endpoint.wait_for(
+        lambda: len(sent := endpoint.usage_sent("m")) == len(steps) and sent, 10, "the usages sent"
+    )
     assert second == mine
     # Derived, deterministically: the same step elsewhere in the conversation differs.
     assert first == usage_of(steps[0], 0) and third == usage_of(steps[2], 2)
