@@ -55,6 +55,9 @@ class ToolCall(Base):
     admitted_epoch: Mapped[int]
     result: Mapped[dict[str, Any] | None] = mapped_column()
     is_error: Mapped[bool] = mapped_column(default=False)
+    state_revision: Mapped[str | None] = mapped_column(String(64))
+    """Set when the call applied a write under its own command id: the row is then its
+    receipt (``tool_receipts`` keeps only the commands the model named)."""
     settled_by: Mapped[str | None] = mapped_column(String(200))
     settled_epoch: Mapped[int | None]
     created_at: Mapped[datetime] = mapped_column(
@@ -64,10 +67,12 @@ class ToolCall(Base):
 
 
 class ToolReceipt(Base):
-    """Durable proof that a write tool's effect happened, keyed by its command id.
+    """Durable proof that a write tool's effect happened, keyed by a command id the model named.
 
-    Written in the same transaction as the effect: a replay finds it and gets
-    the saved result back as ``duplicate`` instead of writing again.
+    Written in the same transaction as the effect: a later call with the same
+    command id finds it and gets the saved result back as ``duplicate``
+    instead of writing again. A call under its own command id (none named)
+    keeps its receipt on its journal row (``ToolCall.state_revision``).
     """
 
     __tablename__ = "tool_receipts"

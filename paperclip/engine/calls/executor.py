@@ -119,6 +119,7 @@ class ToolExecutor:
             tool=call.tool,
             state_revision=result.pop("_state_revision", None) or state_revision(result),
             result=result,
+            named=bool(call.arguments.get("command_id")),
         )
         receipts[call.command_id] = receipt  # a later call of this batch with it is a duplicate
         return ToolOutcome(

@@ -1,7 +1,8 @@
 """The tool journal: admit a semantic input before dispatch, settle it with its result before returning.
 
-Both are one SQL statement per batch of calls, sent straight to asyncpg:
-every tool call of every run passes here twice.
+Each is one SQL statement per batch of calls, sent straight to asyncpg. A
+self-contained call (its outcome follows from its arguments alone) passes
+here once: one statement admits, applies and settles it (``record_many``).
 """
 
 from __future__ import annotations
@@ -58,7 +59,12 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """A write tool's receipt (a ``tool_receipts`` row): durable proof its effect happened."""
+    """A write tool's receipt: durable proof its effect happened.
+
+    Under a command id the model named, a ``tool_receipts`` row (a later call
+    may repeat the command); under the call's own command id, the call's
+    journal row itself (its ``state_revision``), written by the settlement.
+    """
 
     command_id: str
     company_id: uuid.UUID
@@ -66,6 +72,8 @@ class Receipt:
     tool: str
     state_revision: str
     result: dict[str, Any]
+    named: bool = True
+    """The model named the command (``arguments.command_id``): kept in ``tool_receipts``."""
 
     def body(self, outcome: str) -> dict[str, Any]:
         return {
@@ -137,8 +145,9 @@ receipts AS (
 ), settled AS (
     UPDATE tool_calls t
     SET status = 'settled', result = s.result, is_error = s.is_error,
-        settled_by = $1, settled_epoch = s.epoch, settled_at = now()
-    FROM unnest($2::bigint[], $3::jsonb[], $4::boolean[], $5::bigint[]) AS s(id, result, is_error, epoch)
+        settled_by = $1, settled_epoch = s.epoch, settled_at = now(), state_revision = s.revision
+    FROM unnest($2::bigint[], $3::jsonb[], $4::boolean[], $5::bigint[], $22::text[])
+        AS s(id, result, is_error, epoch, revision)
     WHERE t.id = s.id AND t.id = ANY($2::bigint[]) AND t.status = 'pending'
     RETURNING t.id
 ), """
@@ -148,6 +157,113 @@ SELECT (SELECT count(*) FROM settled) AS settled,
     ARRAY(SELECT seq FROM outbox_appended ORDER BY seq) AS seqs
 """
 )
+
+
+# A self-contained call (its outcome follows from its arguments alone) in one
+# statement that commits on its own: its runs locked and fenced, the call
+# inserted already settled (its admission, its result and, under its own
+# command id, its receipt: one row), its log entry (keyed by the new row's id),
+# and its reply in the runner's outbox. A call that is not inserted (a replay,
+# a run past the fence or over its budget) returns no id: the two-step path
+# answers it.
+RECORD_MANY = """
+WITH fenced AS (
+    SELECT r.id, r.company_id, r.budget_stop_at IS NULL AS open
+    FROM runs r JOIN unnest($1::uuid[], $2::bigint[]) AS o(id, epoch)
+        ON r.id = o.id AND r.controller_epoch = o.epoch
+    WHERE r.id = ANY($1::uuid[]) AND r.controller_instance = $3
+    ORDER BY r.id
+    FOR UPDATE OF r
+), input AS (
+    SELECT * FROM unnest(
+        $4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[], $9::jsonb[], $10::text[],
+        $11::text[], $12::jsonb[]
+    ) WITH ORDINALITY AS i(run_id, call_id, tool, arguments, epoch, result, revision,
+        event_type, event_payload, ord)
+), recorded AS (
+    INSERT INTO tool_calls
+        (company_id, run_id, call_id, tool, arguments, status, admitted_by, admitted_epoch,
+         result, is_error, settled_by, settled_epoch, settled_at, state_revision)
+    SELECT f.company_id, i.run_id, i.call_id, i.tool, i.arguments, 'settled', $3, i.epoch,
+        i.result, false, $3, i.epoch, now(), i.revision
+    FROM input i JOIN fenced f ON f.id = i.run_id AND f.open
+    ORDER BY i.ord
+    ON CONFLICT (run_id, call_id) DO NOTHING
+    RETURNING id, run_id, call_id
+), done AS (
+    SELECT d.id, i.* FROM recorded d JOIN input i ON i.run_id = d.run_id AND i.call_id = d.call_id
+), events_counts AS (
+    SELECT run_id, count(*) AS n FROM done WHERE event_type IS NOT NULL GROUP BY run_id
+), events_counter AS (
+    UPDATE runs r SET last_event_seq = r.last_event_seq + c.n
+    FROM events_counts c WHERE r.id = c.run_id AND r.id = ANY($1::uuid[])
+    RETURNING r.id, r.company_id, r.turn, r.last_event_seq - c.n AS base
+), events_appended AS (
+    INSERT INTO run_events
+        (company_id, run_id, seq, type, payload, turn, source_instance, source_seq)
+    SELECT c.company_id, d.run_id, c.base + row_number() OVER (PARTITION BY d.run_id ORDER BY d.ord),
+        d.event_type, d.event_payload, greatest(c.turn, 1), 'tool', d.id
+    FROM done d JOIN events_counter c ON c.id = d.run_id
+    WHERE d.event_type IS NOT NULL
+), outbox_counter AS (
+    UPDATE runners SET out_seq = out_seq + (SELECT count(*) FROM recorded)
+    WHERE id = $13::uuid AND EXISTS (SELECT FROM recorded)
+    RETURNING out_seq - (SELECT count(*) FROM recorded) AS base
+), outbox_appended AS (
+    INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload)
+    SELECT $13::uuid, o.base + row_number() OVER (ORDER BY d.ord), 'tool_result', d.run_id,
+        jsonb_build_object('call_id', d.call_id, 'content', d.result, 'is_error', false)
+    FROM outbox_counter o, done d
+    RETURNING seq, run_id, payload->>'call_id' AS call_id
+)
+SELECT o.run_id, o.call_id, o.seq FROM outbox_appended o ORDER BY o.seq
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Recording:
+    """A self-contained call, its outcome known before it is journaled."""
+
+    request: Request
+    result: dict[str, Any]
+    """What the model gets (its receipt included)."""
+    state_revision: str
+    event: tuple[str, dict[str, Any]] | None
+    """Its log entry (type, payload), keyed by the call's journal id once it has one."""
+
+
+async def record_many(
+    connection: asyncpg.Connection,
+    recordings: Sequence[Recording],
+    *,
+    instance: str,
+    runner_id: uuid.UUID,
+) -> dict[tuple[uuid.UUID, str], int]:
+    """Admit, apply and settle self-contained calls in one statement that commits on its own.
+
+    Returns, per (run id, call id) recorded, its reply's outbox seq. A call
+    missing from it was not written: the caller takes it the two-step way.
+    """
+    if not recordings:
+        return {}
+    epochs = {r.request.run_id: r.request.epoch for r in recordings}
+    rows = await connection.fetch(
+        RECORD_MANY,
+        list(epochs),
+        list(epochs.values()),
+        instance,
+        [r.request.run_id for r in recordings],
+        [r.request.call_id for r in recordings],
+        [r.request.tool for r in recordings],
+        [jsonb(r.request.arguments) for r in recordings],
+        [r.request.epoch for r in recordings],
+        [jsonb(r.result) for r in recordings],
+        [r.state_revision for r in recordings],
+        [r.event[0] if r.event else None for r in recordings],
+        [jsonb(r.event[1]) if r.event else None for r in recordings],
+        runner_id,
+    )
+    return {(row["run_id"], row["call_id"]): row["seq"] for row in rows}
 
 
 class AlreadySettledError(Exception):
@@ -199,7 +315,8 @@ async def settle_many(
     was settled meanwhile, so the caller rolls back instead of committing an
     effect twice.
     """
-    receipts = [s.receipt for s in settlements if s.receipt is not None]
+    # A receipt under the call's own command id is the call's row: no receipt row.
+    receipts = [s.receipt for s in settlements if s.receipt is not None and s.receipt.named]
     outgoing = [outbox.Outgoing.of(reply) for reply in replies]
     entries = events.first_copies(effects)
     row = await connection.fetchrow(
@@ -220,6 +337,10 @@ async def settle_many(
         [m.run_id for m in outgoing],
         [jsonb(m.payload) for m in outgoing],
         *events.columns(entries),
+        [
+            s.receipt.state_revision if s.receipt is not None and not s.receipt.named else None
+            for s in settlements
+        ],
     )
     assert row is not None
     if row["settled"] != len({s.call_id for s in settlements}):

@@ -56,9 +56,14 @@ async def post_comment(ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome({"comment_id": str(comment.id), "_state_revision": comment.revision})
 
 
-async def report_progress(ctx: ToolContext) -> ToolOutcome:
-    # The journal row's id is unique, so it is the event's replay key.
+def progress(arguments: dict[str, object], source_seq: int = 0) -> ToolOutcome:
+    """``report_progress``'s outcome, which follows from its arguments alone."""
     return ToolOutcome(
         {"recorded": True},
-        events=(NewEvent(ctx.call.id, "progress", {"summary": ctx.arguments["summary"]}),),
+        events=(NewEvent(source_seq, "progress", {"summary": arguments["summary"]}),),
     )
+
+
+async def report_progress(ctx: ToolContext) -> ToolOutcome:
+    # The journal row's id is unique, so it is the event's replay key.
+    return progress(ctx.arguments, ctx.call.id)
