@@ -7,14 +7,14 @@ holds on a noisy, shared machine where absolute rates do not.
   ``INSERT`` + ``COMMIT`` in a loop (and, reported beside it, one connection);
 - journaled: a real control plane (``paperclip serve --no-runner``) and a
   scripted runner peer speaking the runner protocol over its WebSocket; each
-  round trip is one ``report_progress`` tool call (a write tool: journaled
-  before dispatch, effect + receipt + result in one fenced transaction, reply
-  through the outbox) from 1 and from 8 concurrent runs.
+  round trip is one ``report_progress`` tool call (a self-contained write
+  tool: its admission, effect, receipt, result and reply through the outbox
+  in one fenced statement) from 1 and from 8 concurrent runs.
 
 Usage: python bench/tool_roundtrip.py [--calls N] [--json]
 Uses PAPERCLIP_DATABASE_URL when set, else an embedded PostgreSQL in a temp dir.
-Exits 1 when the ratio at 8 concurrent runs (against 8 connections) is under
-the target (0.3).
+Exits 1 when a ratio (against as many connections as runs) is under its
+target: 0.3 at 8 concurrent runs, 0.3 at one.
 """
 
 from __future__ import annotations
@@ -34,7 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import RunnerPeer, connect, control_plane, run
 
 TARGET = 0.3
-"""Against the same concurrency (0.4 was against one connection, which flatters it)."""
+"""At 8 runs, against the same concurrency (0.4 was against one connection, which flatters it)."""
+TARGET_1 = 0.3
+"""At one run, against one connection: one commit per call, as the baseline's, plus the hops
+between three processes (the peer, the control plane, PostgreSQL)."""
 
 
 async def baseline_inserts(url: str, seconds: float, connections: int = 1) -> float:
@@ -150,8 +153,8 @@ def main() -> int:
                 f" (against one connection, {figures[f'baseline_one_connection_per_s_{concurrency}']:.1f}/s:"
                 f" {figures[f'ratio_{concurrency}_vs_one_connection']:.2f})"
             )
-        print(f"target at 8 runs: >= {TARGET}")
-    return 0 if figures["ratio_8"] >= TARGET else 1
+        print(f"targets: at 8 runs >= {TARGET}, at 1 run >= {TARGET_1}")
+    return 0 if figures["ratio_8"] >= TARGET and figures["ratio_1"] >= TARGET_1 else 1
 
 
 if __name__ == "__main__":

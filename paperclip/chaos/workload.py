@@ -1,7 +1,9 @@
 """The chaos workload: one issue per run, each with its own agent and fake-provider script.
 
 A run's first turn posts two comments (tools with write effects, bodies unique
-to the run) with pauses between them, says it is done and calls ``finish``; a
+to the run), each followed by a progress note (a self-contained call, which the
+journal writes in one statement), with pauses between them, says it is done and
+calls ``finish``; a
 later turn of the same thread (a continuation after a loss) says it went on
 and finishes. Every body names its run, so the checks can tell a duplicate
 from another run's comment.
@@ -49,6 +51,8 @@ def script(label: str, pause: float, comments: int = 2) -> dict:
     for number in range(1, comments + 1):
         body = comment_body(label, number)
         first += [{"call_tool": {"name": "post_comment", "arguments": {"body": body}}}]
+        note = {"summary": f"{label}: after comment {number}"}
+        first += [{"call_tool": {"name": "report_progress", "arguments": note}}]
         first += [{"sleep": pause}]
     first += [{"message": f"Run {label} is done."}, finish]
     later = [{"message": f"Run {label} went on after a loss."}, finish]
