@@ -12,7 +12,9 @@ What recovery and the seeds still read is never removed:
   journal, its steers' evidence), whatever its age;
 - anything of a run whose answer is not presented yet (presentation recovery);
 - a journaled call still ``pending`` (its recovery policy settles it);
-- receipts (``tool_receipts``), which keep a replayed write from happening twice;
+- receipts of commands the model named (``tool_receipts``), which keep a replayed
+  write from happening twice (a call's receipt under its own command id is its
+  journal row: it goes with it, once its run has ended and no call of it can come);
 - the runs themselves, their turns, comments, wakes and everything else.
 
 A row goes only once both it and its run's end are past the retention.
