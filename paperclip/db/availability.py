@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from asyncpg.exceptions import InterfaceError as AsyncpgInterfaceError
 from asyncpg.exceptions import InternalClientError, PostgresConnectionError
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, StatementError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from paperclip.metrics import DATABASE_ERRORS
@@ -25,9 +25,11 @@ T = TypeVar("T")
 
 def is_unavailable(exc: BaseException) -> bool:
     """Whether an error means the database is away, not that a statement was wrong."""
-    if isinstance(exc, DBAPIError):
-        if exc.connection_invalidated:
-            return True
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    if isinstance(exc, StatementError):
+        # A DBAPIError, or a statement whose connection could not be made again
+        # (its reconnect refused): the driver's own error says which.
         exc = exc.orig or exc
     sqlstate = getattr(exc, "sqlstate", None) or ""
     # 08: connection exception; 57P: operator intervention (shutdown, cannot connect now).

@@ -7,6 +7,7 @@ import socket
 
 import asyncpg
 import pytest
+from sqlalchemy.exc import StatementError
 
 from paperclip.db.availability import is_unavailable, when_reachable
 
@@ -57,3 +58,13 @@ async def test_an_error_that_is_not_the_database_being_away_goes_up_at_once():
     with pytest.raises(ValueError):
         await when_reachable(read, 30, log)
     assert tries == [1]
+
+
+async def test_a_statement_whose_reconnect_is_refused_is_the_database_being_away():
+    # SQLAlchemy reconnects an invalidated connection when its next statement runs; a
+    # refused reconnect comes up as a StatementError around the driver's OSError.
+    with pytest.raises(OSError) as raised:
+        await refused()
+    wrapped = StatementError("(ConnectionRefusedError)", "SELECT 1", {}, raised.value)
+    assert is_unavailable(wrapped)
+    assert not is_unavailable(StatementError("wrong", "SELECT 1", {}, ValueError("bad")))
