@@ -41,7 +41,7 @@ from paperclip.engine.links.gate import ControlGate
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
 from paperclip.engine.logs.events import NewEvent, append_events
-from paperclip.engine.ownership.fence import lock_run
+from paperclip.engine.ownership.fence import RUN_LOCK, lock_run
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.turns.lifecycle import end_turn, is_lost
 from paperclip.failpoints import failpoint
@@ -427,7 +427,7 @@ class RunEndings:
         else:
             return False
         async with self.sessions.begin() as session:
-            run = await session.get(Run, run_id, with_for_update=True, populate_existing=True)
+            run = await session.get(Run, run_id, with_for_update=RUN_LOCK, populate_existing=True)
             if run is None or run.presentation is not None:
                 return False
             answered = decision.mode is PresentationMode.ANSWER and run.answer

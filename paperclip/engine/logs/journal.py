@@ -108,7 +108,7 @@ WITH fenced AS (
         ON r.id = o.id AND r.controller_epoch = o.epoch
     WHERE r.id = ANY($1::uuid[]) AND r.controller_instance = $3
     ORDER BY r.id
-    FOR UPDATE OF r
+    FOR NO KEY UPDATE OF r  -- the fence's lock (ownership.fence.RUN_LOCK)
 ), input AS (
     SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[])
         WITH ORDINALITY AS i(run_id, call_id, tool, arguments, epoch, ord)
@@ -173,7 +173,7 @@ WITH fenced AS (
         ON r.id = o.id AND r.controller_epoch = o.epoch
     WHERE r.id = ANY($1::uuid[]) AND r.controller_instance = $3
     ORDER BY r.id
-    FOR UPDATE OF r
+    FOR NO KEY UPDATE OF r  -- the fence's lock (ownership.fence.RUN_LOCK)
 ), input AS (
     SELECT * FROM unnest(
         $4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[], $9::jsonb[], $10::text[],

@@ -15,6 +15,16 @@ from paperclip import log_context
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import Run
 
+RUN_LOCK = {"key_share": True}
+"""How a controller write locks its run: ``FOR NO KEY UPDATE``.
+
+It orders the run's writers and meets a takeover's epoch update, yet leaves
+the run's key free: a row that refers to the run (an outbox entry, an event)
+takes a ``KEY SHARE`` lock on it through its foreign key, and with ``FOR
+UPDATE`` a transaction that wrote such a row first and locked the run second
+(``answer_again``: the runner's outbox counter, then the run) met a fenced
+write that holds the run and wants the counter, and PostgreSQL ended one."""
+
 
 class StaleEpochError(ConflictError):
     """This controller's epoch is no longer the run's: it may not write for it."""
@@ -33,7 +43,7 @@ async def lock_run(session: AsyncSession, run_id: uuid.UUID, *, instance: str, e
         await session.execute(
             select(Run)
             .where(Run.id == run_id)
-            .with_for_update()
+            .with_for_update(**RUN_LOCK)
             .execution_options(populate_existing=True)
         )
     ).scalar_one_or_none()
@@ -53,7 +63,7 @@ LOCK_RUNS = (
     .order_by(Run.id)
     # The execution input is the whole prompt: loaded only by the tool that reads it.
     .options(defer(Run.execution_input))
-    .with_for_update()
+    .with_for_update(**RUN_LOCK)
     .execution_options(populate_existing=True)
 )
 
@@ -88,7 +98,7 @@ Locked = TypeVar("Locked", Run, LockedRun)
 LOCK_FENCED = """
 SELECT id, company_id, agent_id, issue_id, controller_instance, controller_epoch,
     budget_stop_at IS NOT NULL
-FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE
+FROM runs WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
 """
 
 

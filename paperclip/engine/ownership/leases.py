@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import ColumnElement, Select, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.engine.ownership.fence import RUN_LOCK
 from paperclip.models import ACTIVE_RUN_STATUSES, Run
 
 ACTIVE = ACTIVE_RUN_STATUSES
@@ -72,7 +73,7 @@ def in_id_order(*where: ColumnElement[bool]) -> Select[tuple[uuid.UUID]]:
     each other and PostgreSQL ends one with a deadlock. Taking the locks here
     first, in the one order every statement uses, leaves no cycle.
     """
-    return select(Run.id).where(*where).order_by(Run.id).with_for_update()
+    return select(Run.id).where(*where).order_by(Run.id).with_for_update(**RUN_LOCK)
 
 
 async def renew(
