@@ -91,3 +91,26 @@ async def when_reachable(
                 log.warning("the database is unavailable (%s): waiting for it", describe(exc))
                 waiting = True
         await asyncio.sleep(1)
+
+
+class PoolCloseFailures(logging.Filter):
+    """SQLAlchemy's pool logs a connection it could not close with a traceback (``Exception
+    closing connection``, at ``error``). When the database is away (killed, restarting), that
+    is a broken pipe, not a defect: one warning line instead, as our own loops say it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and is_unavailable(exc):
+            record.msg = "a pool connection was not closed (the database is unavailable: %s)"
+            record.args = (describe(exc),)
+            record.exc_info, record.exc_text = None, None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def quiet_pool_close_failures(pool: object) -> None:
+    """Give the logger of ``pool``'s class (SQLAlchemy names it so) the filter above, once."""
+    cls = type(pool)
+    logger = logging.getLogger(f"{cls.__module__}.{cls.__name__}")
+    if not any(isinstance(f, PoolCloseFailures) for f in logger.filters):
+        logger.addFilter(PoolCloseFailures())

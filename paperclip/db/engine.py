@@ -10,6 +10,8 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from paperclip.db.availability import quiet_pool_close_failures
+
 
 def async_url(url: str) -> str:
     """Normalise any PostgreSQL URL to the asyncpg driver."""
@@ -22,9 +24,11 @@ def async_url(url: str) -> str:
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # No pre-ping: it costs three round trips per checkout on the hot path, and
     # asyncpg reports a dead connection on first use, which invalidates it.
-    return create_async_engine(
+    engine = create_async_engine(
         async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
     )
+    quiet_pool_close_failures(engine.sync_engine.pool)
+    return engine
 
 
 def create_session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

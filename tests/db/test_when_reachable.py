@@ -68,3 +68,29 @@ async def test_a_statement_whose_reconnect_is_refused_is_the_database_being_away
     wrapped = StatementError("(ConnectionRefusedError)", "SELECT 1", {}, raised.value)
     assert is_unavailable(wrapped)
     assert not is_unavailable(StatementError("wrong", "SELECT 1", {}, ValueError("bad")))
+
+
+async def test_the_pool_says_in_one_line_that_it_could_not_close_a_connection_to_a_database_away(
+    caplog,
+):
+    from paperclip.db.engine import create_engine
+
+    engine = create_engine("postgresql://x@127.0.0.1:1/x")  # never connected: only its pool
+    pool_log = logging.getLogger("sqlalchemy.pool.impl.AsyncAdaptedQueuePool")
+    with caplog.at_level(logging.WARNING, logger=pool_log.name):
+        for error in (refused, _wrong):
+            try:
+                await error()
+            except Exception:
+                # As the pool logs a close that failed (sqlalchemy/pool/base.py).
+                pool_log.error("Exception closing connection %r", "<connection>", exc_info=True)
+    await engine.dispose()
+    away, wrong = caplog.records
+    assert away.levelno == logging.WARNING and away.exc_info is None
+    assert away.getMessage().startswith("a pool connection was not closed (the database is")
+    # Anything else keeps SQLAlchemy's line and its traceback.
+    assert wrong.levelno == logging.ERROR and wrong.exc_info is not None
+
+
+async def _wrong() -> None:
+    raise ValueError("not the database")
