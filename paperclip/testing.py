@@ -38,7 +38,7 @@ import os
 import re
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,19 @@ async def _admin(url: str, *statements: str) -> list[Any]:
         return [await conn.fetch(s) for s in statements]
     finally:
         await conn.close()
+
+
+@contextmanager
+def scratch_database(server_url: str, name: str) -> Iterator[str]:
+    """An empty database ``name`` on the server of ``server_url`` (one left by an earlier
+    session is dropped first), its URL; dropped afterwards. For tests outside an event loop
+    (Alembic's async environment runs its own)."""
+    drop = f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    asyncio.run(_admin(server_url, drop, f'CREATE DATABASE "{name}"'))
+    try:
+        yield _with_database(server_url, name)
+    finally:
+        asyncio.run(_admin(server_url, drop))
 
 
 @pytest.fixture(scope="session")

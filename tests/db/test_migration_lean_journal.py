@@ -12,7 +12,7 @@ import uuid
 
 from paperclip.db import migrate
 from paperclip.models import Agent, Company, Run
-from paperclip.testing import _admin, _with_database, connect
+from paperclip.testing import connect, scratch_database
 from tests.support.db import query
 
 PREVIOUS = "0017_runner_offers"
@@ -85,16 +85,7 @@ async def _old_journal(url: str) -> dict[str, object]:
 
 
 def test_own_receipts_move_onto_their_calls_and_named_ones_stay(paperclip_postgres_url):
-    name = "paperclip_migration_lean_journal"
-    asyncio.run(
-        _admin(
-            paperclip_postgres_url,
-            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}"',
-        )
-    )
-    url = _with_database(paperclip_postgres_url, name)
-    try:
+    with scratch_database(paperclip_postgres_url, "paperclip_migration_lean_journal") as url:
         migrate.upgrade(url, PREVIOUS)
         old = asyncio.run(_old_journal(url))
         migrate.upgrade(url)
@@ -114,7 +105,3 @@ def test_own_receipts_move_onto_their_calls_and_named_ones_stay(paperclip_postgr
         assert saved == [old["own"], old["named"]]
         receipts = query(url, "SELECT command_id, state_revision FROM tool_receipts")
         assert receipts == [{"command_id": old["named"], "state_revision": "r-named"}]
-    finally:
-        asyncio.run(
-            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        )

@@ -16,7 +16,7 @@ from paperclip.db.engine import create_engine
 from paperclip.engine.context.completion import check_completion, completion_check
 from paperclip.models import Agent, Comment, Company, Issue, Run
 from paperclip.plugin_host import PluginHost
-from paperclip.testing import _admin, _with_database
+from paperclip.testing import scratch_database
 from tests.support.db import query
 
 
@@ -103,16 +103,7 @@ async def _check(url: str, run_id: uuid.UUID) -> tuple[object, object]:
 
 
 def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(paperclip_postgres_url):
-    name = "paperclip_migration_snapshots"
-    asyncio.run(
-        _admin(
-            paperclip_postgres_url,
-            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}"',
-        )
-    )
-    url = _with_database(paperclip_postgres_url, name)
-    try:
+    with scratch_database(paperclip_postgres_url, "paperclip_migration_snapshots") as url:
         migrate.upgrade(url, "0005_sessions")
         run_id = asyncio.run(_old_run(url))
         migrate.upgrade(url)
@@ -120,7 +111,3 @@ def test_a_run_made_before_snapshots_has_none_and_its_report_is_accepted(papercl
         assert query(url, "SELECT count(*) AS n FROM wake_snapshots") == [{"n": 0}]
         snapshot, refusal = asyncio.run(_check(url, run_id))
         assert snapshot is None and refusal is None
-    finally:
-        asyncio.run(
-            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        )

@@ -10,21 +10,12 @@ from alembic.migration import MigrationContext
 from paperclip.db import migrate
 from paperclip.db.engine import create_engine
 from paperclip.models import Base
-from paperclip.testing import _admin, _with_database
+from paperclip.testing import scratch_database
 from tests.support.db import query
 
 
 def test_upgrade_from_empty_then_models_match(paperclip_postgres_url):
-    name = "paperclip_migration_check"
-    asyncio.run(
-        _admin(
-            paperclip_postgres_url,
-            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}"',
-        )
-    )
-    url = _with_database(paperclip_postgres_url, name)
-    try:
+    with scratch_database(paperclip_postgres_url, "paperclip_migration_check") as url:
         assert migrate.current_revision(url) is None
         migrate.upgrade(url)
         assert migrate.current_revision(url) == migrate.head_revision()
@@ -46,24 +37,11 @@ def test_upgrade_from_empty_then_models_match(paperclip_postgres_url):
                 await engine.dispose()
 
         assert asyncio.run(diff()) == []
-    finally:
-        asyncio.run(
-            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        )
 
 
 def test_keys_made_before_scoping_become_instance_keys_with_unique_names(paperclip_postgres_url):
     """From the previous schema, with keys of every shape the old one allowed."""
-    name = "paperclip_migration_keys"
-    asyncio.run(
-        _admin(
-            paperclip_postgres_url,
-            f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)',
-            f'CREATE DATABASE "{name}"',
-        )
-    )
-    url = _with_database(paperclip_postgres_url, name)
-    try:
+    with scratch_database(paperclip_postgres_url, "paperclip_migration_keys") as url:
         migrate.upgrade(url, "0002")
         rows = [("", "pck_aaaaaaaa"), ("ci", "pck_bbbbbbbb"), ("ci", "pck_cccccccc")]
         for key_name, prefix in rows:
@@ -81,7 +59,3 @@ def test_keys_made_before_scoping_become_instance_keys_with_unique_names(papercl
             {"name": "ci", "role": "instance_admin", "company_id": None},
             {"name": "ci (pck_cccccccc)", "role": "instance_admin", "company_id": None},
         ]
-    finally:
-        asyncio.run(
-            _admin(paperclip_postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        )

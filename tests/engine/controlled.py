@@ -1,13 +1,21 @@
-"""Running runs controlled by a test's replica, written straight to the database (no runner)."""
+"""Running runs controlled by a test's replica, written straight to the database (no runner),
+and the engine's call pipeline controlling them, with a runner link in memory."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 import httpx
 
+from paperclip.engine.calls.pipeline import CallPipeline
+from paperclip.engine.links.gate import ControlGate
+from paperclip.engine.links.link import RunnerLink
+from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, RunStatus
+from paperclip.plugin_host import PluginHost
+from tests.support.memory import MemoryTransport
 
 
 async def controlled_runs(
@@ -44,3 +52,18 @@ async def controlled_runs(
                 )
             )
     return list(ids)
+
+
+async def pipeline_with_link(
+    container: Any, plugins: PluginHost, ownership: RunOwnership, *, instance: str
+) -> tuple[CallPipeline, RunnerLink, MemoryTransport]:
+    """The call pipeline of ``instance`` (its runs those ``ownership`` holds), a new runner's
+    link in memory, and that link's transport (what the runner would receive)."""
+    sessions = container.sessions()
+    pipeline = CallPipeline(
+        sessions, ownership, ControlGate(sessions, ownership), plugins, instance=instance
+    )
+    runner, _ = await container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
+    transport = MemoryTransport()
+    link = RunnerLink(runner.id, "runner-1", transport, {"codex"}, sessions, last_in=0, last_sent=0)
+    return pipeline, link, transport

@@ -13,16 +13,12 @@ import pytest
 from sqlalchemy import select
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine.calls.pipeline import CallPipeline
-from paperclip.engine.links.gate import ControlGate
-from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import journal
 from paperclip.engine.ownership.fence import lock_runs
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, RunEvent, ToolCall, ToolCallStatus
 from paperclip.wire.messages import ToolResult
-from tests.engine.controlled import controlled_runs
-from tests.support.memory import MemoryTransport
+from tests.engine.controlled import controlled_runs, pipeline_with_link
 
 INSTANCE = "replica-test"
 
@@ -110,17 +106,8 @@ async def pipeline(paperclip_container, paperclip_plugin_host, runs):
     ownership = RunOwnership()
     for run_id in runs:
         ownership.own(run_id, 3)
-    sessions = paperclip_container.sessions()
-    pipeline = CallPipeline(
-        sessions,
-        ownership,
-        ControlGate(sessions, ownership),
-        paperclip_plugin_host,
-        instance=INSTANCE,
-    )
-    runner, _ = await paperclip_container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
-    link = RunnerLink(
-        runner.id, "runner-1", MemoryTransport(), {"codex"}, sessions, last_in=0, last_sent=0
+    pipeline, link, _ = await pipeline_with_link(
+        paperclip_container, paperclip_plugin_host, ownership, instance=INSTANCE
     )
     return pipeline, link
 

@@ -13,15 +13,11 @@ import uuid
 import pytest
 from sqlalchemy import select, update
 
-from paperclip.engine.calls.pipeline import CallPipeline
-from paperclip.engine.links.gate import ControlGate
-from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.ownership.fence import StaleEpochError
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, RunEvent, RunnerMessage, ToolCall, ToolCallStatus, ToolReceipt
 from paperclip.wire import messages as wire
-from tests.engine.controlled import controlled_runs
-from tests.support.memory import MemoryTransport
+from tests.engine.controlled import controlled_runs, pipeline_with_link
 
 INSTANCE = "replica-test"
 TOKEN = "run-token"
@@ -48,18 +44,9 @@ async def engine(paperclip_container, paperclip_plugin_host, runs):
     for run_id in runs:
         ownership.own(run_id, 3)
         ownership.remember_token(run_id, TOKEN)
-    sessions = paperclip_container.sessions()
-    pipeline = CallPipeline(
-        sessions,
-        ownership,
-        ControlGate(sessions, ownership),
-        paperclip_plugin_host,
-        instance=INSTANCE,
+    return await pipeline_with_link(
+        paperclip_container, paperclip_plugin_host, ownership, instance=INSTANCE
     )
-    runner, _ = await paperclip_container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
-    transport = MemoryTransport()
-    link = RunnerLink(runner.id, "runner-1", transport, {"codex"}, sessions, last_in=0, last_sent=0)
-    return pipeline, link, transport
 
 
 def call(seq, run_id, call_id, arguments=None, tool="report_progress"):

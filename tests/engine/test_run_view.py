@@ -22,14 +22,10 @@ from paperclip_hookspecs.runs import RunView, ToolCallStatus
 from sqlalchemy import select
 
 from paperclip.db.driver import driver_connection
-from paperclip.engine.calls.pipeline import CallPipeline
-from paperclip.engine.links.gate import ControlGate
-from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import journal
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.models import Run, ToolCall
-from tests.engine.controlled import controlled_runs
-from tests.support.memory import MemoryTransport
+from tests.engine.controlled import controlled_runs, pipeline_with_link
 
 INSTANCE = "replica-view"
 
@@ -77,16 +73,8 @@ async def calls(paperclip_container, paperclip_plugin_host, run_id):
     ownership = RunOwnership()
     ownership.own(run_id, 1)
     sessions = paperclip_container.sessions()
-    pipeline = CallPipeline(
-        sessions,
-        ownership,
-        ControlGate(sessions, ownership),
-        paperclip_plugin_host,
-        instance=INSTANCE,
-    )
-    runner, _ = await paperclip_container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
-    link = RunnerLink(
-        runner.id, "runner-1", MemoryTransport(), {"codex"}, sessions, last_in=0, last_sent=0
+    pipeline, link, _ = await pipeline_with_link(
+        paperclip_container, paperclip_plugin_host, ownership, instance=INSTANCE
     )
 
     async def dispatch(*asked: tuple[str, dict]) -> list[ToolCall]:

@@ -155,17 +155,7 @@ class CallPipeline:
             seq = seqs.get((call.run_id, call.call_id))
             if seq is None:
                 continue
-            tool = metrics.tool_label(call.tool)
-            metrics.TOOL_CALLS.labels(tool, "ok").inc()
-            metrics.TOOL_CALL_SECONDS.labels(tool).observe(elapsed)
-            tracing.record(
-                "paperclip.tool_call",
-                call.run_id,
-                began,
-                tool=call.tool,
-                call_id=call.call_id,
-                outcome="ok",
-            )
+            _measured(call.run_id, call.call_id, call.tool, "ok", elapsed, began)
             await link.deliver(
                 seq,
                 ToolResult(
@@ -338,17 +328,8 @@ class CallPipeline:
             tx.appended(added)
         elapsed = time.perf_counter() - started
         for (_, call), outcome in zip(work, outcomes, strict=True):
-            tool = metrics.tool_label(call.tool)
-            metrics.TOOL_CALLS.labels(tool, "error" if outcome.is_error else "ok").inc()
-            metrics.TOOL_CALL_SECONDS.labels(tool).observe(elapsed)
-            tracing.record(
-                "paperclip.tool_call",
-                call.run_id,
-                began,
-                tool=call.tool,
-                call_id=call.call_id,
-                outcome="error" if outcome.is_error else "ok",
-            )
+            result = "error" if outcome.is_error else "ok"
+            _measured(call.run_id, call.call_id, call.tool, result, elapsed, began)
         return [(seq, numbered(reply, seq)) for seq, reply in zip(seqs, replies, strict=True)]
 
 
@@ -363,4 +344,16 @@ def numbered(reply: ToolResult, seq: int) -> ToolResult:
         call_id=reply.call_id,
         content=reply.content,
         is_error=reply.is_error,
+    )
+
+
+def _measured(
+    run_id: uuid.UUID, call_id: str, tool: str, outcome: str, elapsed: float, began: int
+) -> None:
+    """A settled call counted, timed and traced (``outcome``: ``ok`` or ``error``)."""
+    label = metrics.tool_label(tool)
+    metrics.TOOL_CALLS.labels(label, outcome).inc()
+    metrics.TOOL_CALL_SECONDS.labels(label).observe(elapsed)
+    tracing.record(
+        "paperclip.tool_call", run_id, began, tool=tool, call_id=call_id, outcome=outcome
     )

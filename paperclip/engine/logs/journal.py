@@ -101,15 +101,22 @@ class Settlement:
 # the same statement that inserts: a run adopted by another controller since
 # this one took it matches no row, so none of its calls is admitted. The last
 # part returns the calls a replay brought again (the snapshot predates the insert).
-ADMIT_MANY = """
+#
+# FENCED is that first part, shared by both statements: $1 the runs' ids, $2 the
+# epochs the caller holds, $3 its instance; ``open``: no budget of the run stopped it.
+FENCED = """
 WITH fenced AS (
-    SELECT r.id, r.company_id
+    SELECT r.id, r.company_id, r.budget_stop_at IS NULL AS open
     FROM runs r JOIN unnest($1::uuid[], $2::bigint[]) AS o(id, epoch)
         ON r.id = o.id AND r.controller_epoch = o.epoch
     WHERE r.id = ANY($1::uuid[]) AND r.controller_instance = $3
     ORDER BY r.id
     FOR NO KEY UPDATE OF r  -- the fence's lock (ownership.fence.RUN_LOCK)
-), input AS (
+)"""
+
+ADMIT_MANY = (
+    FENCED
+    + """, input AS (
     SELECT * FROM unnest($4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[])
         WITH ORDINALITY AS i(run_id, call_id, tool, arguments, epoch, ord)
 ), inserted AS (
@@ -128,6 +135,7 @@ FROM tool_calls t JOIN input i ON t.run_id = i.run_id AND t.call_id = i.call_id
 WHERE t.run_id = ANY($1::uuid[]) AND t.call_id = ANY($5::text[])
     AND t.run_id IN (SELECT id FROM fenced)
 """
+)
 
 # The end of a dispatch transaction, in one statement: the log entries of the
 # calls' effects (``events.append_cte``), the new receipts, the results, and
@@ -166,15 +174,9 @@ SELECT (SELECT count(*) FROM settled) AS settled,
 # and its reply in the runner's outbox. A call that is not inserted (a replay,
 # a run past the fence or over its budget) returns no id: the two-step path
 # answers it.
-RECORD_MANY = """
-WITH fenced AS (
-    SELECT r.id, r.company_id, r.budget_stop_at IS NULL AS open
-    FROM runs r JOIN unnest($1::uuid[], $2::bigint[]) AS o(id, epoch)
-        ON r.id = o.id AND r.controller_epoch = o.epoch
-    WHERE r.id = ANY($1::uuid[]) AND r.controller_instance = $3
-    ORDER BY r.id
-    FOR NO KEY UPDATE OF r  -- the fence's lock (ownership.fence.RUN_LOCK)
-), input AS (
+RECORD_MANY = (
+    FENCED
+    + """, input AS (
     SELECT * FROM unnest(
         $4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::bigint[], $9::jsonb[], $10::text[],
         $11::text[], $12::jsonb[]
@@ -218,6 +220,7 @@ WITH fenced AS (
 )
 SELECT o.run_id, o.call_id, o.seq FROM outbox_appended o ORDER BY o.seq
 """
+)
 
 
 @dataclass(frozen=True, slots=True)
