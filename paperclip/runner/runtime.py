@@ -401,19 +401,20 @@ class RunnerProcess:
             result = TurnResult(status="failed", error=f"{type(exc).__name__}: {exc}")
         if hosted.workspace is not None:
             await hosted.workspace.report(hosted.turn, "turn_end", self._send_data)
-        await self._send_data(
-            wire.TurnFinished(
-                seq=0,
-                run_id=hosted.run_id,
-                turn=hosted.turn,
-                status=result.status,
-                session_ref=result.session_ref,
-                error=result.error,
-                error_code=result.error_code,
-                answer=result.answer,
-                provider_turn_id=result.provider_turn_id,
-            )
+        finished = wire.TurnFinished(
+            seq=0,
+            run_id=hosted.run_id,
+            turn=hosted.turn,
+            status=result.status,
+            session_ref=result.session_ref,
+            error=result.error,
+            error_code=result.error_code,
+            answer=result.answer,
+            provider_turn_id=result.provider_turn_id,
         )
+        # Behind a steer in flight, as the run's events are: the turn's end closes its
+        # log, so an event held back (a steer the model read as the turn ended) must go first.
+        await hosted.order.emit(finished, self._send_data)
 
     def _on_tool_result(self, message: wire.ToolResult) -> None:
         hosted = self.runs.get(message.run_id)

@@ -1,4 +1,5 @@
-"""The runner sends a steer's result before any event the provider emitted meanwhile.
+"""The runner sends a steer's result before any event the provider emitted meanwhile, and
+a turn's end after them.
 
 A real runner (``RunnerProcess``) on a real WebSocket, with a provider whose
 driver records the steered input (a ``userMessage`` item, as Codex does) the
@@ -56,6 +57,19 @@ class ReadsAtOnceDriver:
         self.done.set()
 
 
+class EndsWhileSteeredDriver(ReadsAtOnceDriver):
+    """Reads a steer (a userMessage item) and ends its turn before it answers a later steer,
+    as a model that reads pending input at its last step does while the next steer arrives."""
+
+    async def steer(self, message_id: str, text: str) -> bool:
+        assert self.emit is not None
+        item = {"type": "userMessage", "id": "u-1", "content": [{"type": "text", "text": text}]}
+        await self.emit(ProviderEvent("item/completed", {"item": item}))
+        self.done.set()  # the turn ends while this steer is being answered
+        await asyncio.sleep(0.05)
+        return False  # no turn to steer any more
+
+
 KIND = ProviderKind(
     name=PROVIDER,
     capabilities=ProviderCapabilities(steer=True),
@@ -64,7 +78,9 @@ KIND = ProviderKind(
 )
 
 
-async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path):
+async def _frames(tmp_path, kind: ProviderKind, steers: list[int], until) -> list[wire.Message]:
+    """What a real runner hosting ``kind`` sends for one run, steered once per turn number
+    in ``steers`` after its turn started, until ``until(frames)``."""
     run_id = uuid.uuid4()
     frames: list[wire.Message] = []
     seen = asyncio.Event()
@@ -84,7 +100,7 @@ async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path)
             if isinstance(message, wire.Event) and message.event_type == "turn/started":
                 if not steered:
                     steered = True
-                    for seq, turn in ((2, 1), (3, 7)):  # the live turn, then another one
+                    for seq, turn in enumerate(steers, start=2):
                         steer = wire.Steer(
                             seq=seq,
                             run_id=run_id,
@@ -93,7 +109,7 @@ async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path)
                             turn=turn,
                         )
                         await ws.send(wire.encode(steer))
-            if sum(isinstance(f, wire.SteerResult) for f in frames) == 2:
+            if until(frames):
                 seen.set()
 
     async with websockets.serve(control_plane, "127.0.0.1", 0) as server:
@@ -102,7 +118,7 @@ async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path)
             [f"http://127.0.0.1:{port}"],
             "credential",
             work_dir=tmp_path,
-            providers={PROVIDER: KIND},
+            providers={PROVIDER: kind},
         )
         task = asyncio.create_task(runner.run())
         try:
@@ -112,18 +128,60 @@ async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path)
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+    return frames
 
-    order = [
-        f.event_type if isinstance(f, wire.Event) else f"{type(f).__name__}:{f.message_id}"
+
+def _order(frames: list[wire.Message]) -> list[str]:
+    return [
+        f.event_type
+        if isinstance(f, wire.Event)
+        else f"{type(f).__name__}:{f.message_id}"
+        if isinstance(f, wire.SteerResult)
+        else type(f).__name__
         for f in frames
-        if isinstance(f, wire.Event | wire.SteerResult)
+        if isinstance(f, wire.Event | wire.SteerResult | wire.TurnFinished)
     ]
+
+
+async def test_the_steer_result_precedes_the_events_it_may_have_caused(tmp_path):
+    frames = await _frames(
+        tmp_path,
+        KIND,
+        [1, 7],  # the live turn, then another one
+        lambda frames: sum(isinstance(f, wire.SteerResult) for f in frames) == 2,
+    )
     # The acknowledgement first, then the item that reads it.
-    assert order == [
+    assert _order(frames) == [
         "turn/started",
         "SteerResult:m-1",
         "item/completed",
         "SteerResult:m-7",
-    ], order
+    ], _order(frames)
     results = {f.message_id: f.acknowledged for f in frames if isinstance(f, wire.SteerResult)}
     assert results == {"m-1": True, "m-7": False}  # a steer for another turn is refused
+
+
+async def test_a_turn_that_ends_while_a_steer_is_answered_ends_after_the_events_held(tmp_path):
+    """The chaos run of seed 4244: the turn's end overtook a held event (the model's reading
+    of an earlier steer), the control plane closed the run's log, and the steer was lost."""
+    kind = ProviderKind(
+        name=PROVIDER,
+        capabilities=ProviderCapabilities(steer=True),
+        create_driver=EndsWhileSteeredDriver,
+        launch={"default": ("true",)},
+    )
+    frames = await _frames(
+        tmp_path,
+        kind,
+        [1],
+        lambda frames: (
+            any(isinstance(f, wire.TurnFinished) for f in frames)
+            and any(isinstance(f, wire.SteerResult) for f in frames)
+        ),
+    )
+    assert _order(frames) == [
+        "turn/started",
+        "SteerResult:m-1",
+        "item/completed",
+        "TurnFinished",
+    ], _order(frames)
