@@ -81,7 +81,8 @@ def test_responses_wire_streams_text_then_completes(endpoint: ModelEndpoint) -> 
         "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
         "total_tokens": usage.input_tokens + usage.output_tokens,
     }
-    assert endpoint.usage_sent("m") == [usage]
+    # Recorded once the handler ends the response, which may be just after the client read it.
+    assert endpoint.wait_for(lambda: endpoint.usage_sent("m"), 10, "the usage sent") == [usage]
 
 
 def test_responses_wire_carries_namespaced_tool_calls(endpoint: ModelEndpoint) -> None:
