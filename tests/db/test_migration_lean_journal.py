@@ -13,33 +13,9 @@ import uuid
 from paperclip.db import migrate
 from paperclip.models import Agent, Company, Run
 from paperclip.testing import connect, scratch_database
-from tests.support.db import query
+from tests.support.db import insert_as_of, query
 
 PREVIOUS = "0017_runner_offers"
-
-
-async def _insert_old(conn, row) -> None:
-    """A model's row with only the columns the old schema has (the models have grown since)."""
-    table = type(row).__table__
-    present = {
-        r["column_name"]
-        for r in await conn.fetch(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = $1", table.name
-        )
-    }
-    values = {}
-    for column in table.columns:
-        value = getattr(row, column.key, None)
-        default = column.default
-        if value is None and default is not None and default.is_scalar:
-            value = default.arg
-        elif value is None and default is not None and default.is_callable:
-            value = default.arg(None)
-        if column.name in present and value is not None:
-            values[column.name] = json.dumps(value) if isinstance(value, dict | list) else value
-    names = ", ".join(values)
-    marks = ", ".join(f"${n}" for n in range(1, len(values) + 1))
-    await conn.execute(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", *values.values())
 
 
 async def _old_journal(url: str) -> dict[str, object]:
@@ -58,7 +34,7 @@ async def _old_journal(url: str) -> dict[str, object]:
     conn = await connect(url)
     try:
         for row in (company, agent, run):
-            await _insert_old(conn, row)
+            await insert_as_of(conn, row)
         for call_id, command_id, revision in (("c1", own, "r-own"), ("c2", named, "r-named")):
             receipt = {"command_id": command_id, "outcome": "applied", "state_revision": revision}
             await conn.execute(

@@ -6,9 +6,6 @@ import asyncio
 import uuid
 
 from paperclip_hookspecs.completion import CompletionReport, CompletionStage
-from sqlalchemy import column as sa_column
-from sqlalchemy import insert, text
-from sqlalchemy import table as sa_table
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from paperclip.db import migrate
@@ -16,75 +13,45 @@ from paperclip.db.engine import create_engine
 from paperclip.engine.context.completion import check_completion, completion_check
 from paperclip.models import Agent, Comment, Company, Issue, Run
 from paperclip.plugin_host import PluginHost
-from paperclip.testing import scratch_database
-from tests.support.db import query
+from paperclip.testing import connect, scratch_database
+from tests.support.db import insert_as_of, query
 
 
 async def _old_run(url: str) -> uuid.UUID:
     """A running run with comments, written while the schema is at 0004."""
-    engine = create_engine(url, pool_size=1)
+    company = Company(id=uuid.uuid4(), name="Old", issue_prefix="OLD")
+    agent = Agent(id=uuid.uuid4(), company_id=company.id, name="a", provider="codex")
+    issue = Issue(
+        id=uuid.uuid4(),
+        company_id=company.id,
+        number=1,
+        identifier="OLD-1",
+        title="t",
+        assignee_agent_id=agent.id,
+    )
+    run = Run(
+        id=uuid.uuid4(),
+        company_id=company.id,
+        agent_id=agent.id,
+        issue_id=issue.id,
+        provider="codex",
+        status="running",
+    )
+    comment = Comment(
+        company_id=company.id,
+        issue_id=issue.id,
+        author_user_id="someone",
+        body="old comment",
+        revision="0" * 64,
+    )
+    conn = await connect(url)
     try:
-        async with async_sessionmaker(engine, expire_on_commit=False).begin() as session:
-            company = Company(id=uuid.uuid4(), name="Old", issue_prefix="OLD")
-            agent = Agent(id=uuid.uuid4(), company_id=company.id, name="a", provider="codex")
-            issue = Issue(
-                id=uuid.uuid4(),
-                company_id=company.id,
-                number=1,
-                identifier="OLD-1",
-                title="t",
-                assignee_agent_id=agent.id,
-            )
-            run = Run(
-                id=uuid.uuid4(),
-                company_id=company.id,
-                agent_id=agent.id,
-                issue_id=issue.id,
-                provider="codex",
-                status="running",
-            )
-            # Only the columns of 0004: the models have grown since (an INSERT of every
-            # column would name ones the old schema does not have). In FK order.
-            for row in (company, agent, issue, run):
-                table = type(row).__table__
-                present = set(
-                    (
-                        await session.execute(
-                            text(
-                                "SELECT column_name FROM information_schema.columns "
-                                "WHERE table_name = :name"
-                            ),
-                            {"name": table.name},
-                        )
-                    ).scalars()
-                )
-                values = {}
-                for column in table.columns:
-                    if column.name not in present:
-                        continue
-                    value = getattr(row, column.key, None)
-                    default = column.default
-                    if value is None and default is not None and default.is_scalar:
-                        value = default.arg
-                    elif value is None and default is not None and default.is_callable:
-                        value = default.arg(None)
-                    if value is not None:
-                        values[column.name] = value
-                # A bare table of the old columns: the model's defaults name newer ones.
-                old = sa_table(table.name, *(sa_column(n, table.c[n].type) for n in values))
-                await session.execute(insert(old).values(**values))
-            await session.execute(
-                insert(Comment).values(
-                    company_id=company.id,
-                    issue_id=issue.id,
-                    author_user_id="someone",
-                    body="old comment",
-                    revision="0" * 64,
-                )
-            )
-        return run.id
+        async with conn.transaction():
+            for row in (company, agent, issue, run, comment):  # in FK order
+                await insert_as_of(conn, row)
     finally:
-        await engine.dispose()
+        await conn.close()
+    return run.id
 
 
 async def _check(url: str, run_id: uuid.UUID) -> tuple[object, object]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from typing import Any
 
@@ -18,6 +19,34 @@ def query(url: str, sql: str, *args: Any) -> list[dict[str, Any]]:
             await conn.close()
 
     return asyncio.run(run())
+
+
+async def insert_as_of(conn: Any, row: Any) -> None:
+    """Insert a model's row into a schema of an earlier revision, with only the columns it has.
+
+    The models have grown since: an INSERT of every column would name ones the
+    old schema does not have. Python-side defaults are applied as the ORM would.
+    """
+    table = type(row).__table__
+    present = {
+        r["column_name"]
+        for r in await conn.fetch(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = $1", table.name
+        )
+    }
+    values = {}
+    for column in table.columns:
+        value = getattr(row, column.key, None)
+        default = column.default
+        if value is None and default is not None and default.is_scalar:
+            value = default.arg
+        elif value is None and default is not None and default.is_callable:
+            value = default.arg(None)
+        if column.name in present and value is not None:
+            values[column.name] = json.dumps(value) if isinstance(value, dict | list) else value
+    names = ", ".join(values)
+    marks = ", ".join(f"${n}" for n in range(1, len(values) + 1))
+    await conn.execute(f"INSERT INTO {table.name} ({names}) VALUES ({marks})", *values.values())
 
 
 class HeldLock:
