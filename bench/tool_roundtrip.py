@@ -4,7 +4,8 @@ Both are measured in the same run against the same PostgreSQL, so the ratio
 holds on a noisy, shared machine where absolute rates do not.
 
 - baseline: as many connections as there are runs, each doing single-row
-  ``INSERT`` + ``COMMIT`` in a loop (and, reported beside it, one connection);
+  ``INSERT`` + ``COMMIT`` in a loop, before and after the measurement (their
+  mean; and, reported beside it, one connection);
 - journaled: a real control plane (``paperclip serve --no-runner``) and a
   scripted runner peer speaking the runner protocol over its WebSocket; each
   round trip is one ``report_progress`` tool call (a self-contained write
@@ -135,9 +136,15 @@ def main() -> int:
         figures: dict[str, float] = {}
         for concurrency in (1, 8):
             one = run(baseline_inserts(cp.database_url, 3.0))
-            same = run(baseline_inserts(cp.database_url, 3.0, concurrency))
+            # The baseline on both sides of the measurement: a disk whose flushes
+            # drift from minute to minute moves a baseline taken on one side only.
+            before = run(baseline_inserts(cp.database_url, 3.0, concurrency))
             rate = run(measure(cp.url, credential, cp.database_url, concurrency, args.calls))
+            after = run(baseline_inserts(cp.database_url, 3.0, concurrency))
+            same = (before + after) / 2
             figures[f"baseline_inserts_per_s_{concurrency}"] = same
+            figures[f"baseline_before_per_s_{concurrency}"] = before
+            figures[f"baseline_after_per_s_{concurrency}"] = after
             figures[f"baseline_one_connection_per_s_{concurrency}"] = one
             figures[f"tool_round_trips_per_s_{concurrency}"] = rate
             figures[f"ratio_{concurrency}"] = rate / same
