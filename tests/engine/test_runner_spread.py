@@ -37,3 +37,17 @@ async def test_runs_assigned_together_go_to_both_runners(world):
     counts = await count_starts([first, second], 6)
     assert sum(counts) == 6, counts
     assert min(counts) >= 2, counts  # all on the first runner connected, before
+
+
+async def test_runs_assigned_one_at_a_time_take_turns(world):
+    # A pass that finds nothing to claim (here an extra one after each start) must not
+    # move the rotation: one that did sent runs claimed alone in their pass to one runner.
+    first, _ = await world.connect(await world.new_runner())
+    second, _ = await world.connect(await world.new_runner())
+    counts = [0, 0]
+    for n in range(4):
+        await world.assign(f"task {n}")
+        started = await count_starts([first, second], 1)
+        counts = [a + b for a, b in zip(counts, started, strict=True)]
+        assert await world.engine.scheduler.claim_wakes() == 0
+    assert counts == [2, 2], counts

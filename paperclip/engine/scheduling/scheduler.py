@@ -86,7 +86,7 @@ class WakeScheduler:
         instance: str,
         lease_seconds: float,
         on_adopted: Callable[[RunnerLink, uuid.UUID], None] = lambda link, run_id: None,
-        runners_here: Callable[[], Collection[uuid.UUID]] | None = None,
+        runners_here: Callable[[], Collection[uuid.UUID]],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         nudged: asyncio.Event | None = None,
         prompt_ownership: bool = True,
@@ -101,8 +101,8 @@ class WakeScheduler:
         """New runs' prompts carry ownership metadata (v5); off is the rollback (v4)."""
         """Now, for budget months (injectable: tests move it)."""
         self.runners_here = runners_here
-        """The runners connected to this replica: a wake pinned to another one's worktree
-        is left to it (None: no such filter)."""
+        """The runners connected to this replica: none, nothing to claim; a wake pinned to
+        another one's worktree is left to it."""
         self.on_adopted = on_adopted
         """Called for a run this replica adopted to start its next turn (settle its journal)."""
         self.instance = instance
@@ -163,7 +163,9 @@ class WakeScheduler:
     async def claim_wakes(self) -> int:
         """Start what waits for a runner connected here: queued turns of runs that go on after
         a loss, then runs for queued wakes; how many turns started."""
-        if self.pick_link(None) is None:
+        # Not ``pick_link``: a pick moves the rotation, and one per pass would send every
+        # run claimed alone in its pass to the same runner.
+        if not self.runners_here():
             return 0  # no runner here: a replica with one (or a runner still to come) claims
         return await self._claim_resumptions() + await self._claim_new_runs()
 
@@ -230,7 +232,7 @@ class WakeScheduler:
         started: list[tuple[RunnerLink, int, StartTurn]] = []
         claims: dict[uuid.UUID, tuple[int, uuid.UUID, str]] = {}  # when, the wake (a span's)
         async with self.sessions.begin() as session:
-            here = self.runners_here() if self.runners_here is not None else None
+            here = self.runners_here()
             for wake, agent in await claimable_wakes(session, CLAIM_BATCH, runners=here):
                 if not any(kind.name == agent.provider for kind in self.plugins.providers()):
                     await self._refuse(session, wake, agent)
