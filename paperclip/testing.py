@@ -194,7 +194,7 @@ def paperclip_settings(paperclip_database_url: str, tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def paperclip_container(paperclip_settings: Settings) -> Iterator[Container]:
+async def paperclip_container(paperclip_settings: Settings) -> AsyncIterator[Container]:
     from paperclip.container import Container
 
     container = Container(settings=paperclip_settings)
@@ -202,6 +202,9 @@ def paperclip_container(paperclip_settings: Settings) -> Iterator[Container]:
     try:
         yield container
     finally:
+        # On the test's loop, where its connections were opened: left open, each test's pool
+        # would hold its connections until the module's database is dropped.
+        await container.engine().dispose()
         container.shutdown_resources()
 
 
