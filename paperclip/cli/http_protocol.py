@@ -9,7 +9,11 @@ likes. Here each request has a deadline for its line and headers, from the
 connection (or from its first byte on a kept-alive one), and one for its body,
 from the end of its headers. A request past either is answered ``408
 request_timeout`` (when nothing is being answered on the connection) and its
-connection closed. A response may take as long as it takes: an event stream
+connection closed. The close lingers (as nginx's does): the server stops
+writing, drops what the client still sends for up to :data:`LINGER` seconds or
+until it closes, and then closes. A client still sending reads the 408 that way;
+a plain close with its bytes unread would reset the connection, and the reset
+takes the 408 with it. A response may take as long as it takes: an event stream
 is bounded by its own ``wait``.
 
 Each open connection costs the server some 20 KB (40 KB for an event stream),
@@ -35,6 +39,8 @@ BURST_HIGH = 256
 """Open connections that make a burst worth giving its memory back after."""
 BURST_LOW = 16
 """Open connections under which a burst is over."""
+LINGER = 2.0
+"""Seconds a connection refused with a 408 is kept to drain what its client still sends."""
 
 
 class DeadlineProtocol(HttpToolsProtocol):
@@ -48,6 +54,7 @@ class DeadlineProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
+        self._lingering = False
 
     @classmethod
     def with_timeouts(cls, header: float, body: float) -> type[DeadlineProtocol]:
@@ -65,6 +72,10 @@ class DeadlineProtocol(HttpToolsProtocol):
         if DeadlineProtocol.burst_peak >= BURST_HIGH and len(self.connections) < BURST_LOW:
             DeadlineProtocol.burst_peak = 0
             self.loop.call_soon(give_back_memory, self.loop)  # after this connection's objects
+
+    def data_received(self, data: bytes) -> None:
+        if not self._lingering:  # once refused, what arrives is dropped unread
+            super().data_received(data)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -117,7 +128,17 @@ class DeadlineProtocol(HttpToolsProtocol):
         if part == "body" and cycle is not None:
             cycle.disconnected = True  # the request's task reads the end, and writes nothing
             cycle.message_event.set()
-        self.transport.close()
+        if quiet and self.transport.can_write_eof():
+            self._linger()
+        else:
+            self.transport.close()
+
+    def _linger(self) -> None:
+        """Send the end after the 408, drain the client, close at its end or after LINGER."""
+        self._lingering = True
+        self.transport.write_eof()
+        self.transport.resume_reading()  # a body's flow control may have paused it
+        self._deadline = self.loop.call_later(LINGER, self.transport.close)
 
 
 def give_back_memory(loop: asyncio.AbstractEventLoop) -> None:

@@ -96,6 +96,36 @@ def test_a_body_that_never_ends_is_cut_off(server):
     assert "Traceback" not in served.tail(400) and "ERROR" not in served.tail(400)
 
 
+def test_an_upload_past_the_deadline_reads_its_408_rather_than_a_reset(server):
+    """Like most clients, an upload reads its answer when it has sent its body. The
+    close after a 408 lingers for it: closed with the client's bytes unread, the
+    connection would be reset, and the reset takes the 408 with it."""
+    served, key = server
+    head = (
+        b"POST /api/companies HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: 100000\r\n\r\n"
+    )
+
+    async def upload() -> bytes:
+        host, port = served.url.removeprefix("http://").split(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(head)
+        until = time.monotonic() + BODY + 1  # past the deadline, inside the linger
+        try:
+            while time.monotonic() < until:
+                writer.write(b" ")
+                await asyncio.sleep(0.01)  # the client under test is slow on purpose
+            return await asyncio.wait_for(reader.read(), PATIENCE)
+        finally:
+            writer.close()
+
+    async def uploads() -> list[bytes]:
+        return await asyncio.gather(*(upload() for _ in range(4)))
+
+    for answer in asyncio.run(uploads()):
+        assert refused_408(answer) == "request_timeout"
+
+
 def test_a_kept_alive_connection_s_next_request_has_the_same_deadline(server):
     first = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     slow = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # headers never finished
