@@ -76,7 +76,8 @@ class Gateway:
         with _suppress():
             os.killpg(self.process.pid, signal.SIGTERM)
         try:
-            self.process.wait(15)
+            # A gateway with a run going drains it for minutes before it exits: this is cleanup.
+            self.process.wait(3)
         except subprocess.TimeoutExpired:
             with _suppress():
                 os.killpg(self.process.pid, signal.SIGKILL)
