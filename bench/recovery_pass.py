@@ -114,7 +114,9 @@ class Side:
         self.engine = self.container.run_engine()  # as serve composes it; never started here
 
     async def close(self) -> None:
-        await self.container.engine().dispose()
+        from paperclip.container import close_pools
+
+        await close_pools(self.container)
         self.container.shutdown_resources()
 
     async def step(self) -> int | None:

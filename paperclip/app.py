@@ -42,7 +42,7 @@ from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
 from paperclip.api.stream_limits import StreamLimits, stream_paths
 from paperclip.api.workspaces import WorkspaceController
-from paperclip.container import Container
+from paperclip.container import Container, close_pools
 from paperclip.db.availability import when_reachable
 from paperclip.operator_token import OperatorTokenError, ensure_token
 from paperclip.plugin_host import PluginHost
@@ -93,6 +93,7 @@ def create_app(
         if owns_container:
             container.init_resources()
         app.state.engine = container.engine()
+        app.state.journal_engine = container.journal_engine()
         app.state.api_keys = container.api_keys()
         app.state.run_tokens = container.run_tokens()
         app.state.runners = container.runners()
@@ -124,7 +125,7 @@ def create_app(
                 with contextlib.suppress(asyncio.CancelledError):
                     await keys
             await app.state.run_engine.stop()
-            await container.engine().dispose()
+            await close_pools(container)
             if owns_container:
                 container.shutdown_resources()
 

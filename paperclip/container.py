@@ -10,7 +10,7 @@ from dependency_injector import containers, providers
 
 from paperclip.clock import system_clock
 from paperclip.db.embedded import EmbeddedPostgres
-from paperclip.db.engine import create_engine, create_session_factory
+from paperclip.db.engine import JOURNAL_POOL_SIZE, create_engine, create_session_factory
 from paperclip.engine.calls.pipeline import CallPipeline
 from paperclip.engine.connections.inbox import RunnerInbox
 from paperclip.engine.connections.lease_keeper import LeaseKeeper
@@ -121,6 +121,8 @@ class EngineParts(containers.DeclarativeContainer):
     plugins = providers.Dependency(instance_of=PluginHost)
     database = providers.Dependency(default=None)
     """The engine a held ``LISTEN`` for wakes uses (None: the scheduler polls)."""
+    journal = providers.Dependency(default=providers.Object(None))
+    """The engine of the tool journal's statements (None: the sessions')."""
     clock = providers.Dependency(default=system_clock)
     prices = providers.Dependency(default={})
 
@@ -136,7 +138,9 @@ class EngineParts(containers.DeclarativeContainer):
     )
     ownership = providers.Singleton(RunOwnership)
     gate = providers.Singleton(ControlGate, sessions, ownership)
-    calls = providers.Singleton(CallPipeline, sessions, ownership, gate, plugins, instance=instance)
+    calls = providers.Singleton(
+        CallPipeline, sessions, ownership, gate, plugins, instance=instance, journal=journal
+    )
     call_recovery = providers.Singleton(CallRecovery, calls)
     port = providers.Singleton(
         ControlPlanePort,
@@ -281,6 +285,10 @@ class Container(containers.DeclarativeContainer):
     database_url = providers.Resource(database_url, settings=settings)
     engine = providers.Singleton(create_engine, database_url)
     sessions = providers.Singleton(create_session_factory, engine)
+    # The tool journal's statements: a pool of their own, each statement planned once.
+    journal_engine = providers.Singleton(
+        create_engine, database_url, pool_size=JOURNAL_POOL_SIZE, generic_plans=True
+    )
     # What routines and heartbeats read as now: the system's clock unless a test sets one.
     clock = providers.Singleton(lambda settings: settings.clock(), settings)
 
@@ -313,6 +321,7 @@ class Container(containers.DeclarativeContainer):
         sessions=sessions,
         plugins=plugin_host,
         database=engine,
+        journal=journal_engine,
         clock=clock,
         prices=configured_prices,
     )
@@ -321,3 +330,9 @@ class Container(containers.DeclarativeContainer):
     steering = providers.Singleton(
         RunSteering, sessions, plugin_host, links=run_engine.provided.connections.links
     )
+
+
+async def close_pools(container: Container) -> None:
+    """Close the container's connection pools, on the loop that opened their connections."""
+    await container.engine().dispose()
+    await container.journal_engine().dispose()

@@ -195,7 +195,7 @@ def paperclip_settings(paperclip_database_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 async def paperclip_container(paperclip_settings: Settings) -> AsyncIterator[Container]:
-    from paperclip.container import Container
+    from paperclip.container import Container, close_pools
 
     container = Container(settings=paperclip_settings)
     container.init_resources()
@@ -204,7 +204,7 @@ async def paperclip_container(paperclip_settings: Settings) -> AsyncIterator[Con
     finally:
         # On the test's loop, where its connections were opened: left open, each test's pool
         # would hold its connections until the module's database is dropped.
-        await container.engine().dispose()
+        await close_pools(container)
         container.shutdown_resources()
 
 

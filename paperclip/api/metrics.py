@@ -7,7 +7,7 @@ refused. Nothing in it names a company (``paperclip.metrics``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from litestar import Response, get
 from litestar.datastructures import State
@@ -29,15 +29,15 @@ class _Figures(Collector):
         self.state = state
 
     def collect(self) -> Any:
-        engine: AsyncEngine = self.state.engine
-        pool: Any = engine.pool
         in_use = GaugeMetricFamily(
             "paperclip_database_pool_connections",
-            "This replica's database connections, by state (in_use, idle).",
-            labels=["state"],
+            "This replica's database connections, by pool (main, journal) and state (in_use, idle).",
+            labels=["pool", "state"],
         )
-        in_use.add_metric(["in_use"], pool.checkedout())
-        in_use.add_metric(["idle"], pool.checkedin())
+        for name, engine in (("main", self.state.engine), ("journal", self.state.journal_engine)):
+            pool: Any = cast(AsyncEngine, engine).pool
+            in_use.add_metric([name, "in_use"], pool.checkedout())
+            in_use.add_metric([name, "idle"], pool.checkedin())
         yield in_use
         yield GaugeMetricFamily(
             "paperclip_runners_connected",

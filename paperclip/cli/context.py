@@ -139,10 +139,12 @@ def with_database(settings: Settings, work: Callable[[Any], Awaitable[T]]) -> T:
             migrate.upgrade(container.database_url())
 
             async def run() -> T:
+                from paperclip.container import close_pools
+
                 try:
                     return await work(container)
                 finally:
-                    await container.engine().dispose()
+                    await close_pools(container)
 
             return asyncio.run(run())
     finally:

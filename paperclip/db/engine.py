@@ -21,11 +21,32 @@ def async_url(url: str) -> str:
     return parsed.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+JOURNAL_POOL_SIZE = 5
+"""The tool journal's connections: one statement at a time per runner connected here."""
+
+
+def create_engine(url: str, *, pool_size: int = 10, generic_plans: bool = False) -> AsyncEngine:
+    """An engine whose pool holds ``pool_size`` connections, and as many more under load.
+
+    ``generic_plans``: each prepared statement is planned once, not at every
+    execution. For the tool journal's statements (``paperclip.engine.logs.journal``):
+    PostgreSQL plans a statement over arrays anew each time by default, because
+    it sees the arrays' lengths then and the plan for any length (estimated at
+    ten elements) always looks costlier; planning took about as long as the
+    statement's execution. Those statements reach every table through an index
+    whatever the sizes, so one plan serves them. Not for the main pool: its
+    queries compare status columns with parameters, and a plan made without
+    their values cannot use the partial indexes built for them.
+    """
     # No pre-ping: it costs three round trips per checkout on the hot path, and
     # asyncpg reports a dead connection on first use, which invalidates it.
+    settings = {"plan_cache_mode": "force_generic_plan"} if generic_plans else {}
     engine = create_async_engine(
-        async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_recycle=1800
+        async_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_recycle=1800,
+        connect_args={"server_settings": settings},
     )
     quiet_pool_close_failures(engine.sync_engine.pool)
     return engine

@@ -163,6 +163,7 @@ def build_engine(container: Any, plugin_host: Any, **options: Any) -> RunEngine:
         sessions=container.sessions,
         plugins=plugin_host,
         database=container.engine,
+        journal=container.journal_engine,
         **given,
     )
     return parts.run_engine()

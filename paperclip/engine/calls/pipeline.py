@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
@@ -54,9 +54,11 @@ class CallPipeline:
         *,
         instance: str,
         memory: CallbackMemory | None = None,
+        journal: AsyncEngine | None = None,
     ) -> None:
         self.sessions = sessions
-        self.engine = engine_of(sessions)  # admission: one statement, no session around it
+        # Admission: one statement, no session around it, on the journal's engine if it has one.
+        self.engine = journal if journal is not None else engine_of(sessions)
         self.ownership = ownership
         self.gate = gate
         self.plugins = plugins
