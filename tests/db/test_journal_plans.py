@@ -55,3 +55,11 @@ async def test_the_call_pipeline_journals_on_connections_that_plan_once(papercli
     journal = paperclip_container.journal_engine()
     assert paperclip_container.run_engine().calls.engine is journal
     assert await plans(journal) == (EXECUTIONS, 0)
+
+
+async def test_only_the_journals_connections_leave_the_default(paperclip_container):
+    # The main pool's queries need plans made for their values (its partial indexes).
+    async with plain_connection(paperclip_container.engine()) as connection:
+        assert await connection.fetchval("SHOW plan_cache_mode") == "auto"
+    async with plain_connection(paperclip_container.journal_engine()) as connection:
+        assert await connection.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
