@@ -94,7 +94,11 @@ def control_plane(env: dict[str, str] | None = None) -> Iterator[ControlPlane]:
 
 
 class RunnerPeer:
-    """A runner that hosts no provider: ``on_start`` decides what a started turn does."""
+    """A runner that hosts no provider: ``on_start`` decides what a started turn does.
+
+    It speaks what the runner speaks beyond the base protocol that matters to a
+    tool call's round trip: unsequenced results (``wire.FEATURE_UNSEQUENCED_RESULTS``).
+    """
 
     def __init__(self, base_url: str, credential: str) -> None:
         self.base_url, self.credential = base_url, credential
@@ -120,6 +124,7 @@ class RunnerPeer:
                     protocol=wire.PROTOCOL,
                     runner_instance=f"bench-{uuid.uuid4().hex[:8]}",
                     providers=list(providers),
+                    features=[wire.FEATURE_UNSEQUENCED_RESULTS],
                 )
             )
         )
@@ -141,6 +146,8 @@ class RunnerPeer:
                 future = self.results.pop(message.call_id, None)
                 if future is not None:
                     future.set_result(message)
+                if message.seq == 0:
+                    continue  # unsequenced, like the runner's: nothing to acknowledge
             # Like the runner: one cumulative ack per burst of messages.
             self.received = message.seq
             if self.acking is None or self.acking.done():

@@ -186,6 +186,7 @@ class RunnerProcess:
                             )
                             for r in self.runs.values()
                         ],
+                        features=self._features(),
                         **(self.workspaces.hello() if self.workspaces is not None else {}),
                         **self.offers.hello(),
                         **self.models.hello(),
@@ -211,6 +212,13 @@ class RunnerProcess:
                 self.workspaces.connected(welcome.features, self._send)
             async for raw in ws:
                 await self._receive(wire.decode_to_runner(raw))
+
+    def _features(self) -> list[str]:
+        """What ``hello`` says this process speaks beyond the base protocol."""
+        features = [wire.FEATURE_UNSEQUENCED_RESULTS]
+        if self.workspaces is not None:
+            features.append(wire.FEATURE_WORKSPACES)
+        return features
 
     async def _send(self, message: wire.Message) -> None:
         ws = self._ws
@@ -244,6 +252,11 @@ class RunnerProcess:
             log.warning("control plane says: %s", message.message)
             return
         if not isinstance(message, wire.DataMessage):
+            return
+        if isinstance(message, wire.ToolResult) and message.seq == 0:
+            # Unsequenced (FEATURE_UNSEQUENCED_RESULTS): its call id dedupes it, and there is
+            # nothing to acknowledge.
+            self._on_tool_result(message)
             return
         if message.seq > self._received_seq:
             try:

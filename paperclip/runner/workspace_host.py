@@ -169,7 +169,6 @@ class WorkspaceHost:
     def hello(self) -> dict[str, Any]:
         """What ``hello`` says of this host's workspaces."""
         return {
-            "features": [wire.FEATURE_WORKSPACES],
             "workspace_dir": str(self.directory),
             "workspace_roots": [str(root) for root in self.policy.roots],
             "workspace_remotes": list(self.policy.remotes),

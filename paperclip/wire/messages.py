@@ -3,7 +3,8 @@
 The control plane and a runner talk over one WebSocket, one JSON object per
 text frame with a string ``type``. Data messages carry the sender's ``seq``
 (1, 2, 3, ... per sender stream) and stay in the sender's outbox until the
-peer acknowledges them; ``ack`` is cumulative. Control messages (``hello``,
+peer acknowledges them; ``ack`` is cumulative. The one exception is a
+``tool_result`` with ``seq`` 0 (``FEATURE_UNSEQUENCED_RESULTS``). Control messages (``hello``,
 ``welcome``, ``ack``, ``error``) carry no ``seq``. A field a receiver does not
 know is ignored, and a field added later has a default, so an older peer still
 decodes. See docs/runner-protocol.md.
@@ -33,6 +34,11 @@ FEATURE_WORKSPACES = "workspaces"
 runs a turn in the worktree its ``start_turn`` names."""
 FEATURE_PROVIDER_REPORT = "provider_report"
 """A control plane that says so in ``welcome`` keeps a runner's ``provider_report``."""
+FEATURE_UNSEQUENCED_RESULTS = "unsequenced_results"
+"""A runner that says so in ``hello`` takes a ``tool_result`` with ``seq`` 0: sent once, outside
+the outbox, for a call whose result the journal already holds. It is not acknowledged; one
+the runner misses (the connection ended first) is sent again, sequenced, when ``hello``
+names its call among ``pending_calls``."""
 
 
 class ProtocolError(Exception):

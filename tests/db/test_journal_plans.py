@@ -12,22 +12,23 @@ from __future__ import annotations
 import uuid
 
 from paperclip.db.driver import plain_connection
-from paperclip.engine.logs.journal import RECORD_MANY
+from paperclip.engine.logs.journal import RECORD_MANY, RECORD_MANY_SEQUENCED
 
 EXECUTIONS = 7
 """Past the five custom plans PostgreSQL makes before it weighs a generic one."""
 
 
-async def plans(engine) -> tuple[int, int]:
-    """(generic, custom) plans of ``RECORD_MANY`` after ``EXECUTIONS`` on one connection.
+async def plans(engine, statement: str = RECORD_MANY) -> tuple[int, int]:
+    """(generic, custom) plans of ``statement`` after ``EXECUTIONS`` on one connection.
 
     Its runs do not exist: the fence matches none, and nothing is written.
     """
+    outbox_of = (uuid.uuid4(),) if statement == RECORD_MANY_SEQUENCED else ()
     async with plain_connection(engine) as connection:
         for i in range(EXECUTIONS):
             runs = [uuid.uuid4() for _ in range(i % 3 + 1)]
             rows = await connection.fetch(
-                RECORD_MANY,
+                statement,
                 runs,
                 [1] * len(runs),
                 "replica-plans",
@@ -40,12 +41,12 @@ async def plans(engine) -> tuple[int, int]:
                 ["revision" for _ in runs],
                 ["progress" for _ in runs],
                 ['{"summary": "x"}' for _ in runs],
-                uuid.uuid4(),
+                *outbox_of,
             )
             assert rows == []
         row = await connection.fetchrow(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement = $1",
-            RECORD_MANY,
+            statement,
         )
     assert row is not None
     return row["generic_plans"], row["custom_plans"]
@@ -55,6 +56,7 @@ async def test_the_call_pipeline_journals_on_connections_that_plan_once(papercli
     journal = paperclip_container.journal_engine()
     assert paperclip_container.run_engine().calls.engine is journal
     assert await plans(journal) == (EXECUTIONS, 0)
+    assert await plans(journal, RECORD_MANY_SEQUENCED) == (EXECUTIONS, 0)
 
 
 async def test_only_the_journals_connections_leave_the_default(paperclip_container):

@@ -55,15 +55,30 @@ async def controlled_runs(
 
 
 async def pipeline_with_link(
-    container: Any, plugins: PluginHost, ownership: RunOwnership, *, instance: str
+    container: Any,
+    plugins: PluginHost,
+    ownership: RunOwnership,
+    *,
+    instance: str,
+    features: frozenset[str] = frozenset(),
 ) -> tuple[CallPipeline, RunnerLink, MemoryTransport]:
     """The call pipeline of ``instance`` (its runs those ``ownership`` holds), a new runner's
-    link in memory, and that link's transport (what the runner would receive)."""
+    link in memory (speaking ``features``), and that link's transport (what the runner would
+    receive)."""
     sessions = container.sessions()
     pipeline = CallPipeline(
         sessions, ownership, ControlGate(sessions, ownership), plugins, instance=instance
     )
     runner, _ = await container.runners().create(f"runner-{uuid.uuid4().hex[:6]}")
     transport = MemoryTransport()
-    link = RunnerLink(runner.id, "runner-1", transport, {"codex"}, sessions, last_in=0, last_sent=0)
+    link = RunnerLink(
+        runner.id,
+        "runner-1",
+        transport,
+        {"codex"},
+        sessions,
+        last_in=0,
+        last_sent=0,
+        features=features,
+    )
     return pipeline, link, transport

@@ -12,7 +12,9 @@ reconnects, and the run goes on. What must hold:
   the saved result is replayed, never the tool;
 - seed 004 (steering): a steer the provider acknowledged is read once, and no
   continuation carries it again;
-- a comment tool: ``tests/engine/test_failpoints.py`` (one comment).
+- a comment tool: ``tests/engine/test_failpoints.py`` (one comment);
+- a progress report, whose reply goes out unsequenced: its saved result reaches
+  the model after the restart, and its effect happened once.
 
 Seed 002 (chat answer presentation) has no chat path in the engine yet.
 """
@@ -132,6 +134,43 @@ def test_seed_003_a_plugin_tool_whose_reply_was_lost_runs_once_and_its_result_is
         assert receiver.count == 1  # the external effect, once
         events = json.dumps(stack.events(ctx, run["id"]))
         assert "tool_call_interrupted_by_restart" not in events
+
+
+PROGRESS = {
+    "turns": [
+        [
+            {"call_tool": {"name": "report_progress", "arguments": {"summary": "halfway"}}},
+            {"message": "reported once"},
+            {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "ok"}}},
+        ]
+    ]
+}
+
+
+def test_a_progress_report_whose_unsequenced_reply_was_lost_gets_its_saved_result(stack):
+    # report_progress is journaled, applied and settled by one statement, and its reply
+    # goes out unsequenced (the runner speaks it): no outbox row would send it again.
+    arm(stack)
+    stack.start_server()
+    stack.start_runner()
+    ctx = stack.setup_issue(PROGRESS)
+    stack.assign(ctx)
+    killed_and_restarted(stack)
+
+    run = stack.wait_for_terminal_run(ctx, timeout=120)
+    assert run["status"] == "succeeded", (run, stack.runner.tail())
+    calls = query(
+        stack.database_url,
+        "SELECT tool, status, is_error FROM tool_calls WHERE run_id = $1 ORDER BY id",
+        uuid.UUID(run["id"]),
+    )
+    assert [(c["tool"], c["status"], c["is_error"]) for c in calls] == [
+        ("report_progress", "settled", False),
+        ("finish", "settled", False),
+    ]
+    progress = [e for e in stack.events(ctx, run["id"]) if e["type"] == "progress"]
+    assert [e["payload"]["summary"] for e in progress] == ["halfway"]  # its effect, once
+    assert "tool_call_interrupted_by_restart" not in json.dumps(stack.events(ctx, run["id"]))
 
 
 def test_seed_004_a_steer_acknowledged_before_the_kill_is_read_once(stack):

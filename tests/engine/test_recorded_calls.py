@@ -15,7 +15,15 @@ from sqlalchemy import select, update
 
 from paperclip.engine.ownership.fence import StaleEpochError
 from paperclip.engine.ownership.owned_runs import RunOwnership
-from paperclip.models import Run, RunEvent, RunnerMessage, ToolCall, ToolCallStatus, ToolReceipt
+from paperclip.models import (
+    Run,
+    RunEvent,
+    Runner,
+    RunnerMessage,
+    ToolCall,
+    ToolCallStatus,
+    ToolReceipt,
+)
 from paperclip.wire import messages as wire
 from tests.engine.controlled import controlled_runs, pipeline_with_link
 
@@ -116,6 +124,48 @@ async def test_a_self_contained_call_is_one_settled_row_with_its_receipt_event_a
     assert [(r.seq, r.call_id, r.is_error) for r in replies] == [(1, "a", False), (2, "b", False)]
     assert [r.content for r in replies] == [m.payload["content"] for m in outbox]
     assert link.admitted.empty() and link.last_in == 2
+
+
+async def test_a_runner_that_takes_unsequenced_results_gets_them_outside_its_outbox(
+    paperclip_container, paperclip_plugin_host, runs
+):
+    ownership = RunOwnership()
+    for run_id in runs:
+        ownership.own(run_id, 3)
+        ownership.remember_token(run_id, TOKEN)
+    pipeline, link, transport = await pipeline_with_link(
+        paperclip_container,
+        paperclip_plugin_host,
+        ownership,
+        instance=INSTANCE,
+        features=frozenset({wire.FEATURE_UNSEQUENCED_RESULTS}),
+    )
+    await pipeline.admit(link, [call(1, runs[0], "a"), call(2, runs[1], "b")])
+
+    replies = sent(transport)
+    assert [(r.seq, r.call_id, r.is_error) for r in replies] == [(0, "a", False), (0, "b", False)]
+    # The saved result is the reply; the runner's outbox and its counter are untouched.
+    calls = {
+        c.call_id: c for c in await rows(paperclip_container, ToolCall, ToolCall.run_id.in_(runs))
+    }
+    assert [r.content for r in replies] == [calls["a"].result, calls["b"].result]
+    assert {c.status for c in calls.values()} == {ToolCallStatus.SETTLED}
+    assert (
+        await rows(paperclip_container, RunnerMessage, RunnerMessage.runner_id == link.runner_id)
+        == []
+    )
+    [runner] = await rows(paperclip_container, Runner, Runner.id == link.runner_id)
+    assert runner.out_seq == 0
+    assert len(await rows(paperclip_container, RunEvent, RunEvent.run_id.in_(runs))) == 2
+    assert link.last_in == 2 and link.last_sent == 0
+
+    # Missed (the connection ended first), the call is replayed after a reconnect: its
+    # saved result comes again through the outbox, sequenced.
+    await pipeline.admit(link, [call(3, runs[0], "a")])
+    await pipeline.dispatch(link, [link.admitted.get_nowait()])
+    [again] = sent(transport)
+    assert (again.seq, again.call_id, again.content) == (1, "a", calls["a"].result)
+    assert len(await rows(paperclip_container, RunEvent, RunEvent.run_id.in_(runs))) == 2
 
 
 async def test_a_replayed_self_contained_call_gets_its_saved_result_and_nothing_is_written_twice(

@@ -23,7 +23,9 @@ class Peer:
         self.seq = 0
         self.inbox: asyncio.Queue[dict] = asyncio.Queue()
 
-    async def open(self, received_seq: int = 0, runs: list | None = None) -> dict:
+    async def open(
+        self, received_seq: int = 0, runs: list | None = None, features: list | None = None
+    ) -> dict:
         self.ws = await websockets.connect(
             self.url, additional_headers={"Authorization": f"Bearer {self.credential}"}
         )
@@ -36,6 +38,7 @@ class Peer:
                     "providers": ["codex"],
                     "received_seq": received_seq,
                     "runs": runs or [],
+                    "features": features or [],
                 }
             )
         )
@@ -256,6 +259,55 @@ def test_a_replayed_call_gets_its_saved_result_and_a_retried_command_its_receipt
             uuid.UUID(start["run_id"]),
         )
         assert rows[0]["n"] == 1
+        await peer.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_result_sent_unsequenced_and_missed_comes_again_when_hello_names_its_call(
+    control_plane,
+):
+    stack = control_plane
+    unsequenced = [wire.FEATURE_UNSEQUENCED_RESULTS]
+
+    async def scenario():
+        peer = Peer(stack.url(), stack.runner_credential())
+        await peer.open(features=unsequenced)
+        await asyncio.to_thread(assigned_issue, stack)
+        start = await started(peer)
+        run_id, token = start["run_id"], start["token"]
+        progress = dict(run_id=run_id, tool="report_progress", token=token)
+        await peer.send("tool_call", call_id="r1", arguments={"summary": "one"}, **progress)
+        first = await peer.expect("tool_result")
+        assert (first["seq"], first["call_id"], first["is_error"]) == (0, "r1", False)
+        # The next result is missed: the connection ends before the runner reads it.
+        seq = await peer.send("tool_call", call_id="r2", arguments={"summary": "two"}, **progress)
+        while (await peer.expect("ack"))["upto"] < seq:
+            pass  # once acknowledged (durable), the runner forgets its call
+        await peer.close()
+        peer.inbox = asyncio.Queue()
+        await peer.open(
+            received_seq=start["seq"],
+            runs=[{"run_id": run_id, "turn": 1, "pending_calls": ["r2"]}],
+            features=unsequenced,
+        )
+        again = await peer.expect("tool_result")
+        assert again["call_id"] == "r2" and again["seq"] > start["seq"]  # sequenced this time
+        rows = await asyncio.to_thread(
+            query,
+            stack.database_url,
+            "SELECT call_id, status, result FROM tool_calls WHERE run_id = $1 ORDER BY id",
+            uuid.UUID(run_id),
+        )
+        assert [(r["call_id"], r["status"]) for r in rows] == [("r1", "settled"), ("r2", "settled")]
+        assert json.loads(rows[1]["result"]) == again["content"]
+        events = await asyncio.to_thread(
+            query,
+            stack.database_url,
+            "SELECT count(*) AS n FROM run_events WHERE run_id = $1 AND type = 'progress'",
+            uuid.UUID(run_id),
+        )
+        assert events[0]["n"] == 2  # each report's effect once
         await peer.close()
 
     asyncio.run(scenario())

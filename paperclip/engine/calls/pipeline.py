@@ -35,8 +35,8 @@ from paperclip.failpoints import failpoint
 from paperclip.models import RunToken, ToolCall, ToolCallStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.services.api_keys import hash_key
+from paperclip.wire.messages import FEATURE_UNSEQUENCED_RESULTS, ToolResult
 from paperclip.wire.messages import ToolCall as ToolCallMessage
-from paperclip.wire.messages import ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +142,20 @@ class CallPipeline:
         self, link: RunnerLink, recordings: Sequence[journal.Recording]
     ) -> set[tuple[uuid.UUID, str]]:
         """Journal self-contained calls in one statement, then send their replies; the calls
-        recorded (the others take the two-step path)."""
+        recorded (the others take the two-step path).
+
+        A runner that takes unsequenced results gets them straight from here:
+        the journal holds each, and sends it again if the runner names its call
+        as still waiting when it reconnects (``CallRecovery.answer_again``).
+        """
         started, began = time.perf_counter(), tracing.now()
+        unsequenced = FEATURE_UNSEQUENCED_RESULTS in link.features
         async with plain_connection(self.engine) as connection:
             seqs = await journal.record_many(
-                connection, recordings, instance=self.instance, runner_id=link.runner_id
+                connection,
+                recordings,
+                instance=self.instance,
+                runner_id=None if unsequenced else link.runner_id,
             )
         if not seqs:
             return set()
@@ -158,12 +167,13 @@ class CallPipeline:
             if seq is None:
                 continue
             _measured(call.run_id, call.call_id, call.tool, "ok", elapsed, began)
-            await link.deliver(
-                seq,
-                ToolResult(
-                    seq=seq, run_id=call.run_id, call_id=call.call_id, content=recorded.result
-                ),
+            reply = ToolResult(
+                seq=seq, run_id=call.run_id, call_id=call.call_id, content=recorded.result
             )
+            if unsequenced:
+                await link.send_unsequenced(reply)
+            else:
+                await link.deliver(seq, reply)
         return set(seqs)
 
     async def _verify_tokens(self, messages: Sequence[ToolCallMessage]) -> None:

@@ -111,6 +111,12 @@ class RunnerLink:
                 return
         self.kick()
 
+    async def send_unsequenced(self, message: Message) -> None:
+        """Send a message kept elsewhere than the outbox (seq 0), if the connection is still up:
+        whoever keeps it sends it again on the runner's next connection."""
+        with contextlib.suppress(TransportClosed):
+            await self.send(message)
+
     async def send(self, message: Message) -> None:
         await self.send_frame(encode(message))
 

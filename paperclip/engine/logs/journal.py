@@ -2,7 +2,8 @@
 
 Each is one SQL statement per batch of calls, sent straight to asyncpg. A
 self-contained call (its outcome follows from its arguments alone) passes
-here once: one statement admits, applies and settles it (``record_many``).
+here once: one statement admits, applies and settles it (``record_many``),
+and its reply goes out from there.
 """
 
 from __future__ import annotations
@@ -171,10 +172,10 @@ SELECT (SELECT count(*) FROM settled) AS settled,
 # statement that commits on its own: its runs locked and fenced, the call
 # inserted already settled (its admission, its result and, under its own
 # command id, its receipt: one row), its log entry (keyed by the new row's id),
-# and its reply in the runner's outbox. A call that is not inserted (a replay,
-# a run past the fence or over its budget) returns no id: the two-step path
-# answers it.
-RECORD_MANY = (
+# and, for a runner that takes only sequenced results, its reply in the
+# runner's outbox. A call that is not inserted (a replay, a run past the fence
+# or over its budget) is not returned: the two-step path answers it.
+RECORDED = (
     FENCED
     + """, input AS (
     SELECT * FROM unnest(
@@ -207,7 +208,24 @@ RECORD_MANY = (
         d.event_type, d.event_payload, greatest(c.turn, 1), 'tool', d.id
     FROM done d JOIN events_counter c ON c.id = d.run_id
     WHERE d.event_type IS NOT NULL
-), outbox_counter AS (
+)"""
+)
+
+# The replies go out unsequenced (wire.FEATURE_UNSEQUENCED_RESULTS): the saved
+# result is the reply, sent again from the journal if the runner misses it.
+# No outbox row and no update of the runner's counter: a fifth less of
+# PostgreSQL's work per call (docs/performance.md, "Replies outside the outbox").
+RECORD_MANY = (
+    RECORDED
+    + """
+SELECT d.run_id, d.call_id, 0 AS seq FROM done d ORDER BY d.ord
+"""
+)
+
+# The replies in the runner's outbox, for a runner that takes sequenced results only.
+RECORD_MANY_SEQUENCED = (
+    RECORDED
+    + """, outbox_counter AS (
     UPDATE runners SET out_seq = out_seq + (SELECT count(*) FROM recorded)
     WHERE id = $13::uuid AND EXISTS (SELECT FROM recorded)
     RETURNING out_seq - (SELECT count(*) FROM recorded) AS base
@@ -240,18 +258,21 @@ async def record_many(
     recordings: Sequence[Recording],
     *,
     instance: str,
-    runner_id: uuid.UUID,
+    runner_id: uuid.UUID | None,
 ) -> dict[tuple[uuid.UUID, str], int]:
     """Admit, apply and settle self-contained calls in one statement that commits on its own.
 
-    Returns, per (run id, call id) recorded, its reply's outbox seq. A call
+    Returns, per (run id, call id) recorded, its reply's outbox seq: with
+    ``runner_id``, the replies are queued in that runner's outbox; without it,
+    none is, and each seq is 0 (the caller sends them unsequenced). A call
     missing from it was not written: the caller takes it the two-step way.
     """
     if not recordings:
         return {}
     epochs = {r.request.run_id: r.request.epoch for r in recordings}
+    outbox_of = () if runner_id is None else (runner_id,)
     rows = await connection.fetch(
-        RECORD_MANY,
+        RECORD_MANY if runner_id is None else RECORD_MANY_SEQUENCED,
         list(epochs),
         list(epochs.values()),
         instance,
@@ -264,7 +285,7 @@ async def record_many(
         [r.state_revision for r in recordings],
         [r.event[0] if r.event else None for r in recordings],
         [jsonb(r.event[1]) if r.event else None for r in recordings],
-        runner_id,
+        *outbox_of,
     )
     return {(row["run_id"], row["call_id"]): row["seq"] for row in rows}
 
