@@ -65,3 +65,17 @@ def tool_label(tool: str) -> str:
         _tools.add(tool)
         return tool
     return "other"
+
+
+_tool_series: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+
+
+def tool_call_series(tool: str, outcome: str) -> tuple[Counter, Histogram]:
+    """The series a settled call of ``tool`` counts in (``TOOL_CALLS``) and is timed in
+    (``TOOL_CALL_SECONDS``), looked up once per label: a lookup costs more than the count."""
+    label = tool_label(tool)
+    series = _tool_series.get((label, outcome))
+    if series is None:
+        series = (TOOL_CALLS.labels(label, outcome), TOOL_CALL_SECONDS.labels(label))
+        _tool_series[(label, outcome)] = series
+    return series

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from typing import Any, cast
 
 import asyncpg
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.util import greenlet_spawn
 
@@ -76,3 +77,9 @@ def _answered(exc: BaseException) -> bool:
 def jsonb(value: Any) -> str:
     """A JSONB parameter: the SQLAlchemy dialect's codec on these connections takes JSON text."""
     return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def jsonb_of_json(value: Any) -> str:
+    """``jsonb`` of a value made of JSON's own types only (as a decoded frame is), about eight
+    times faster. Not for other values: msgspec writes a datetime otherwise than ``str``."""
+    return msgspec.json.encode(value).decode()

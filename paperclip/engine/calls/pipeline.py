@@ -363,9 +363,9 @@ def _measured(
     run_id: uuid.UUID, call_id: str, tool: str, outcome: str, elapsed: float, began: int
 ) -> None:
     """A settled call counted, timed and traced (``outcome``: ``ok`` or ``error``)."""
-    label = metrics.tool_label(tool)
-    metrics.TOOL_CALLS.labels(label, outcome).inc()
-    metrics.TOOL_CALL_SECONDS.labels(label).observe(elapsed)
+    counted, timed = metrics.tool_call_series(tool, outcome)
+    counted.inc()
+    timed.observe(elapsed)
     tracing.record(
         "paperclip.tool_call", run_id, began, tool=tool, call_id=call_id, outcome=outcome
     )
