@@ -15,13 +15,11 @@ import logging
 import os
 import socket
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import websockets
 from paperclip_hookspecs.providers import (
     DriverContext,
@@ -40,6 +38,7 @@ from paperclip.runner.launch import LaunchPolicy, LaunchRefused
 from paperclip.runner.mcp_bridge import McpBridge, ToolCallResult
 from paperclip.runner.models import ModelPolicy, ModelRefused
 from paperclip.runner.offers import ProviderOffers
+from paperclip.runner.outbox import Outbox
 from paperclip.runner.records import TURN_LOST, TurnRecords  # noqa: F401 (re-exported)
 from paperclip.runner.reports import session_reporter, usage_reporter
 from paperclip.runner.steer_order import SteerOrder
@@ -50,8 +49,6 @@ from paperclip.wire.tools import TOOLS, ToolSpec
 
 log = logging.getLogger(__name__)
 
-OUTBOX_LIMIT = 50_000
-"""Messages kept while no control plane answers; past it, provider events wait (back-pressure)."""
 BACKOFF_MAX = 2.0
 
 
@@ -106,10 +103,7 @@ class RunnerProcess:
         self.runs: dict[uuid.UUID, HostedRun] = {}
         # The core's tools, then the installed plugins' (their plugins load here too).
         self.bridge = McpBridge((*TOOLS, *tools), self._dispatch_tool)
-        self._out_seq = 0
-        self._outbox: OrderedDict[int, wire.DataMessage] = OrderedDict()
-        self._outbox_room = asyncio.Event()
-        self._outbox_room.set()
+        self.outbox = Outbox()
         self._received_seq = 0
         self._ws: ClientConnection | None = None
         self._send_lock = asyncio.Lock()
@@ -196,12 +190,12 @@ class RunnerProcess:
             welcome = wire.decode_to_runner(await asyncio.wait_for(ws.recv(), 60))
             if not isinstance(welcome, wire.Welcome):
                 raise wire.ProtocolError(f"expected welcome, got {type(welcome).__name__}")
-            self._acknowledged(welcome.acked_seq)
+            self.outbox.acknowledged(welcome.acked_seq)
             log.info("connected to %s (replica %s)", url, welcome.replica)
             # Replay what the control plane has not acknowledged, in order, before
             # anything new: new messages wait in the outbox until the replay caught up.
             replayed = 0
-            while pending := [m for seq, m in self._outbox.items() if seq > replayed]:
+            while pending := self.outbox.after(replayed):
                 for message in pending:
                     await ws.send(wire.encode(message))
                     replayed = message.seq
@@ -230,23 +224,11 @@ class RunnerProcess:
 
     async def _send_data(self, message: wire.DataMessage) -> None:
         """Number the message, keep it until acknowledged, send it if connected."""
-        while len(self._outbox) >= OUTBOX_LIMIT:
-            self._outbox_room.clear()
-            await self._outbox_room.wait()
-        self._out_seq += 1
-        message = msgspec.structs.replace(message, seq=self._out_seq)
-        self._outbox[self._out_seq] = message
-        await self._send(message)
-
-    def _acknowledged(self, upto: int) -> None:
-        while self._outbox and next(iter(self._outbox)) <= upto:
-            self._outbox.popitem(last=False)
-        if len(self._outbox) < OUTBOX_LIMIT:
-            self._outbox_room.set()
+        await self._send(await self.outbox.number(message))
 
     async def _receive(self, message: wire.ToRunner) -> None:
         if isinstance(message, wire.Ack):
-            self._acknowledged(message.upto)
+            self.outbox.acknowledged(message.upto)
             return
         if isinstance(message, wire.Error):
             log.warning("control plane says: %s", message.message)
