@@ -33,7 +33,7 @@ from paperclip.engine.calls.pipeline import CallPipeline, numbered, reply_to
 from paperclip.engine.links.link import Admitted, RunnerLink
 from paperclip.engine.links.transport import TransportClosed
 from paperclip.engine.logs import journal, outbox
-from paperclip.engine.ownership.fence import StaleEpochError, lock_runs
+from paperclip.engine.ownership.fence import StaleEpochError, lock_run, lock_runs
 from paperclip.models import ToolCall, ToolCallStatus
 from paperclip.models import ToolReceipt as ReceiptRow
 from paperclip.wire.messages import ToolResult
@@ -139,6 +139,12 @@ class CallRecovery:
         if not call_ids:
             return
         async with self.sessions.begin() as session:
+            # The run first, then the runner's counter (outbox.enqueue), as every writer of a
+            # run: the counter first waited, in the outbox row's foreign-key check, for a
+            # writer that held the run (a steer) and waited for the counter.
+            await lock_run(
+                session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
+            )
             rows = (
                 await session.execute(
                     select(ToolCall).where(

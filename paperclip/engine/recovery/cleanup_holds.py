@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.endings.drain import CLEANUP_QUARANTINED, HOLD_SHAPE
 from paperclip.engine.logs import outbox
+from paperclip.engine.ownership.fence import RUN_LOCK
 from paperclip.engine.recovery.boots import prove_boot_gone
 from paperclip.models import (
     HoldSetter,
@@ -162,7 +163,8 @@ async def settle_hold(
     )
     # Its task's wait may have ended while it was held: a queued wake may start a run now.
     await notify_wakes(session)
-    run = await session.get(Run, hold.run_id) if hold.run_id else None
+    # Locked before the runner's outbox counter is taken, as every writer of a run does.
+    run = await session.get(Run, hold.run_id, with_for_update=RUN_LOCK) if hold.run_id else None
     if run is not None and run.runner_id is not None:
         # The runner kept the session suspended: it may close it now (closing starts nothing).
         await outbox.enqueue_one(session, run.runner_id, Close(seq=0, run_id=run.id))
