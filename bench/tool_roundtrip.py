@@ -9,8 +9,9 @@ holds on a noisy, shared machine where absolute rates do not.
 - journaled: a real control plane (``paperclip serve --no-runner``) and a
   scripted runner peer speaking the runner protocol over its WebSocket; each
   round trip is one ``report_progress`` tool call (a self-contained write
-  tool: its admission, effect, receipt, result and reply through the outbox
-  in one fenced statement) from 1 and from 8 concurrent runs.
+  tool: its admission, effect, receipt and result in one fenced statement,
+  its reply sent unsequenced after it commits, as to the runner) from 1 and
+  from 8 concurrent runs.
 
 Usage: python bench/tool_roundtrip.py [--calls N] [--json]
 Uses PAPERCLIP_DATABASE_URL when set, else an embedded PostgreSQL in a temp dir.
