@@ -15,8 +15,10 @@ from paperclip.engine.calls.pipeline import CallPipeline
 from paperclip.engine.connections.inbox import RunnerInbox
 from paperclip.engine.connections.lease_keeper import LeaseKeeper
 from paperclip.engine.connections.runners import RunnerConnections
+from paperclip.engine.costs.admission import next_turn_admission
 from paperclip.engine.costs.keeper import BudgetKeeper
 from paperclip.engine.costs.usage import UsageRecorder
+from paperclip.engine.endings.nudge import ReportNudges
 from paperclip.engine.endings.turn_end import RunEndings
 from paperclip.engine.engine import EngineOptions, RunEngine
 from paperclip.engine.links.gate import ControlGate
@@ -91,6 +93,7 @@ def engine_options(settings: Settings) -> EngineOptions:
         abandon_after=settings.run_abandon_seconds,
         runner_gone_after=settings.runner_gone_seconds,
         max_resumes=settings.run_max_resumes,
+        report_nudges=settings.run_report_nudges,
         prompt_ownership=settings.prompt_ownership,
         reconcile_seconds=settings.reconcile_seconds,
         workspace_retention_hours=settings.workspace_retention_hours,
@@ -172,6 +175,11 @@ class EngineParts(containers.DeclarativeContainer):
         nudge=nudge,
         on_lost=reconciler.provided.nudge,
         boot=boots.provided.boot_id,
+        report_nudges=providers.Factory(
+            ReportNudges,
+            limit=options.provided.report_nudges,
+            admission=providers.Factory(next_turn_admission, clock),
+        ),
     )
     presentations = providers.Singleton(
         PresentationRecovery,

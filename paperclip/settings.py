@@ -140,6 +140,14 @@ class Settings(BaseSettings):
         description="How many times a run lost with its runner or provider goes on in a new "
         "turn; once more, it fails and its task is held.",
     )
+    run_report_nudges: int = Field(
+        default=1,
+        ge=0,
+        le=10,
+        description="How many times a run whose turn ended without its finish or block report "
+        "is asked for it in a short follow-up turn of the same session (the report nudge); "
+        "once more, it fails with finish_not_called. 0 turns nudges off.",
+    )
     reconcile_seconds: float = Field(
         default=2.0,
         gt=0,

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Literal
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.runs import RunView
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 # -- vocabulary ------------------------------------------------------------------------
@@ -475,20 +476,17 @@ def paperclip_validate_completion_references(
     """Accept the completion references whose source block was rendered; refuse the rest."""
 
 
-@hookspec(
-    firstresult=True,
-    warn_on_impl=DeprecationWarning(
-        "paperclip_render_completion_recovery is deprecated and never called: the core has no "
-        "completion-only recovery (a turn that ends without finish fails the run; a lost turn "
-        "resumes its session or retries with the full brief). It is removed in 2.0."
-    ),
-)
-def paperclip_render_completion_recovery(
-    task: TaskSource,
-) -> RenderedSection | None:
-    """Deprecated; never called. Was: the prompt of a completion-only recovery.
+@hookspec(firstresult=True)
+def paperclip_render_completion_recovery(task: TaskSource, run: RunView) -> RenderedSection | None:
+    """Render the prompt of a completion-only recovery: the report nudge (hook API 1.10).
 
-    No run of the core replaces its task prompt with a completion-only one, so
-    the core calls this hook nowhere and implementing it warns. It is removed
-    in the next major version of the contract.
+    Called when a run's turn ended without an accepted ``finish`` or ``block``
+    report and the run may still be nudged: the same provider session gets one
+    short follow-up turn with this prompt. ``task`` is the issue as it is now
+    (its current criteria), ``run`` what the run did so far (its comments and
+    journaled tool calls). The section says that no report was recorded, what
+    the run has done, and asks for the report. It replaces the task prompt for
+    that turn: report only :class:`SourceKind.TASK` as its source (seed 001:
+    source references are removed when the task prompt is replaced; nothing is
+    inferred from text).
     """

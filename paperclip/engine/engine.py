@@ -69,6 +69,8 @@ class EngineOptions:
     abandon_after: float = 600.0
     runner_gone_after: float = 60.0
     max_resumes: int = 3
+    report_nudges: int = 1
+    """How often a turn that ended without the run's report is asked for it in its session."""
     prompt_ownership: bool = True
     """New runs' prompts carry ownership metadata (v5); off is the rollback (v4)."""
     reconcile_seconds: float = 2.0

@@ -44,6 +44,8 @@ class TurnKind(StrEnum):
     """A restart continuation (``paperclip.native-continuation.v1``) of the same session."""
     FRESH_RETRY = "fresh_retry"
     """A new session with the full brief again: the provider could not resume."""
+    REPORT_NUDGE = "report_nudge"
+    """The same session asked for its missing report: the turn before ended without one."""
 
 
 class RunTurn(Base):

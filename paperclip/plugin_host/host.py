@@ -55,6 +55,7 @@ from paperclip_hookspecs.prompts import (
 from paperclip_hookspecs.providers import ProviderKind
 from paperclip_hookspecs.receipts import PendingToolInput, ToolRecovery
 from paperclip_hookspecs.recovery import RecoveryPolicy
+from paperclip_hookspecs.runs import RunView
 from paperclip_hookspecs.steering import SteerLogEvent
 
 from paperclip.plugin_host import calling, discovery, failures
@@ -432,6 +433,11 @@ class PluginHost:
             ReferenceCheck,
             references=references,
             rendered=rendered,
+        )
+
+    def render_completion_recovery(self, task: TaskSource, run: RunView) -> RenderedSection:
+        return self._decide(
+            "paperclip_render_completion_recovery", RenderedSection, task=task, run=run
         )
 
     def _decide(self, hook: str, kind: type[T], **kwargs: Any) -> T:

@@ -26,6 +26,7 @@ from paperclip_hookspecs.prompts import (
     WakePromptOptions,
     WakeSource,
 )
+from paperclip_hookspecs.runs import RunView
 
 
 class PromptHooks(Protocol):
@@ -54,3 +55,5 @@ class PromptHooks(Protocol):
     def validate_completion_references(
         self, references: tuple[CompletionReference, ...], rendered: tuple[SourceBlock, ...]
     ) -> ReferenceCheck: ...
+
+    def render_completion_recovery(self, task: TaskSource, run: RunView) -> RenderedSection: ...

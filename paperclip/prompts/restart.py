@@ -67,6 +67,7 @@ def restart_continuation(
     turn: int,
     steered: tuple[ContinuationMessage, ...] = (),
     steered_comments: tuple[CommentSource, ...] = (),
+    record: str = "",
 ) -> RestartContinuation:
     """The input of turn ``turn`` of the run whose persisted input is ``previous``.
 
@@ -80,6 +81,8 @@ def restart_continuation(
     the objective (``objectiveSource``), named rather than repeated. The compact
     brief and the provider's carriers apply; the restart instruction follows.
     The resumed-lane input is persisted with the turn (``executionInput``).
+    ``record`` (``run_record``) says what Paperclip recorded of the run before the
+    instruction: a call the model made while its runner was away is not in it.
     """
     wake = previous.wake
     if previous.schema == EXECUTION_INPUT_V5:
@@ -108,6 +111,7 @@ def restart_continuation(
         # No continuation was selected: the steers the wake delta does not show still
         # reach the model, once.
         blocks.append(_steered_section(previous, hooks, unshown))
+    blocks.append(record)
     blocks.append(RESTART_INSTRUCTION)
     if steered:
         blocks.append(STEERED_INSTRUCTION)

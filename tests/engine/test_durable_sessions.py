@@ -126,13 +126,17 @@ async def test_a_runner_restart_resumes_the_session_with_a_restart_continuation(
     assert "interrupted by a restart" in resumed.prompt
     assert resumed.token != start.token  # the lost turn's token died with it
     second.send(finished(resumed))
+    nudge = await started(second, turn=3)  # it ended unreported: asked for its report
+    assert nudge.session_ref == "thread-1"
+    second.send(finished(nudge))
     run = await world.until_ended(start.run_id)
     assert run.status == "failed" and run.error_code == "finish_not_called"
     assert await turns(world, start.run_id) == [
         (1, "initial", "lost", "thread-1"),
         (2, "continuation", "completed", "thread-1"),
+        (3, "report_nudge", "completed", "thread-1"),
     ]
-    assert (run.resume_attempts, run.turn) == (1, 2)
+    assert (run.resume_attempts, run.turn) == (1, 3)
 
 
 async def test_a_provider_that_exited_goes_on_in_the_same_runner(resumable_world):

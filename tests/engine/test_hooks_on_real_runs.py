@@ -80,16 +80,19 @@ def test_paperclip_check_completion_a_plugin_refusing_every_report_refuses_finis
 
     run = stack.wait_for_terminal_run(ctx)
     assert (run["status"], run["error_code"]) == ("failed", "finish_not_called")
-    [refused] = calls_of(stack, run["id"], "finish")
-    assert refused["is_error"] and refused["status"] == "settled"
-    error = refused["result"]["error"]
-    assert error["code"] == "review_checklist_missing"
-    assert error["correction"] == {
-        "instruction": "post_comment",
-        "message": "Post it.",
-        "cursor": None,
-        "restart": False,
-    }
+    # Refused in the first turn, then again in the report nudge's turn (the script repeats).
+    refusals = calls_of(stack, run["id"], "finish")
+    assert len(refusals) == 2
+    for refused in refusals:
+        assert refused["is_error"] and refused["status"] == "settled"
+        error = refused["result"]["error"]
+        assert error["code"] == "review_checklist_missing"
+        assert error["correction"] == {
+            "instruction": "post_comment",
+            "message": "Post it.",
+            "cursor": None,
+            "restart": False,
+        }
 
 
 REFUSE_AT_THE_END = """

@@ -1,9 +1,10 @@
-"""Completion references (``paperclip_validate_completion_references``), and the deprecated
-completion-only recovery hook (``paperclip_render_completion_recovery``)."""
+"""Completion references (``paperclip_validate_completion_references``), and the prompt of
+the completion-only recovery lane, the report nudge (``paperclip_render_completion_recovery``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -15,6 +16,13 @@ from paperclip_hookspecs.prompts import (
     SessionAttempt,
     SourceKind,
     WakeSource,
+)
+from paperclip_hookspecs.runs import (
+    RunBinding,
+    RunComment,
+    RunToolCall,
+    RunView,
+    ToolCallStatus,
 )
 
 from paperclip.prompts import (
@@ -104,21 +112,77 @@ def test_paperclip_validate_completion_references_legacy_inputs_only_cite_the_ta
     assert [r.reason for r in check.refused] == ["not_rendered"]
 
 
-def test_paperclip_render_completion_recovery_is_deprecated_and_not_implemented_by_the_core(
-    paperclip_register_plugin: Any,
+def view(*, comments: tuple[str, ...] = (), calls: tuple[tuple[str, bool], ...] = ()) -> RunView:
+    """A run's view: the comments it posted, its calls as (tool, refused)."""
+    at = datetime(2026, 12, 1, tzinfo=UTC)
+    return RunView(
+        binding=RunBinding("run-1", "co-1", ISSUE, "agent-1"),
+        comments=tuple(
+            RunComment(f"m-{n}", body, revision(body), at) for n, body in enumerate(comments)
+        ),
+        tool_calls=tuple(
+            RunToolCall(
+                f"call-{n}",
+                tool,
+                {},
+                ToolCallStatus.SETTLED,
+                refused,
+                {"error": {"code": "relay_down", "message": "no"}} if refused else {},
+                at,
+            )
+            for n, (tool, refused) in enumerate(calls)
+        ),
+    )
+
+
+def test_paperclip_render_completion_recovery_says_what_was_done_and_asks_for_the_report() -> None:
+    """The built-in nudge: no report recorded, the run's comments and calls, the task as it
+    is now, the ask; the task is its only source (seed 001: references removed)."""
+    done = view(
+        comments=("Fixed the flaky test in ci.yml.",),
+        calls=(("get_task_context", False), ("post_comment", False), ("finish", True)),
+    )
+    section = BUILTIN.render_completion_recovery(TASK, done)
+
+    assert "no completion report was recorded" in section.text
+    assert "Fixed the flaky test in ci.yml." in section.text
+    assert "get_task_context x1, post_comment x1" in section.text
+    assert "the last was `finish` (relay_down)" in section.text
+    assert "Completion report: none recorded" in section.text
+    assert TASK.description in section.text
+    assert "call the Paperclip `finish` tool" in section.text
+    assert [(b.kind, b.id) for b in section.sources] == [(T, ISSUE)]
+
+
+def test_paperclip_render_completion_recovery_of_a_plugin_is_the_nudge_turns_prompt(
+    paperclip_plugin_host: Any, paperclip_register_plugin: Any
 ) -> None:
-    """The core has no completion-only recovery: the built-in rendering leaves the hook
-    out, and a plugin that still implements it is told so when it is registered."""
-    from paperclip_hookspecs.prompts import RenderedSection, TaskSource
+    """A plugin's answer is the prompt of the nudge turn (an implementation may take fewer
+    arguments than the spec), and the turn's input cites the task alone."""
+    from paperclip_hookspecs.prompts import RenderedSection, SourceBlock, TaskSource
 
-    from paperclip.plugin_host.builtin import prompts as plugin
+    from paperclip.prompts import read_execution_input
+    from paperclip.prompts.report_nudge import nudge_input
 
-    assert not hasattr(plugin, "paperclip_render_completion_recovery")
-
-    class Recovery:
+    class Nudge:
         @hookimpl
         def paperclip_render_completion_recovery(self, task: TaskSource) -> RenderedSection:
-            return RenderedSection("completion_recovery", f"Finish {task.identifier}.")
+            return RenderedSection(
+                "completion_recovery",
+                f"{task.identifier}: report with finish now.",
+                (
+                    SourceBlock(T, task.id, None, "completion_recovery"),
+                    SourceBlock(D, task.id, DESCRIPTION_REV, "completion_recovery"),
+                ),
+            )
 
-    with pytest.warns(DeprecationWarning, match="never called"):
-        paperclip_register_plugin(Recovery())
+    paperclip_register_plugin(Nudge())
+    previous = assembled()
+    turn = nudge_input(previous, TASK, view(), paperclip_plugin_host, turn=2, nudge=1)
+
+    assert turn["prompt"] == f"{TASK.identifier}: report with finish now."
+    assert (turn["reason"], turn["turn"], turn["nudge"]) == ("completion_recovery", 2, 1)
+    value = read_execution_input(turn["executionInput"])
+    assert value.recovery == "completion_only"
+    assert [(b.kind, b.id) for b in value.completion_sources] == [(T, ISSUE)]
+    assert value.model.system == previous.model.system

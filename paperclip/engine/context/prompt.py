@@ -96,15 +96,16 @@ def build_execution_input(
     current = current_wake_comments(agent, comments, since)
     current_ids = {c.id for c in current}
     history = [c for c in comments if c.id not in current_ids]
-    task = TaskSource(
-        id=str(issue.id) if issue else str(wake.id),
-        identifier=issue.identifier if issue else "",
-        title=issue.title if issue else (wake.reason or "Wake"),
-        description=issue.description if issue else queue_brief(queue),
-        status=issue.status if issue else "",
-        priority=issue.priority if issue else "",
-        parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
-        workspace=workspace,
+    task = (
+        task_source(issue, parent, workspace)
+        if issue is not None
+        else TaskSource(
+            id=str(wake.id),
+            identifier="",
+            title=wake.reason or "Wake",
+            description=queue_brief(queue),
+            workspace=workspace,
+        )
     )
     request = AssemblyRequest(
         task=task,
@@ -121,6 +122,22 @@ def build_execution_input(
         ownership=ownership,
     )
     return assemble_execution_input(request, hooks)
+
+
+def task_source(
+    issue: Issue, parent: Issue | None, workspace: ExecutionWorkspace | None
+) -> TaskSource:
+    """The issue as the prompt hooks see it, as it is now."""
+    return TaskSource(
+        id=str(issue.id),
+        identifier=issue.identifier,
+        title=issue.title,
+        description=issue.description,
+        status=issue.status,
+        priority=issue.priority,
+        parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
+        workspace=workspace,
+    )
 
 
 QUEUE_SHOWN = 50

@@ -12,6 +12,7 @@ turn instead of starting it.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 
 from sqlalchemy import and_, exists, select
@@ -86,6 +87,18 @@ async def next_turn_refusal(session: AsyncSession, run: Run, now: datetime) -> R
     if not budgets:
         return None
     return await spent(session, budgets, month=await _month(session, run.company_id, now))
+
+
+def next_turn_admission(
+    clock: Callable[[], datetime],
+) -> Callable[[AsyncSession, Run], Awaitable[Refusal | None]]:
+    """:func:`next_turn_refusal` at ``clock``'s now, for a part that may not import costs
+    (a turn's end asks it before a report nudge's turn)."""
+
+    async def refusal(session: AsyncSession, run: Run) -> Refusal | None:
+        return await next_turn_refusal(session, run, clock())
+
+    return refusal
 
 
 async def wait_for_budget(session: AsyncSession, wake: WakeRequest, refusal: Refusal) -> None:

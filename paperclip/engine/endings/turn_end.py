@@ -3,7 +3,10 @@
 A turn's end is processed in two transactions, in this order. The status
 decision (the run's terminal status, its reason, the issue's status, the
 turn's final prose) commits first; the presentation decision (is the prose
-the run's answer, posted to the task's thread?) is recorded after it, once.
+the run's answer, posted to the task's thread?) is recorded after it, once
+(``presentation``). A turn that completed without the run's report may first
+be followed by a report nudge in the same session (``nudge``): the run then
+goes on instead of ending.
 """
 
 from __future__ import annotations
@@ -11,37 +14,30 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime
 
+import msgspec
 from paperclip_hookspecs.completion import CompletionStage
 from paperclip_hookspecs.presentation import (
-    COMMITTED_CONVERSATION_INTERACTION_PRESENTED,
-    ConversationTurn,
-    PendingCard,
-    PresentationDecision,
-    PresentationMode,
     PresentationPath,
-    UnpresentedTurn,
 )
-from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip import tracing
 from paperclip.engine.context.completion import (
     check_completion,
-    current_snapshot,
     report_of,
     terminal_failure,
 )
-from paperclip.engine.context.run_view import run_view
 from paperclip.engine.context.snapshot import SnapshotBindingError
 from paperclip.engine.endings import drain
+from paperclip.engine.endings.nudge import ReportNudges, nudge
+from paperclip.engine.endings.presentation import Presenter
 from paperclip.engine.links.gate import ControlGate
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
 from paperclip.engine.logs.events import NewEvent, append_events
-from paperclip.engine.ownership.fence import RUN_LOCK, lock_run
+from paperclip.engine.ownership.fence import lock_run
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.turns.lifecycle import end_turn, is_lost
 from paperclip.failpoints import failpoint
@@ -50,13 +46,12 @@ from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
 from paperclip.services import chat_turns
 from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM, Actor
+from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
-from paperclip.services.comments import add_comment
 from paperclip.services.holds import hold_task
 from paperclip.services.issues import settle_after_run
 from paperclip.services.run_tokens import revoke_run_tokens
-from paperclip.wire.messages import Close, TurnFinished
+from paperclip.wire.messages import Close, StartTurn, TurnFinished
 from paperclip.wire.workspace_rules import WORKSPACE_NOT_ALLOWED, WORKSPACE_UNAVAILABLE
 
 log = logging.getLogger(__name__)
@@ -71,16 +66,6 @@ STATUS_REASONS = {
     "yielded": "task_yielded",
 }
 """The status decision's reason for each outcome a run can report."""
-
-NO_PROSE = "conversation_turn_without_prose"
-"""Presentation reason of a successful conversation turn that ended with no final prose."""
-
-ANSWER_NAMESPACE = uuid.UUID("0f1c6a43-7d52-4d57-9a3e-5b1d1c0a9e01")
-"""Names the comment that presents a run's answer: one per run, by primary key."""
-
-
-def answer_comment_id(run_id: uuid.UUID) -> uuid.UUID:
-    return uuid.uuid5(ANSWER_NAMESPACE, str(run_id))
 
 
 def decide(run: Run, turn: TurnFinished) -> tuple[RunStatus, str | None, str | None]:
@@ -174,6 +159,7 @@ class RunEndings:
         nudge: Callable[[], None],
         on_lost: Callable[[], None] = lambda: None,
         boot: uuid.UUID | None = None,
+        report_nudges: ReportNudges | None = None,
     ) -> None:
         self.sessions = sessions
         self.ownership = ownership
@@ -185,11 +171,15 @@ class RunEndings:
         """Called when a turn was lost: the reconciler settles it (a nudge, not a wait)."""
         self.boot = boot or uuid.uuid4()
         """This process's boot: the stamp of a cleanup hold it sets (``drain``)."""
+        self.presenter = Presenter(sessions, plugins)
+        self.report_nudges = report_nudges or ReportNudges()
+        """How often a turn that ended without its report is asked for it (``nudge``)."""
 
     async def turn_finished(self, link: RunnerLink, message: TurnFinished) -> None:
         run_id = message.run_id
         if not await self.gate.controls(link, run_id):
             return  # already ended (a replay): it ends once
+        nudged: tuple[int, StartTurn] | None = None
         async with self.sessions.begin() as session:
             run = await lock_run(
                 session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
@@ -206,6 +196,16 @@ class RunEndings:
                 if pending:
                     # Close must prove the drain: it cannot, so the session stays suspended.
                     ended, status = await self._quarantine(session, run, link, message, pending)
+                elif nudged := await nudge(
+                    session,
+                    run,
+                    link,
+                    message,
+                    self.plugins,
+                    self.report_nudges,
+                    instance=self.instance,
+                ):
+                    ended, status = False, RunStatus.RUNNING
                 else:
                     ended, status = await self._end_run(session, run, link, message)
                     await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
@@ -215,6 +215,14 @@ class RunEndings:
         if lost:
             self.ownership.release(run_id)
             self.on_lost()
+            return
+        if nudged is not None:
+            # The run goes on in its session: still this controller's, its report asked for.
+            seq, start = nudged
+            log.info(
+                "run %s ended turn %s unreported; asked in turn %s", run_id, number, start.turn
+            )
+            await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
             return
         failpoint("engine.status_decision.before_presentation")
         if ended:
@@ -385,113 +393,6 @@ class RunEndings:
             return RunStatus.FAILED, *terminal_failure(refusal)
         return RunStatus.SUCCEEDED, None, None
 
-    async def present(
-        self,
-        run_id: uuid.UUID,
-        path: PresentationPath,
-    ) -> bool:
-        """Ask the presentation decision for a succeeded run's answer and record it, once.
-
-        With ``answer`` the final prose is posted: to its conversation for a chat
-        turn, else to the task's thread as the agent's comment. The decision is
-        written only where none is, under the run's row lock, and the reply is
-        unique per run in the database: a second caller (a replay, another
-        replica, recovery) posts nothing. On the recovery path the recovery
-        policy (``paperclip_accept_unpresented_turn``) may decline a chat turn that
-        is no longer its conversation's unsettled current turn. Returns whether this call recorded the decision.
-        """
-        async with self.sessions() as session:
-            run = await session.get(Run, run_id)
-            if run is None or run.status != RunStatus.SUCCEEDED or run.presentation is not None:
-                return False
-            chat = await chat_turns.chat_turn_of(session, run)
-            if chat is not None and path is PresentationPath.RECOVERY:
-                facts = await chat_turns.unpresented_facts(session, run, chat)
-                if not self._accepts(facts):
-                    return False
-            cards = await chat_turns.pending_cards(session, run.id) if chat else ()
-            turn = _turn_of(run, path, cards)
-            if turn is not None:
-                turn = replace(turn, run=await self._view(session, run))
-        if turn is not None:
-            try:
-                decision = self.plugins.decide_presentation(turn)
-            except PluginError:
-                log.exception("the presentation of run %s was not decided", run_id)
-                return False
-        elif chat is not None:
-            # No prose to decide on, yet the conversation turn must settle: nothing is posted.
-            decision = PresentationDecision.none(
-                COMMITTED_CONVERSATION_INTERACTION_PRESENTED if cards else NO_PROSE
-            )
-        else:
-            return False
-        async with self.sessions.begin() as session:
-            run = await session.get(Run, run_id, with_for_update=RUN_LOCK, populate_existing=True)
-            if run is None or run.presentation is not None:
-                return False
-            answered = decision.mode is PresentationMode.ANSWER and run.answer
-            comment_id = message_id = None
-            if chat is not None:
-                if answered:
-                    message_id = await chat_turns.post_reply(session, chat, run)
-                # Presented by its own card, it waits for the person; else it is over.
-                waits = not answered and bool(cards)
-                settled = ConversationState.WAITING if waits else ConversationState.IDLE
-                await chat_turns.settle(session, chat, settled)
-            elif answered and run.issue_id is not None:
-                actor = Actor(
-                    type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id
-                )
-                comment = await add_comment(
-                    session,
-                    actor,
-                    run.company_id,
-                    run.issue_id,
-                    body=run.answer,
-                    command_id=answer_comment_id(run.id),
-                )
-                comment_id = str(comment.id)
-            run.presentation = {
-                "presentationDecision": decision.mode.value,
-                "reason": decision.reason,
-                "comment_id": comment_id,
-                **({"message_id": str(message_id) if message_id else None} if chat else {}),
-            }
-        return True
-
-    @staticmethod
-    async def _view(session: AsyncSession, run: Run) -> RunView:
-        """What the run did, for the presentation hook (its snapshot only when it is the run's)."""
-        try:
-            snapshot, _ = await current_snapshot(session, run)
-        except SnapshotBindingError:
-            snapshot = None
-        return await run_view(session, run, snapshot)
-
-    def _accepts(self, facts: UnpresentedTurn) -> bool:
-        try:
-            return self.plugins.accept_unpresented_turn(facts)
-        except PluginError:
-            log.exception("the recovery policy failed on run %s", facts.run_id)
-            return False
-
-
-def _turn_of(
-    run: Run, path: PresentationPath, cards: tuple[PendingCard, ...] = ()
-) -> ConversationTurn | None:
-    """The run's turn as the presentation hook sees it; None when there is no prose to present."""
-    if not run.answer:
-        return None
-    outcome = (run.result or {}).get("outcome")
-    return ConversationTurn(
-        run_id=str(run.id),
-        company_id=str(run.company_id),
-        issue_id=str(run.issue_id or ""),
-        turn_id=str(run.id),
-        status_reason=run.status_reason or "",
-        result="done" if outcome == "done" else "yielded",
-        answer=run.answer,
-        pending_cards=cards,
-        path=path,
-    )
+    async def present(self, run_id: uuid.UUID, path: PresentationPath) -> bool:
+        """Present a succeeded run's answer once (``presentation.Presenter.present``)."""
+        return await self.presenter.present(run_id, path)

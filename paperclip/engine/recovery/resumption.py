@@ -24,6 +24,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.context.prompt import retry_history, steered_comments
+from paperclip.engine.context.run_view import run_view
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.engine.turns.lifecycle import current_turn, end_turn, open_turn
 from paperclip.engine.turns.unread_steers import unread_steered_messages
@@ -41,9 +42,9 @@ from paperclip.models import (
 from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
 from paperclip.prompts import AgentBrief, read_execution_input
 from paperclip.prompts.restart import fresh_retry, restart_continuation
+from paperclip.prompts.run_record import render_run_record
 from paperclip.services.actor import SYSTEM
 from paperclip.services.holds import hold_task
-from paperclip.services.run_tokens import new_run_token, revoke_run_tokens
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,9 @@ async def _next_input(
             turn=run.turn + 1,
             steered=steered,
             steered_comments=await steered_comments(session, run, steered),
+            record=render_run_record(
+                await run_view(session, run, None), reported=run.result is not None
+            ),
         )
         return TurnKind.CONTINUATION, restart.envelope, steered
     if capabilities.fresh_retry or not run.session_ref:
@@ -218,9 +222,3 @@ async def queued_turn(session: AsyncSession, run: Run) -> RunTurn:
     turn = await current_turn(session, run)
     assert turn is not None and turn.status == TurnStatus.STARTING
     return turn
-
-
-async def new_token_for(session: AsyncSession, run: Run) -> str:
-    """The run's token for its next turn; the earlier ones die (their provider is gone)."""
-    await revoke_run_tokens(session, run.id)
-    return new_run_token(session, run)

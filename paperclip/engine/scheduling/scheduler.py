@@ -35,13 +35,13 @@ from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
 from paperclip.engine.ownership.leases import take_over
 from paperclip.engine.ownership.owned_runs import RunOwnership
-from paperclip.engine.recovery.resumption import new_token_for, queued_turn, resumable
+from paperclip.engine.recovery.resumption import queued_turn, resumable
 from paperclip.engine.turns.lifecycle import open_turn
+from paperclip.engine.turns.starts import queue_later_turn
 from paperclip.engine.workspaces.placement import (
     WorkspaceElsewhere,
     open_workspace,
     placement_of,
-    workspace_of,
 )
 from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
 from paperclip.plugin_host import PluginHost
@@ -203,28 +203,11 @@ class WakeScheduler:
         if epoch is None:
             return None  # its lease turned out held: a later pass tries again
         turn = await queued_turn(session, run)
-        agent = await session.get(Agent, run.agent_id)
-        assert agent is not None and turn.input is not None
         run.runner_id = link.runner_id
         run.phase = "turn"
         run.resumable_since = None
         turn.runner_id = link.runner_id
-        workspace = await workspace_of(session, run.issue_id, link.workspace_dir)
-        start = StartTurn(
-            seq=0,
-            run_id=run.id,
-            provider=run.provider,
-            turn=turn.number,
-            config=agent.provider_config,
-            prompt=str(turn.input.get("prompt") or ""),
-            system=turn.input.get("system"),
-            session_ref=turn.session_ref,
-            token=await new_token_for(session, run),
-            issue_id=run.issue_id,
-            workspace=workspace.spec if workspace is not None else None,
-            agent_name=agent.name,
-        )
-        seq = await outbox.enqueue_one(session, link.runner_id, start)
+        seq, start = await queue_later_turn(session, run, turn, link)
         log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
         return seq, start, epoch
 

@@ -24,9 +24,11 @@ from paperclip_hookspecs.prompts import (
     WakePromptOptions,
     WakeSource,
 )
+from paperclip_hookspecs.runs import RunView
 
 from paperclip.prompts.completion import validate_completion_references
 from paperclip.prompts.continuation import render_continuation
+from paperclip.prompts.report_nudge import render_completion_recovery
 from paperclip.prompts.sections import select_prompt_sections
 from paperclip.prompts.task_markdown import build_task_markdown
 from paperclip.prompts.turn_context import build_turn_context
@@ -72,3 +74,8 @@ def paperclip_validate_completion_references(
     references: tuple[CompletionReference, ...], rendered: tuple[SourceBlock, ...]
 ) -> ReferenceCheck:
     return validate_completion_references(references, rendered)
+
+
+@hookimpl(trylast=True)
+def paperclip_render_completion_recovery(task: TaskSource, run: RunView) -> RenderedSection:
+    return render_completion_recovery(task, run)
