@@ -39,7 +39,8 @@ class PresentationStatus(msgspec.Struct):
     passes: int
     """Passes of this replica's presentation recovery completed since it started."""
     last_pass_started_at: datetime | None
-    """When the last completed pass began."""
+    """When the last complete sweep over the candidates began (its first pass: one, unless
+    more candidates wait than a pass pages through)."""
     presented_total: int
     """Answers it presented since this replica started."""
 

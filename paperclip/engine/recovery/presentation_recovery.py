@@ -12,6 +12,18 @@ of its conversation (the installed recovery policy,
 ``paperclip_accept_unpresented_turn``, has the last word on each): the
 candidate query below matches those turns, so a stale or superseded turn is
 never listed and a presented one leaves the set with its decision.
+
+A candidate ``present`` declines (a held chat turn with no policy installed, or
+one the policy refuses) stays a candidate, untouched. So that such candidates
+cannot hold the ones behind them, a pass pages through the candidates by key,
+``(finished_at, id)``, each page starting after the last key seen, and a sweep
+walks past every waiting candidate to the end. A pass visits at most
+``PAGES_PER_PASS`` pages; a longer sweep carries its cursor to the next pass
+and, once at the end, starts again from the oldest. Keyset paging rather than
+a per-row next-attempt time: it needs no column and no write for a declined
+candidate (``present`` stays the only writer, the candidate query unchanged),
+and a candidate that becomes presentable (the policy installed, say) is
+presented on the next sweep rather than after a backoff.
 """
 
 from __future__ import annotations
@@ -21,7 +33,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from paperclip_hookspecs.presentation import PresentationPath
-from sqlalchemy import and_, exists, not_, or_, select
+from sqlalchemy import and_, exists, not_, or_, select, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
@@ -44,6 +56,11 @@ log = logging.getLogger(__name__)
 UNPRESENTED = next(p for p in SEED_POLICIES if p.seed == "002")
 
 BATCH = 100
+PAGES_PER_PASS = 10
+"""A pass presents or passes over at most this many pages; the sweep goes on at the next."""
+
+Key = tuple[datetime, uuid.UUID]
+"""Where a page starts: after this ``(finished_at, id)``."""
 
 
 class PresentationRecovery:
@@ -63,11 +80,17 @@ class PresentationRecovery:
         self.passes = 0
         """Passes completed since this replica started."""
         self.last_pass_started_at: datetime | None = None
-        """When the last completed pass began: every run finished before it, less the grace,
-        was a candidate of that pass."""
+        """When the last complete sweep began (its first pass; one pass unless more than
+        ``PAGES_PER_PASS`` pages wait): every run finished before it, less the grace, was a
+        candidate of that sweep."""
         self.waiting_without_policy = 0
-        """Candidates the last pass left because no recovery policy is installed."""
+        """Candidates the last sweep left because no recovery policy is installed (mid-sweep:
+        at least those it has left so far)."""
         self._warned = False
+        self._after: Key | None = None
+        """The sweep's cursor; None: the next pass starts a sweep from the oldest candidate."""
+        self._sweep_started_at: datetime | None = None
+        self._sweep_left = 0
 
     async def run(self) -> None:
         await keep_running(
@@ -77,56 +100,82 @@ class PresentationRecovery:
             failure="a presentation recovery pass failed",
         )
 
-    async def candidates(self) -> list[uuid.UUID]:
-        """The runs due for presentation now, oldest first (a bounded batch)."""
+    async def candidates(self, after: Key | None = None) -> list[uuid.UUID]:
+        """The runs due for presentation now, oldest first: one page (at most ``BATCH``),
+        after the key ``after`` when given."""
+        return [run_id for _, run_id in await self._page(after)]
+
+    async def _page(self, after: Key | None) -> list[Key]:
         async with self.sessions() as session:
-            return list(
-                await session.scalars(
-                    select(Run.id)
-                    .where(
-                        Run.status == RunStatus.SUCCEEDED,
-                        Run.presentation.is_(None),
-                        Run.finished_at < datetime.now(UTC) - self.grace,
-                        # A chat turn settles even without prose (it records ``none``).
-                        or_(
-                            and_(Run.answer.is_not(None), not_(_is_chat_turn())),
-                            _unsettled_current_turn(),
-                        ),
-                    )
-                    .order_by(Run.finished_at)
-                    .limit(BATCH)
+            query = (
+                select(Run.finished_at, Run.id)
+                .where(
+                    Run.status == RunStatus.SUCCEEDED,
+                    Run.presentation.is_(None),
+                    Run.finished_at < datetime.now(UTC) - self.grace,
+                    # A chat turn settles even without prose (it records ``none``).
+                    or_(
+                        and_(Run.answer.is_not(None), not_(_is_chat_turn())),
+                        _unsettled_current_turn(),
+                    ),
                 )
+                # The id breaks ties: runs finished in the same microsecond are neither
+                # skipped nor listed twice across pages.
+                .order_by(Run.finished_at, Run.id)
+                .limit(BATCH)
             )
+            if after is not None:
+                query = query.where(tuple_(Run.finished_at, Run.id) > tuple_(*after))
+            rows = await session.execute(query)
+            # Never NULL here (the query compares it): the test only narrows the type.
+            return [(row.finished_at, row.id) for row in rows if row.finished_at]
 
     async def pass_once(self) -> int:
-        """Present what is due; how many this pass recorded."""
+        """Present what is due, up to ``PAGES_PER_PASS`` pages on from where the last pass
+        stopped; how many this pass recorded."""
         started_at = datetime.now(UTC)
-        due = await self.candidates()
+        if self._after is None:
+            self._sweep_started_at, self._sweep_left = started_at, 0
         presented = 0
-        for run_id in due:
-            if await self.endings.present(uuid.UUID(str(run_id)), PresentationPath.RECOVERY):
-                presented += 1
-                log.info("presented the answer of run %s after a restart", run_id)
-        self.presented_total += presented
+        swept = False
+        for _ in range(PAGES_PER_PASS):
+            page = await self._page(self._after)
+            for finished_at, run_id in page:
+                # Moved on first: a candidate whose ``present`` raises is tried again on the
+                # next sweep, not at the head of every pass.
+                self._after = (finished_at, run_id)
+                if await self.endings.present(uuid.UUID(str(run_id)), PresentationPath.RECOVERY):
+                    presented += 1
+                    self.presented_total += 1
+                    log.info("presented the answer of run %s after a restart", run_id)
+                else:
+                    self._sweep_left += 1
+            if len(page) < BATCH:
+                swept, self._after = True, None
+                break
         self.passes += 1
-        self.last_pass_started_at = started_at
-        self._say_what_waits(len(due) - presented)
+        if swept:
+            self.last_pass_started_at = self._sweep_started_at
+        self._say_what_waits(self._sweep_left, swept=swept)
         return presented
 
-    def _say_what_waits(self, left: int) -> None:
+    def _say_what_waits(self, left: int, *, swept: bool) -> None:
         """Without the policy, committed chat turns wait (kept, not lost): say so, once."""
-        self.waiting_without_policy = 0
-        if left and not answers(self.endings.plugins, UNPRESENTED.hook or ""):
-            self.waiting_without_policy = left
-            if not self._warned:
-                self._warned = True
-                log.warning(
-                    "%d committed chat answer(s) wait to be presented: no installed plugin "
-                    "decides which to present after a restart; install %s (they are presented "
-                    "then, while each is still its conversation's current turn)",
-                    left,
-                    UNPRESENTED.distribution,
-                )
+        if answers(self.endings.plugins, UNPRESENTED.hook or ""):
+            self.waiting_without_policy = 0
+            return
+        # Mid-sweep, the last sweep's count stands until this one has left more.
+        waiting = left if swept else max(self.waiting_without_policy, left)
+        self.waiting_without_policy = waiting
+        if waiting and not self._warned:
+            self._warned = True
+            log.warning(
+                "%d committed chat answer(s) wait to be presented: no installed plugin "
+                "decides which to present after a restart; install %s (they are presented "
+                "then, while each is still its conversation's current turn)",
+                waiting,
+                UNPRESENTED.distribution,
+            )
 
 
 def _is_chat_turn():  # type: ignore[no-untyped-def]
