@@ -15,6 +15,12 @@ import pytest
 
 from tests.engine.test_restarts import assert_log_is_clean, journal
 from tests.providers.codex.conftest import real_agent_config, start_real
+from tests.providers.report_nudge import (
+    NO_NUDGES,
+    assert_failed_unnudged,
+    assert_nudged_once,
+    unreported_steps,
+)
 from tests.providers.scenarios import assert_usage_recorded, set_price
 from tests.support.db import HeldLock, query
 from tests.support.model_endpoint import ModelEndpoint
@@ -471,3 +477,24 @@ def test_a_steer_acknowledged_before_a_restart_is_answered_once_after_recovery(
     after = [r for r in requests if r.step is not None and r.step >= 2]
     assert after and " ".join(after[0].user_texts()).count(STEER) == 1, after[0].user_texts()
     assert [t for t, text in user_message_texts(real_stack, ctx, run_id) if STEER in text] == [2]
+
+
+def test_a_turn_ended_in_prose_is_nudged_in_its_thread_and_reports(real_stack, model_endpoint):
+    """Issue 53: the model ends its first turn without finish; the same Codex thread gets the
+    report nudge, the model reports, and the run succeeds with its one comment."""
+    start_real(real_stack)
+    ctx = new_agent(real_stack, model_endpoint, unreported_steps(mcp_tool_of))
+    real_stack.assign(ctx)
+    assert_nudged_once(real_stack, ctx, model_endpoint)
+
+
+def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(real_stack, model_endpoint):
+    real_stack.extra_env.update(NO_NUDGES)
+    start_real(real_stack)
+    ctx = new_agent(real_stack, model_endpoint, unreported_steps(mcp_tool_of))
+    real_stack.assign(ctx)
+    assert_failed_unnudged(real_stack, ctx, model_endpoint)
+
+
+def mcp_tool_of(name: str, arguments: dict | None = None) -> FunctionCall:
+    return mcp_tool(name, arguments or {})

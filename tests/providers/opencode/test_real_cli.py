@@ -26,6 +26,12 @@ from tests.providers.real_cli_loss import (
     session_reported,
     turns,
 )
+from tests.providers.report_nudge import (
+    NO_NUDGES,
+    assert_failed_unnudged,
+    assert_nudged_once,
+    unreported_steps,
+)
 from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
@@ -275,3 +281,20 @@ def test_an_unread_follow_up_is_read_once_across_two_restarts(opencode_stack, mo
     }
     assert {step: seen[step] for step in range(2, 6)} == dict.fromkeys(range(2, 6), 1), seen
     assert_succeeded_once(opencode_stack, ctx, run, BEFORE)
+
+
+def test_a_turn_ended_in_prose_is_nudged_in_its_session_and_reports(opencode_stack, model_endpoint):
+    """Issue 53: the model ends its first turn without finish; the same OpenCode session gets
+    the report nudge, the model reports, and the run succeeds with its one comment."""
+    start_real(opencode_stack)
+    ctx = new_agent(opencode_stack, model_endpoint, unreported_steps(tool))
+    opencode_stack.assign(ctx)
+    assert_nudged_once(opencode_stack, ctx, model_endpoint)
+
+
+def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(opencode_stack, model_endpoint):
+    opencode_stack.extra_env.update(NO_NUDGES)
+    start_real(opencode_stack)
+    ctx = new_agent(opencode_stack, model_endpoint, unreported_steps(tool))
+    opencode_stack.assign(ctx)
+    assert_failed_unnudged(opencode_stack, ctx, model_endpoint)

@@ -26,6 +26,12 @@ from tests.providers.real_cli_loss import (
     session_reported,
     turns,
 )
+from tests.providers.report_nudge import (
+    NO_NUDGES,
+    assert_failed_unnudged,
+    assert_nudged_once,
+    unreported_steps,
+)
 from tests.providers.scenarios import (
     WAIT,
     assert_each_tool_once,
@@ -258,3 +264,20 @@ def test_an_unread_steer_is_read_once_across_two_restarts(pi_stack, model_endpoi
     [third] = [r for r in model_endpoint.scripted(ctx["model"]) if r.step == 3]
     assert json.dumps(third.body["messages"]).count(STEER) == 1
     assert_succeeded_once(pi_stack, ctx, run, BEFORE)
+
+
+def test_a_turn_ended_in_prose_is_nudged_in_its_session_and_reports(pi_stack, model_endpoint):
+    """Issue 53: the model ends its first turn without finish; the same Pi session gets the
+    report nudge, the model reports, and the run succeeds with its one comment."""
+    start_real(pi_stack)
+    ctx = new_agent(pi_stack, model_endpoint, unreported_steps(tool))
+    pi_stack.assign(ctx)
+    assert_nudged_once(pi_stack, ctx, model_endpoint)
+
+
+def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(pi_stack, model_endpoint):
+    pi_stack.extra_env.update(NO_NUDGES)
+    start_real(pi_stack)
+    ctx = new_agent(pi_stack, model_endpoint, unreported_steps(tool))
+    pi_stack.assign(ctx)
+    assert_failed_unnudged(pi_stack, ctx, model_endpoint)
