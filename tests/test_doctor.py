@@ -12,6 +12,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from paperclip.db.access import running_as_root
 from tests.support import fixture_provider
@@ -102,8 +103,7 @@ def test_doctor_lists_provider_clis_per_launch_profile(tmp_path):
     assert "fixture/broken" in text and "missing" in text
 
 
-@pytest.mark.installed_plugins  # the seeds' policies are distributions under plugins/
-def test_doctor_warns_when_a_seeds_recovery_policy_is_missing(open_folder):
+def test_doctor_warns_when_a_seeds_recovery_policy_is_off(open_folder):
     env = {"PAPERCLIP_DATA_DIR": str(open_folder / "data")}
     installed = json.loads(doctor(env, "--json").stdout)["recovery_policies"]
     assert {p["distribution"] for p in installed} >= {
@@ -113,25 +113,38 @@ def test_doctor_warns_when_a_seeds_recovery_policy_is_missing(open_folder):
         "paperclip-cleanup-holds",
         "paperclip-lost-runs",
     }
-    assert all(p["installed"] for p in installed)  # the development install has them all
-    assert "recovery policies missing" not in doctor(env).stdout
+    assert all(p["installed"] for p in installed)  # the default install has them all
+    assert "recovery policies off" not in doctor(env).stdout
 
     env["PAPERCLIP_PLUGINS_DISABLE"] = "unpresented-answers,unread-steers"
     report = json.loads(doctor(env, "--json").stdout)
-    missing = [p["distribution"] for p in report["recovery_policies"] if not p["installed"]]
-    assert missing == ["paperclip-unpresented-answers", "paperclip-unread-steers"]
+    off = [
+        (p["distribution"], p["off"], p["setting"])
+        for p in report["recovery_policies"]
+        if not p["installed"]
+    ]
+    assert off == [
+        ("paperclip-unpresented-answers", "disabled", "PAPERCLIP_PLUGINS_DISABLE"),
+        ("paperclip-unread-steers", "disabled", "PAPERCLIP_PLUGINS_DISABLE"),
+    ]
     assert report["ok"] is True  # a warning: the server runs, and says what it cannot recover
     text = doctor(env).stdout
-    assert "warning: paperclip-unpresented-answers is not installed" in text
+    assert (
+        "warning: paperclip-unpresented-answers is off (disabled by PAPERCLIP_PLUGINS_DISABLE)"
+        in text
+    )
     assert "never presented" in text
-    assert "pip install 'paperclip-control-plane[policies]'" in text
+    assert "unset the setting that turns one off" in text
 
 
-def test_the_policies_extra_is_what_doctor_asks_for(open_folder):
-    # The quickstart installs the core's `policies` extra: it names every seed's policy.
+def test_the_default_install_has_what_doctor_asks_for(open_folder):
+    # The core's own dependencies name every seed's policy, each at a version floor.
     env = {"PAPERCLIP_DATA_DIR": str(open_folder / "data")}
     asked = {
         p["distribution"] for p in json.loads(doctor(env, "--json").stdout)["recovery_policies"]
     }
     project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
-    assert set(project["project"]["optional-dependencies"]["policies"]) == asked
+    required = {Requirement(d) for d in project["project"]["dependencies"]}
+    assert asked <= {r.name for r in required}
+    assert all(r.specifier for r in required if r.name in asked)
+    assert "policies" not in project["project"]["optional-dependencies"]

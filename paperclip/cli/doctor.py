@@ -42,15 +42,19 @@ def run_checks(settings: Settings, plugin_host: Any = None) -> dict[str, Any]:
 
 
 def recovery_policies(host: Any) -> list[dict[str, Any]]:
-    """Each seed's recovery policy, and whether a loaded plugin provides it (missing: a warning)."""
-    from paperclip.plugin_host.seed_policies import SEED_POLICIES, missing_policies
+    """Each seed's recovery policy, whether a loaded plugin provides it, and if not why not
+    (a warning: the default install has them all)."""
+    from paperclip.plugin_host.seed_policies import SEED_POLICIES, policies_off
 
-    missing = set(missing_policies(host))
+    off = {item.policy: item for item in policies_off(host)}
     return [
         {
             "distribution": p.distribution,
             "seed": p.seed,
-            "installed": p not in missing,
+            "installed": p not in off,
+            "off": off[p].why if p in off else None,
+            "setting": off[p].setting if p in off else None,
+            "reason": off[p].reason if p in off else None,
             "without": p.without,
         }
         for p in SEED_POLICIES
@@ -235,16 +239,19 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(f"  repository folders allowed: {escape(allowed)}")
     patterns = ", ".join(ws["remotes"]) or "none (PAPERCLIP_RUNNER_WORKSPACE_REMOTES)"
     console.print(f"  clone URLs allowed: {escape(patterns)}")
-    missing = [p for p in report["recovery_policies"] if not p["installed"]]
-    if missing:
-        console.print("[yellow]recovery policies missing[/] (a restart then loses work):")
-        for policy in missing:
+    off = [p for p in report["recovery_policies"] if not p["installed"]]
+    if off:
+        console.print("[yellow]recovery policies off[/] (a restart then loses work):")
+        for policy in off:
             console.print(
-                f"  [yellow]warning[/]: {policy['distribution']} is not installed: "
-                f"{escape(policy['without'])}. Install it (pip install {policy['distribution']})."
+                f"  [yellow]warning[/]: {policy['distribution']} is off "
+                f"({escape(policy['reason'])}): after a restart, {escape(policy['without'])}"
             )
-        # The core's extra names all of them (pyproject.toml, docs/recovery.md).
-        console.print(escape("  all of them: pip install 'paperclip-control-plane[policies]'"))
+        # The core's default install has them all (pyproject.toml, docs/recovery.md).
+        console.print(
+            "  they are part of the default install: unset the setting that turns one off, "
+            "or reinstall paperclip-control-plane"
+        )
     console.print("provider CLIs (the local runner's launch profiles):")
     if not report["providers"]:
         console.print("  none: no provider plugin is installed")

@@ -27,6 +27,7 @@ from paperclip.local_runner import LocalRunner
 from paperclip.logging import configure_logging
 from paperclip.operator_token import board_url, token_file
 from paperclip.plugin_host.errors import PluginError
+from paperclip.plugin_host.seed_policies import warn_policies_off
 from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)
@@ -105,6 +106,8 @@ def _serve(settings: Settings, as_json: bool) -> None:
         container.plugin_host().check_pending()
     except PluginError as exc:
         fail(f"plugins: {exc}", hint="See `paperclip plugins` and docs/plugins/.", code=2)
+    # A seed's recovery policy that is off serves, but says what a restart then loses.
+    warn_policies_off(container.plugin_host())
     try:
         # Before the database starts too: a busy port is said at once.
         sock = bind(settings.host, settings.port)

@@ -7,13 +7,20 @@ import uuid
 from sqlalchemy import func, select
 
 from paperclip.models import ActivityEntry
+from paperclip.plugin_host.seed_policies import SEED_POLICIES
 
 
 async def test_health_reports_the_database(paperclip_client):
     r = await paperclip_client.get("/api/health")
     assert r.status_code == 200
     body = r.json()
-    assert body["status"] == "ok"
+    # The test's plugin host has the built-ins only: every seed's recovery policy is off,
+    # which degrades the health but keeps it 200 (tests/process/test_recovery_policies_off.py
+    # has a server with them, and with one disabled).
+    assert body["status"] == "degraded"
+    off = body["recovery_policies_off"]
+    assert [p["distribution"] for p in off] == [p.distribution for p in SEED_POLICIES]
+    assert {(p["why"], p["setting"]) for p in off} == {("not_installed", None)}
     assert body["database"] == {
         "status": "ok",
         "kind": "external",

@@ -23,7 +23,8 @@ from tests.plugins.samples import pending_input
 
 @pytest.fixture
 def orphaned_callbacks(paperclip_register_plugin):
-    """The orphaned-callback policy (``plugins/orphaned-callbacks``), registered."""
+    """The orphaned-callback policy (``plugins/orphaned-callbacks``, part of the core's default
+    install), registered."""
     from paperclip_orphaned_callbacks import plugin
 
     paperclip_register_plugin(plugin, name="orphaned-callbacks")
@@ -57,7 +58,6 @@ def test_paperclip_recover_tool_input_the_builtin_runs_a_core_tool_again(papercl
     assert recovery.action is ToolRecoveryAction.REDISPATCH
 
 
-@pytest.mark.installed_plugins
 def test_paperclip_recover_tool_input_the_policy_settles_an_orphan_of_a_gone_controller(
     paperclip_plugin_host, orphaned_callbacks
 ):
@@ -74,7 +74,6 @@ def test_paperclip_recover_tool_input_the_policy_settles_an_orphan_of_a_gone_con
     assert core.action is ToolRecoveryAction.REDISPATCH
 
 
-@pytest.mark.installed_plugins
 def test_paperclip_recover_tool_input_the_policy_settles_an_unknown_outcome_only_when_the_owner_is_gone(
     paperclip_plugin_host, orphaned_callbacks
 ):
@@ -96,7 +95,6 @@ def test_paperclip_recover_tool_input_the_policy_settles_an_unknown_outcome_only
         {"owner_gone": False},  # the earlier controller may still record its result
     ],
 )
-@pytest.mark.installed_plugins
 def test_paperclip_recover_tool_input_keeps_pending_what_it_may_not_settle(
     paperclip_plugin_host, orphaned_callbacks, changes
 ):
