@@ -283,6 +283,7 @@ def judge(
         "durable_notify_ms_median": median(durable_notify) * 1000,
         "wake_ms_median": median(wake) * 1000,
         "wake_ms_p99": percentile(wake, 99) * 1000,
+        "wake_ms_min": min(wake, default=math.nan) * 1000,  # a negative one: a shifted pair
         "wakes": float(len(wake)),
     }
     figures["ratio_median"] = ratio_of(figures["wake_ms_median"], figures["notify_ms_median"])
