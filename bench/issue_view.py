@@ -16,7 +16,9 @@ request, as a deployed server runs) and ``local`` (the no-login mode).
 
 Usage: python bench/issue_view.py [--clients 8] [--seconds 5] [--mode authenticated|local] [--json]
 Uses PAPERCLIP_DATABASE_URL when set, else an embedded PostgreSQL in a temp dir.
-Exits 1 when the ratio is under the target (0.5).
+Exits 1 when the ratio is under the target (0.5), 2 when the measurement is
+invalid (a view that showed another issue, another page or an error; a round
+without a rate).
 """
 
 from __future__ import annotations
@@ -25,12 +27,12 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import psutil
@@ -38,6 +40,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import connect, control_plane, run
+from verdict import Target, Verdict, median, ratio_of, value_problems
 
 TARGET = 0.5
 COMMENTS = 50
@@ -63,11 +66,14 @@ def _jsonable(value: object) -> object:
 
 async def baseline_views(
     url: str, company_id: uuid.UUID, issue_id: uuid.UUID, clients: int, seconds: float
-) -> float:
+) -> tuple[float, int]:
+    """Views per second, and how many showed another issue or another page (none should)."""
     conns = [await connect(url) for _ in range(clients)]
     started = time.perf_counter()
+    wrong = 0
 
     async def one(conn) -> int:
+        nonlocal wrong
         issue_stmt = await conn.prepare(ISSUE_SQL)
         comments_stmt = await conn.prepare(COMMENTS_SQL)
         n = 0
@@ -76,12 +82,14 @@ async def baseline_views(
             json.dumps(dict(issue), default=_jsonable)
             rows = await comments_stmt.fetch(company_id, issue_id)
             json.dumps({"items": [dict(r) for r in rows[:COMMENTS]]}, default=_jsonable)
+            if issue["id"] != issue_id or len(rows) != COMMENTS:
+                wrong += 1
             n += 1
         return n
 
     try:
         counts = await asyncio.gather(*(one(conn) for conn in conns))
-        return sum(counts) / (time.perf_counter() - started)
+        return sum(counts) / (time.perf_counter() - started), wrong
     finally:
         for conn in conns:
             await conn.close()
@@ -121,7 +129,9 @@ async def api_views(
     issue_id: uuid.UUID,
     clients: int,
     seconds: float,
-) -> float:
+) -> tuple[float, int]:
+    """Views per second, and how many answered another issue, another page or an error
+    (a client stops at its first error: its connection's state is unknown)."""
     host, _, port = base.removeprefix("http://").partition(":")
     conns = [KeepAlive(host, int(port), headers) for _ in range(clients)]
     for conn in conns:
@@ -129,19 +139,26 @@ async def api_views(
     issue_path = f"/api/companies/{company_id}/issues/{issue_id}"
     comments_path = f"{issue_path}/comments?limit={COMMENTS}"
     started = time.perf_counter()
+    wrong = 0
 
     async def one(conn: KeepAlive) -> int:
+        nonlocal wrong
         n = 0
         while time.perf_counter() - started < seconds:
-            issue = json.loads(await conn.get(issue_path))
-            page = json.loads(await conn.get(comments_path))
-            assert issue["id"] == str(issue_id) and len(page["items"]) == COMMENTS
+            try:
+                issue = json.loads(await conn.get(issue_path))
+                page = json.loads(await conn.get(comments_path))
+            except RuntimeError:
+                wrong += 1
+                break
+            if issue["id"] != str(issue_id) or len(page["items"]) != COMMENTS:
+                wrong += 1
             n += 1
         return n
 
     try:
         counts = await asyncio.gather(*(one(conn) for conn in conns))
-        return sum(counts) / (time.perf_counter() - started)
+        return sum(counts) / (time.perf_counter() - started), wrong
     finally:
         for conn in conns:
             await conn.close()
@@ -176,7 +193,7 @@ def seed(base: str, headers: dict[str, str]) -> tuple[str, str]:
     return company_id, issue_id
 
 
-def measure(args: argparse.Namespace) -> dict[str, float]:
+def measure(args: argparse.Namespace) -> dict[str, Any]:
     env: dict[str, str] = {}
     if args.mode == "authenticated":
         env["PAPERCLIP_DEPLOYMENT_MODE"] = "authenticated"
@@ -192,22 +209,36 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
         run(api_views(cp.url, headers, company, issue, args.clients, 1.0))  # warm-up
         server = psutil.Process(cp.server.proc.pid)
         bases, apis, cpu_ms = [], [], []
+        wrong = {"baseline": 0, "API": 0}
         for _ in range(args.rounds):  # interleaved: both see the same machine
-            bases.append(
-                run(baseline_views(cp.database_url, company, issue, args.clients, args.seconds))
+            rate, bad = run(
+                baseline_views(cp.database_url, company, issue, args.clients, args.seconds)
             )
+            bases.append(rate)
+            wrong["baseline"] += bad
             before = sum(server.cpu_times()[:2])
-            apis.append(run(api_views(cp.url, headers, company, issue, args.clients, args.seconds)))
+            rate, bad = run(api_views(cp.url, headers, company, issue, args.clients, args.seconds))
+            apis.append(rate)
+            wrong["API"] += bad
             views = apis[-1] * args.seconds
-            cpu_ms.append((sum(server.cpu_times()[:2]) - before) * 1000 / views)
-    base, api = statistics.median(bases), statistics.median(apis)
+            cpu_ms.append(ratio_of((sum(server.cpu_times()[:2]) - before) * 1000, views))
+    problems = value_problems("baseline views/s by round", bases, args.rounds)
+    problems += value_problems("API views/s by round", apis, args.rounds)
+    problems += value_problems("server CPU per view by round", cpu_ms, args.rounds)
+    problems += [
+        f"{side}: {n} views showed another issue, page or an error"
+        for side, n in wrong.items()
+        if n
+    ]
+    base, api = median(bases), median(apis)
     return {
         "clients": args.clients,
         "baseline_views_per_s": base,
         "api_views_per_s": api,
-        "ratio": api / base,
-        "ratios": [a / b for a, b in zip(apis, bases, strict=True)],
-        "server_cpu_ms_per_view": statistics.median(cpu_ms),
+        "ratio": ratio_of(api, base),
+        "ratios": [ratio_of(a, b) for a, b in zip(apis, bases, strict=True)],
+        "server_cpu_ms_per_view": median(cpu_ms),
+        "problems": problems,
     }
 
 
@@ -231,8 +262,25 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     figures = measure(args)
+    problems = figures.pop("problems")
+    verdict = Verdict(
+        "issue_view",
+        [
+            Target(
+                f"issue views, {args.clients} clients, {args.mode}",
+                f"{figures['api_views_per_s']:.1f}/s",
+                f"{figures['baseline_views_per_s']:.1f}/s bare asyncpg",
+                figures["ratio"],
+                f"at least {TARGET:g}",
+                figures["ratio"] >= TARGET,
+            )
+        ],
+        problems,
+    )
     if args.json:
-        print(json.dumps({"mode": args.mode, **figures}, default=float))
+        print(
+            json.dumps({"mode": args.mode, **figures, "verdict": verdict.as_json()}, default=float)
+        )
     else:
         print(
             f"{args.clients} clients, {args.mode}: {figures['api_views_per_s']:.1f} views/s"
@@ -242,7 +290,8 @@ def main() -> int:
             + f"); target >= {TARGET}; the server's CPU per view:"
             f" {figures['server_cpu_ms_per_view']:.2f} ms"
         )
-    return 0 if figures["ratio"] >= TARGET else 1
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

@@ -4,18 +4,20 @@ Assembles the full execution input (normalizing, hashing, turn context, task
 markdown, continuation with suppression, wake prompt, envelope) for a wake of
 200 and of 2,000 comments, with the inline window opened so every comment is
 rendered. Prints the median CPU times and their ratio; exits 1 when 2,000
-comments cost more than 12x of 200 (a linear renderer costs about 10x).
+comments cost more than 12x of 200 (a linear renderer costs about 10x), 2
+when a sample is missing or not above zero.
 
-    python bench/prompt_render.py [--repeats N]
+    python bench/prompt_render.py [--repeats N] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import statistics
+import json
 import sys
 import time
+from pathlib import Path
 
 from paperclip_hookspecs.prompts import (
     AuthorKind,
@@ -32,6 +34,10 @@ from paperclip_hookspecs.prompts import (
 
 from paperclip.plugin_host import PluginHost
 from paperclip.prompts import AssemblyRequest, assemble_execution_input
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from verdict import Target, Verdict, median, ratio_of, value_problems
 
 BUILTIN = PluginHost.with_builtins()
 
@@ -92,6 +98,7 @@ def cpu_seconds(request: AssemblyRequest, times: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     small_request, large_request = make_request(SMALL), make_request(LARGE)
     batch = LARGE // SMALL  # equal work per sample: 10 small assemblies against 1 large
@@ -102,14 +109,34 @@ def main() -> int:
         # Interleaved, so both sizes see the same machine state.
         small_samples.append(cpu_seconds(small_request, batch))
         large_samples.append(cpu_seconds(large_request, 1))
-    small = statistics.median(small_samples)
-    large = statistics.median(large_samples)
-    ratio = large / small
-    print(f"render {SMALL:,} comments: {small * 1000:.2f} ms CPU (median of {args.repeats})")
-    print(f"render {LARGE:,} comments: {large * 1000:.2f} ms CPU (median of {args.repeats})")
-    verdict = "ok" if ratio <= LIMIT else "too slow: rendering is not linear"
-    print(f"ratio {LARGE:,}/{SMALL:,}: {ratio:.2f}x (limit {LIMIT:g}x) {verdict}")
-    return 0 if ratio <= LIMIT else 1
+    problems = value_problems(f"{SMALL:,} comments, CPU s", small_samples, args.repeats)
+    problems += value_problems(f"{LARGE:,} comments, CPU s", large_samples, args.repeats)
+    small, large = median(small_samples), median(large_samples)
+    ratio = ratio_of(large, small)
+    verdict = Verdict(
+        "prompt_render",
+        [
+            Target(
+                f"render {LARGE:,} comments, median CPU",
+                f"{large * 1000:.2f} ms",
+                f"{small * 1000:.2f} ms for {SMALL:,}",
+                ratio,
+                f"at most {LIMIT:g}x",
+                ratio <= LIMIT,
+            )
+        ],
+        problems,
+    )
+    if args.json:
+        figures = {"small_ms": small * 1000, "large_ms": large * 1000, "ratio": ratio}
+        print(json.dumps({**figures, "verdict": verdict.as_json()}))
+    else:
+        print(f"render {SMALL:,} comments: {small * 1000:.2f} ms CPU (median of {args.repeats})")
+        print(f"render {LARGE:,} comments: {large * 1000:.2f} ms CPU (median of {args.repeats})")
+        said = "ok" if ratio <= LIMIT else "too slow: rendering is not linear"
+        print(f"ratio {LARGE:,}/{SMALL:,}: {ratio:.2f}x (limit {LIMIT:g}x) {said}")
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

@@ -16,7 +16,9 @@ median pass on the large history to the median on the small one.
 
 Usage: python bench/recovery_pass.py [--rounds N] [--pending N] [--history N] [--json]
 Uses PAPERCLIP_DATABASE_URL (a server where it may create databases) when set,
-else an embedded PostgreSQL in a temp dir. Exits 1 when the ratio is over 1.5.
+else an embedded PostgreSQL in a temp dir. Exits 1 when the ratio is over 1.5,
+2 when the measurement is invalid (a round not settling every pending run, a
+settlement failing, no pass timed).
 """
 
 from __future__ import annotations
@@ -24,17 +26,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import connect
+from verdict import Invalid, Target, Verdict, median, ratio_of, value_problems
 
 from paperclip.db import migrate
 from paperclip.db.embedded import EmbeddedPostgres
@@ -129,7 +133,7 @@ class Side:
         if report.candidates == 0:
             return None
         if report.failed:
-            raise SystemExit(f"{self.name}: a settlement failed: {report.last_error}")
+            raise Invalid(f"{self.name}: a settlement failed: {report.last_error}")
         self.passes.append(elapsed)
         return report.settled
 
@@ -148,9 +152,9 @@ async def drain_side_by_side(sides: tuple[Side, Side], pending: int) -> None:
             else:
                 settled[side.name] += done
         step += 1
-    for name, count in settled.items():
-        if count != pending:
-            raise SystemExit(f"{name}: settled {count} of {pending}")
+    wrong = [f"{name}: settled {count} of {pending}" for name, count in settled.items()]
+    if any(count != pending for count in settled.values()):
+        raise Invalid(*wrong)
 
 
 async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
@@ -180,8 +184,9 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
     finally:
         for name in names.values():
             await drop_database(url, name)
-    small_median = statistics.median(small.passes)
-    large_median = statistics.median(large.passes)
+    small_median, large_median = median(small.passes), median(large.passes)
+    problems = value_problems("passes on the small past", small.passes)
+    problems += value_problems("passes on the large past", large.passes)
     return {
         "pending_per_round": args.pending,
         "rounds": args.rounds,
@@ -191,9 +196,28 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
         "passes": len(small.passes),
         "pass_ms_small": round(small_median * 1000, 1),
         "pass_ms_large": round(large_median * 1000, 1),
-        "ratio": round(large_median / small_median, 3),
+        "ratio": round(ratio_of(large_median, small_median), 3),
         "target": TARGET,
+        "problems": problems,
     }
+
+
+def judge(result: dict[str, Any], problems: list[str]) -> Verdict:
+    ratio = float(result.get("ratio", math.nan))
+    return Verdict(
+        "recovery_pass",
+        [
+            Target(
+                f"reconciler pass, {result.get('history_large', 0):,} history rows",
+                f"{result.get('pass_ms_large', math.nan)} ms",
+                f"{result.get('pass_ms_small', math.nan)} ms on {SMALL_HISTORY:,} rows",
+                ratio,
+                f"at most {TARGET:g}x",
+                ratio <= TARGET,
+            )
+        ],
+        problems,
+    )
 
 
 def main() -> int:
@@ -208,20 +232,25 @@ def main() -> int:
         url, server = server_url(tmp)
         try:
             result = asyncio.run(bench(url, args))
+            problems = result.pop("problems")
+        except Invalid as exc:
+            result, problems = {}, exc.problems
         finally:
             if server is not None:
                 server.stop()
+    verdict = judge(result, problems)
     if args.json:
-        print(json.dumps(result))
-    else:
+        print(json.dumps({**result, "verdict": verdict.as_json()}))
+    elif result:
         print(
             f"history {SMALL_HISTORY:,} rows: {result['pass_ms_small']} ms per pass; "
             f"{args.history:,} rows: {result['pass_ms_large']} ms per pass "
             f"(medians of {result['passes']} passes of up to 100 lost runs each)"
         )
-        verdict = "ok" if result["ratio"] <= TARGET else "too slow: recovery pays for the past"
-        print(f"ratio {result['ratio']:.2f}x (target at most {TARGET}x) {verdict}")
-    return 0 if float(result["ratio"]) <= TARGET else 1  # type: ignore[arg-type]
+        said = "ok" if result["ratio"] <= TARGET else "too slow: recovery pays for the past"
+        print(f"ratio {result['ratio']:.2f}x (target at most {TARGET}x) {said}")
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ such a deletion) and the ratio is measured again.
 Usage: python bench/retention.py [--history N] [--rounds N] [--pending N] [--json]
 Uses PAPERCLIP_DATABASE_URL when set, else an embedded PostgreSQL in a temp dir.
 Exits 1 when the ratio after is over the recovery bench's target (1.5) or over
-the ratio before by more than a third.
+the ratio before by more than a third, or an event row is left; 2 when the
+measurement is invalid (a round not settling every pending run, no pass or
+probe write timed, the sweep's count of removed events not what the table lost).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
-import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -43,6 +46,7 @@ from recovery_pass import (
     with_database,
 )
 from support import connect
+from verdict import Invalid, Target, Verdict, median, ratio_of, value_problems
 
 from paperclip.db import migrate
 from paperclip.engine.logs.retention import RetentionKeeper
@@ -51,14 +55,20 @@ from tests.support.recovery_load import EVENTS_PER_RUN, ROWS_PER_HISTORY_RUN
 DEFAULT_EVENTS = 1_000_000
 
 
-async def ratio(sides: tuple[Side, Side], args: argparse.Namespace) -> float:
+async def ratio(
+    sides: tuple[Side, Side], args: argparse.Namespace, when: str, problems: list[str]
+) -> float:
+    """The median pass on the large past over the small one's (their passes' problems added
+    to ``problems``)."""
     for side in sides:
         side.passes = []
     for _ in range(args.rounds):
         for side in sides:
             await side.seed(args.pending)
         await drain_side_by_side(sides, args.pending)
-    return statistics.median(sides[1].passes) / statistics.median(sides[0].passes)
+    for side in sides:
+        problems += value_problems(f"passes {when}, {side.name} past", side.passes)
+    return ratio_of(median(sides[1].passes), median(sides[0].passes))
 
 
 async def probe(url: str, stop: asyncio.Event, latencies: list[float]) -> None:
@@ -94,8 +104,9 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
             await conn.close()
         for side in sides:
             await side.open()
+        problems: list[str] = []
         try:
-            before = await ratio(sides, args)
+            before = await ratio(sides, args, "before", problems)
             keeper = RetentionKeeper(
                 large.container.sessions(),
                 retention_days={"run_events": 7, "tool_calls": 7, "activity_log": 7},
@@ -116,7 +127,7 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
                 await conn.execute("CHECKPOINT")
             finally:
                 await conn.close()
-            after = await ratio(sides, args)
+            after = await ratio(sides, args, "after", problems)
         finally:
             for side in sides:
                 await side.close()
@@ -124,22 +135,62 @@ async def bench(url: str, args: argparse.Namespace) -> dict[str, object]:
         for name in names.values():
             await drop_database(url, name)
     deleted = sum(report.deleted.values())
+    problems += value_problems("probe writes", latencies)
+    if report.deleted.get("run_events", 0) != events - left:
+        problems.append(
+            f"the sweep says it removed {report.deleted.get('run_events', 0):,} event rows,"
+            f" the table lost {events - left:,}"
+        )
+    if deleted == 0 or elapsed <= 0:
+        problems.append(f"nothing measured: {deleted} rows removed in {elapsed:.3f} s")
     latencies.sort()
     return {
         "run_events": events,
         "run_events_left": left,
         "rows_deleted": deleted,
         "seconds": round(elapsed, 1),
-        "rows_per_second": round(deleted / elapsed),
+        "rows_per_second": round(deleted / elapsed) if elapsed > 0 else None,
         "batches": report.batches,
         "longest_batch_ms": round(report.longest_batch_seconds * 1000, 1),
         "probe_writes": len(latencies),
-        "probe_p50_ms": round(latencies[len(latencies) // 2] * 1000, 2),
-        "probe_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2),
+        "probe_p50_ms": round(latencies[len(latencies) // 2] * 1000, 2) if latencies else None,
+        "probe_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 2)
+        if latencies
+        else None,
         "recovery_ratio_before": round(before, 3),
         "recovery_ratio_after": round(after, 3),
         "target": TARGET,
+        "problems": problems,
     }
+
+
+def judge(result: dict[str, Any], problems: list[str]) -> Verdict:
+    """The ratio after against the target and against the ratio before; every event gone."""
+    before = float(result.get("recovery_ratio_before", math.nan))
+    after = float(result.get("recovery_ratio_after", math.nan))
+    left = result.get("run_events_left")
+    return Verdict(
+        "retention",
+        [
+            Target(
+                "recovery pass after the sweep",
+                f"{after:.2f}x",
+                f"{before:.2f}x before",
+                ratio_of(after, before),
+                f"at most {TARGET:g}x, and 4/3 of before",
+                after <= TARGET and after <= max(before, 1.0) * 4 / 3,
+            ),
+            Target(
+                "event rows left past their retention",
+                f"{left}",
+                f"{result.get('run_events', '?')} before",
+                None,
+                "none",
+                left == 0,
+            ),
+        ],
+        problems,
+    )
 
 
 def main() -> int:
@@ -160,12 +211,16 @@ def main() -> int:
         url, server = server_url(tmp)
         try:
             result = asyncio.run(bench(url, args))
+            problems = result.pop("problems")
+        except Invalid as exc:
+            result, problems = {}, exc.problems
         finally:
             if server is not None:
                 server.stop()
+    verdict = judge(result, problems)
     if args.json:
-        print(json.dumps(result))
-    else:
+        print(json.dumps({**result, "verdict": verdict.as_json()}))
+    elif result:
         print(
             f"removed {result['rows_deleted']:,} rows ({result['run_events']:,} events) in "
             f"{result['seconds']} s, {result['rows_per_second']:,} rows/s, "
@@ -176,8 +231,8 @@ def main() -> int:
             f"recovery pass ratio before {result['recovery_ratio_before']:.2f}x, "
             f"after {result['recovery_ratio_after']:.2f}x (target at most {TARGET}x)"
         )
-    before, after = float(result["recovery_ratio_before"]), float(result["recovery_ratio_after"])  # type: ignore[arg-type]
-    return 0 if after <= TARGET and after <= max(before, 1.0) * 4 / 3 else 1
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

@@ -22,8 +22,12 @@ from the fake's log: MCP request to MCP answer) p50 and p99 and their ratio
 memory (``VmHWM``) at each size and their ratio (target at most 3x); wall
 time. A printed table, and ``--json`` prints one object.
 
+Each call is a sample found by its identity in the fakes' logs (its tool and
+the summary that names its run and step): every call of every script exactly
+once, with a duration above zero, or the measurement is invalid.
+
 Usage: python bench/scale.py [--runs 200] [--small 20] [--calls 5] [--json]
-Exits 1 when a run fails or a target is missed.
+Exits 1 when a run fails or a target is missed, 2 when the measurement is invalid.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import statistics
 import sys
 import tempfile
@@ -45,6 +50,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import connect, control_plane, percentile
+from verdict import Target, Verdict, names, ratio_of, sample_problems
 
 from tests.support.processes import RunnerProcess
 
@@ -79,7 +85,7 @@ def create_work(base: str, runs: int, calls: int, script_dir: Path) -> tuple[str
         company = api.post("/companies", json={"name": "Scale"}).raise_for_status().json()
         issues = []
         for n in range(runs):
-            label = f"s{n:04d}"
+            label = label_of(n)
             model = f"scale-{label}"
             (script_dir / f"{model}.json").write_text(json.dumps(script(label, calls)))
             agent = api.post(
@@ -185,19 +191,43 @@ def peak_rss_mb(pid: int) -> float:
     raise RuntimeError("no VmHWM")
 
 
-def provider_latencies(logs: list[Path]) -> tuple[list[float], int]:
-    """Durations (ms) of the successful tool calls in the fakes' logs, and the failed ones' count."""
-    durations, failed = [], 0
+def label_of(n: int) -> str:
+    return f"s{n:04d}"
+
+
+def expected_calls(runs: int, calls: int) -> list[tuple[str, str]]:
+    """Every call the runs' scripts make, by (tool, summary): what the fakes' logs must hold."""
+    return [
+        key
+        for n in range(runs)
+        for key in (
+            *(("report_progress", f"{label_of(n)} step {i}") for i in range(calls)),
+            ("finish", label_of(n)),
+        )
+    ]
+
+
+def provider_calls(
+    logs: list[Path],
+) -> tuple[dict[tuple[str, str], float | None], set[tuple[str, str]], list[str]]:
+    """Each call's duration (ms) in the fakes' logs, by (tool, summary); those that failed (an
+    error or a refusal: what the provider read); and the calls logged twice."""
+    durations: dict[tuple[str, str], float | None] = {}
+    failed: set[tuple[str, str]] = set()
+    twice: list[str] = []
     for log in logs:
         for line in log.read_text().splitlines():
             entry = json.loads(line)
             if entry.get("type") != "tool_result":
                 continue
-            if entry["ok"] and not (entry.get("result") or {}).get("isError"):
-                durations.append(float(entry["duration_ms"]))
-            else:
-                failed += 1
-    return durations, failed
+            key = (str(entry.get("name")), str((entry.get("arguments") or {}).get("summary")))
+            if key in durations:
+                twice.append(f"{key[0]} {key[1]!r}")
+            duration = entry.get("duration_ms")
+            durations[key] = None if duration is None else float(duration)
+            if not entry["ok"] or entry.get("isError"):
+                failed.add(key)
+    return durations, failed, [f"tool calls logged twice: {names(twice)}"] if twice else []
 
 
 def one_size(runs: int, calls: int, timeout: float) -> dict[str, Any]:
@@ -244,7 +274,13 @@ def one_size(runs: int, calls: int, timeout: float) -> dict[str, Any]:
         finally:
             for runner in runners:
                 runner.stop()
-        durations, failed_calls = provider_latencies([log for log in logs if log.exists()])
+        calls_by_key, failed, problems = provider_calls([log for log in logs if log.exists()])
+    expected = expected_calls(runs, calls)
+    problems += sample_problems(
+        f"tool calls at {runs} runs", calls_by_key, expected, count=runs * (calls + 1)
+    )
+    durations = [d for k, d in calls_by_key.items() if d is not None and k not in failed]
+    failed_calls = len(failed)
     p50, p99 = percentile(durations, 50), percentile(durations, 99)
     succeeded = counts.get("succeeded", 0)
     return {
@@ -256,16 +292,16 @@ def one_size(runs: int, calls: int, timeout: float) -> dict[str, Any]:
         "journal": checks,
         "latency_p50_ms": p50,
         "latency_p99_ms": p99,
-        "latency_mean_ms": statistics.fmean(durations) if durations else 0.0,
-        "latency_p99_over_p50": p99 / p50 if p50 else float("inf"),
+        "latency_mean_ms": statistics.fmean(durations) if durations else math.nan,
+        "latency_p99_over_p50": ratio_of(p99, p50),
         "peak_rss_mb": rss,
         "wall_s": wall,
         "cpu_s": cpu,
         "all_succeeded": succeeded == runs
         and failed_calls == 0
-        and len(durations) == runs * (calls + 1)
         and checks["pending"] == 0
         and checks["errors"] == 0,
+        "problems": problems,
     }
 
 
@@ -280,15 +316,46 @@ def main() -> int:
 
     small = one_size(args.small, args.calls, args.timeout)
     large = one_size(args.runs, args.calls, args.timeout)
-    memory_ratio = large["peak_rss_mb"] / small["peak_rss_mb"]
+    memory_ratio = ratio_of(large["peak_rss_mb"], small["peak_rss_mb"])
     latency_ratio = large["latency_p99_over_p50"]
-    ok = (
+    problems = small.pop("problems") + large.pop("problems")
+    succeeded = (
         small["all_succeeded"]
         and large["all_succeeded"]
         and large["journal"]["runners_used"] == RUNNERS
-        and latency_ratio <= LATENCY_TARGET
-        and memory_ratio <= MEMORY_TARGET
     )
+    verdict = Verdict(
+        "scale",
+        [
+            Target(
+                f"{large['runs']} runs through {RUNNERS} runners: all succeed",
+                f"{large['succeeded']} of {large['runs']} ({small['succeeded']} of {small['runs']})",
+                f"{large['failed_tool_calls']} calls failed,"
+                f" {large['journal']['runners_used']} runners used",
+                None,
+                f"all, on {RUNNERS} runners",
+                succeeded,
+            ),
+            Target(
+                f"tool-call latency at {large['runs']} runs, p99 / p50",
+                f"{large['latency_p99_ms']:.1f} ms p99",
+                f"{large['latency_p50_ms']:.1f} ms p50",
+                latency_ratio,
+                f"at most {LATENCY_TARGET:g}x",
+                latency_ratio <= LATENCY_TARGET,
+            ),
+            Target(
+                f"peak RSS, {large['runs']} vs {small['runs']} runs",
+                f"{large['peak_rss_mb']:.1f} MB",
+                f"{small['peak_rss_mb']:.1f} MB",
+                memory_ratio,
+                f"at most {MEMORY_TARGET:g}x",
+                memory_ratio <= MEMORY_TARGET,
+            ),
+        ],
+        problems,
+    )
+    ok = verdict.status == "pass"
     result = {
         "small": small,
         "large": large,
@@ -296,10 +363,12 @@ def main() -> int:
         "latency_p99_over_p50": latency_ratio,
         "targets": {"latency_p99_over_p50": LATENCY_TARGET, "rss_ratio": MEMORY_TARGET},
         "met": ok,
+        "verdict": verdict.as_json(),
     }
     if args.json:
         print(json.dumps(result))
-        return 0 if ok else 1
+        verdict.announce()
+        return verdict.exit_code
     print(f"{'runs':>6} {'ok':>6} {'calls':>6} {'p50 ms':>8} {'p99 ms':>8} {'p99/p50':>8}", end="")
     print(f" {'peak RSS MB':>12} {'wall s':>7}  CPU s: control plane / runners / providers")
     for size in (small, large):
@@ -316,7 +385,8 @@ def main() -> int:
         f" (target <= {MEMORY_TARGET}); runners used: {large['journal']['runners_used']};"
         f" {'met' if ok else 'NOT met'}"
     )
-    return 0 if ok else 1
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

@@ -8,6 +8,10 @@ then both do (each runner dials its own first). Each phase assigns
 fake app-server) and times them from the first assignment to the last run
 settled. The figure is the ratio of the two rates (two replicas / one).
 
+It has no target: the ratio is reported. Exits 2 when the measurement is
+invalid (an issue not assigned, a rate not above zero), 3 when it cannot run
+here (it needs root, for the namespaces).
+
 Usage: python bench/several_machines.py [--runs N] [--json]   (root: namespaces)
 """
 
@@ -25,6 +29,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from verdict import Invalid, Target, Verdict, names, ratio_of, value_problems
 
 from paperclip.chaos.db import settled_issues, unfinished_runs
 from paperclip.chaos.workload import WorkItem, Workload
@@ -64,9 +71,13 @@ def phase(cluster: Cluster, workload: Workload, items: list[WorkItem], replicas:
     """Runs per second: the items assigned at once, through the live replicas in turn."""
     url, company = cluster.postgres.url, workload.company_id
     started = time.perf_counter()
+    refused = []
     for n, item in enumerate(items):
         with client(cluster, n % replicas) as api:
-            assert workload.assign(api, item)
+            if not workload.assign(api, item):
+                refused.append(item.issue_id)
+    if refused:
+        raise Invalid(f"{replicas} replica(s): issues not assigned: {names(refused)}")
     wanted = {item.issue_id for item in items}
 
     def done() -> bool:
@@ -104,8 +115,25 @@ def bench(runs: int, folder: Path) -> dict[str, object]:
         "runs_per_phase": runs,
         "runs_per_second_one_replica": round(one, 2),
         "runs_per_second_two_replicas": round(two, 2),
-        "ratio": round(two / one, 2),
+        "ratio": round(ratio_of(two, one), 2),
     }
+
+
+def judge(result: dict[str, float], problems: list[str]) -> Verdict:
+    """Reported only (no target): valid when both phases settled every run they assigned."""
+    rates = [result.get(f"runs_per_second_{n}", 0.0) for n in ("one_replica", "two_replicas")]
+    return Verdict(
+        "several_machines",
+        [
+            Target(
+                "runs per second, two replicas",
+                f"{rates[1]}/s",
+                f"{rates[0]}/s with one",
+                result.get("ratio"),
+            )
+        ],
+        problems + value_problems("runs per second, one then two replicas", rates, 2),
+    )
 
 
 def main() -> int:
@@ -115,22 +143,30 @@ def main() -> int:
     args = parser.parse_args()
     why = available()
     if why is not None:
-        print(f"cannot run here: {why}", file=sys.stderr)
-        return 2
+        verdict = Verdict("several_machines", unavailable=why)
+        if args.json:
+            print(json.dumps({"verdict": verdict.as_json()}))
+        verdict.announce()
+        return verdict.exit_code
     folder = Path(tempfile.mkdtemp(prefix="paperclip-bench-machines-", dir="/var/tmp"))
     folder.chmod(0o755)
+    problems: list[str] = []
     try:
         result = bench(args.runs, folder)
+    except Invalid as exc:
+        result, problems = {}, exc.problems
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    verdict = judge(result, problems)
     if args.json:
-        print(json.dumps(result))
-    else:
+        print(json.dumps({**result, "verdict": verdict.as_json()}))
+    elif result:
         print(
             f"{args.runs} runs: {result['runs_per_second_one_replica']} runs/s with one replica, "
             f"{result['runs_per_second_two_replicas']} with two (x{result['ratio']})"
         )
-    return 0
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":

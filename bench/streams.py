@@ -14,7 +14,9 @@ its own:
 
 Reports the server's RSS before, with the streams open, and once it settles
 after each. Usage: python bench/streams.py [--streams 2000] [--json]
-Exits 1 when the capped runs keep more than ``--keep-mb`` (default 20).
+Exits 1 when the capped runs keep more than ``--keep-mb`` (default 20), 2 when
+the measurement is invalid (a stream neither opened nor refused, more open
+than the cap, fewer than asked with the caps raised).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -34,6 +37,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from support import control_plane, run
+from verdict import Target, Verdict, sample_problems
 
 CAP = 32  # PAPERCLIP_MAX_STREAMS_PER_KEY's default
 
@@ -162,6 +166,36 @@ async def uncapped(url: str, pid: int, database_url: str, streams: int) -> dict:
     }
 
 
+def problems_of(figures: dict[str, Any], streams: int) -> list[str]:
+    """What makes the figures say nothing: a stream neither opened nor refused by the cap,
+    more open than the cap, fewer open than asked with the caps raised, a size not above 0."""
+    problems = []
+    burst, waves = figures["capped"]["burst"], figures["capped"]["waves"]
+    if burst["opened"] + burst["refused_429"] != streams:
+        problems.append(
+            f"capped burst: {streams} asked, {burst['opened']} opened and"
+            f" {burst['refused_429']} refused (429): the rest answered otherwise"
+        )
+    if not 0 < burst["opened"] <= CAP:
+        problems.append(f"capped burst: {burst['opened']} open, the cap is {CAP}")
+    if waves["opened"] < streams:
+        problems.append(f"waves: {waves['opened']} of {streams} opened")
+    if figures["uncapped"]["opened"] != streams:
+        problems.append(f"caps raised: {figures['uncapped']['opened']} of {streams} opened")
+    sizes = {
+        f"{run} {moment}": value
+        for run, moments in (
+            ("capped", figures["capped"]),
+            ("burst", burst),
+            ("waves", waves),
+            ("uncapped", figures["uncapped"]),
+        )
+        for moment, value in moments.items()
+        if moment.endswith("_mb")
+    }
+    return problems + sample_problems("RSS (MB)", sizes, list(sizes))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=2000)
@@ -178,8 +212,22 @@ def main() -> int:
         )
     capped_figures = figures["capped"]
     kept = capped_figures["waves"]["after_mb"] - capped_figures["before_mb"]
+    verdict = Verdict(
+        "streams",
+        [
+            Target(
+                "RSS kept after capped bursts and waves",
+                f"{kept:.1f} MB",
+                f"{capped_figures['before_mb']} MB before",
+                None,
+                f"at most {args.keep_mb:g} MB",
+                kept <= args.keep_mb,
+            )
+        ],
+        problems_of(figures, args.streams),
+    )
     if args.json:
-        print(json.dumps(figures))
+        print(json.dumps({**figures, "verdict": verdict.as_json()}))
     else:
         burst, waves, free = capped_figures["burst"], capped_figures["waves"], figures["uncapped"]
         print(
@@ -189,7 +237,8 @@ def main() -> int:
             f"uncapped: {free['opened']} open at once: {free['before_mb']} -> {free['open_mb']} MB, "
             f"{free['after_mb']} MB after"
         )
-    return 0 if kept <= args.keep_mb else 1
+    verdict.announce()
+    return verdict.exit_code
 
 
 if __name__ == "__main__":
