@@ -349,7 +349,7 @@ class RunEventOut(msgspec.Struct):
         return msgspec.convert(row, cls, from_attributes=True)
 
 
-TurnKindName = Literal["initial", "continuation", "fresh_retry"]
+TurnKindName = Literal["initial", "continuation", "fresh_retry", "report_nudge"]
 TurnStatusName = Literal["starting", "running", "completed", "failed", "lost"]
 
 
@@ -358,7 +358,8 @@ class RunTurnOut(msgspec.Struct):
     """1 for the run's first turn, then 2, 3, ..."""
     kind: TurnKindName
     """``initial``; ``continuation``: the same provider session resumed after a loss;
-    ``fresh_retry``: a new session with the full brief."""
+    ``fresh_retry``: a new session with the full brief; ``report_nudge``: the same session
+    asked for the report its last turn ended without."""
     status: TurnStatusName
     runner_id: uuid.UUID | None
     session_ref: str | None
