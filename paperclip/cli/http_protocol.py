@@ -1,5 +1,5 @@
-"""uvicorn's HTTP/1.1 protocol with deadlines for a request's head and body, and memory
-given back after a burst of connections.
+"""uvicorn's HTTP/1.1 protocol with deadlines for a request's head and body, a response's
+writes sent together, and memory given back after a burst of connections.
 
 uvicorn closes a keep-alive connection that stays idle between requests
 (``timeout_keep_alive``), and nothing else: a client that connects and sends
@@ -62,7 +62,8 @@ class DeadlineProtocol(HttpToolsProtocol):
         return type(cls.__name__, (cls,), {"header_timeout": header, "body_timeout": body})
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        # One system call per turn of the loop, not one per write (see CorkedTransport).
+        super().connection_made(CorkedTransport(transport, self.loop))  # type: ignore[arg-type]
         self._arm(self.header_timeout, "headers")
         DeadlineProtocol.burst_peak = max(DeadlineProtocol.burst_peak, len(self.connections))
 
@@ -139,6 +140,61 @@ class DeadlineProtocol(HttpToolsProtocol):
         self.transport.write_eof()
         self.transport.resume_reading()  # a body's flow control may have paused it
         self._deadline = self.loop.call_later(LINGER, self.transport.close)
+
+
+class CorkedTransport:
+    """A transport whose writes of one turn of the event loop leave in one system call.
+
+    uvicorn writes a response's status line and headers, then its body, each with a
+    ``write`` of its own: two ``send`` calls for every small answer, the most expensive
+    step of a read that PostgreSQL answers from memory. Writes are held until the loop
+    has run what is ready (``call_soon``) and then sent together; ``close`` and
+    ``write_eof`` send what is held first, ``abort`` drops it. A stream's events still
+    leave as soon as they are written: at most one turn of the loop later.
+    """
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._size = 0
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        if not self._held:
+            self._loop.call_soon(self.flush)
+        self._held.append(bytes(data))
+        self._size += len(data)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if not self._held:
+            return
+        held, self._held, self._size = self._held, [], 0
+        if not self._transport.is_closing():
+            self._transport.write(held[0] if len(held) == 1 else b"".join(held))
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + self._size
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held, self._size = [], 0
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 def give_back_memory(loop: asyncio.AbstractEventLoop) -> None:
