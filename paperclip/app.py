@@ -181,6 +181,7 @@ def create_app(
             "runs": _service(container.runs),
             "api_keys": _service(container.api_keys),
             "steering": _service(container.steering),
+            "merges": _service(container.merges),
             "conversations": _service(container.conversations),
             "interactions": _service(container.interactions),
             "inbox": _service(container.inbox),

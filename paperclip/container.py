@@ -33,6 +33,7 @@ from paperclip.engine.scheduling.routines import RoutineScheduler
 from paperclip.engine.scheduling.scheduler import WakeScheduler
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
+from paperclip.engine.workspaces.merges import WorkspaceMerges
 from paperclip.plugin_host import PluginHost
 from paperclip.services.agent_checks import AgentChecks
 from paperclip.services.agents import AgentService
@@ -337,6 +338,13 @@ class Container(containers.DeclarativeContainer):
     # Steering (seed 004): it kicks this replica's link to the run's runner after commit.
     steering = providers.Singleton(
         RunSteering, sessions, plugin_host, links=run_engine.provided.connections.links
+    )
+    # Merges: the request waits for the runner's answer, which any replica records.
+    merges = providers.Singleton(
+        WorkspaceMerges,
+        sessions,
+        links=run_engine.provided.connections.links,
+        wait_seconds=settings.provided.merge_wait_seconds,
     )
 
 

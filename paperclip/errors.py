@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 FieldSource = Literal["body", "query", "path", "header"]
+BODY_KEYS = ("code", "message", "details")
 
 
 def field_details(field: str, message: str, source: FieldSource = "body") -> list[dict[str, str]]:
@@ -13,7 +14,8 @@ def field_details(field: str, message: str, source: FieldSource = "body") -> lis
 
 
 class PaperclipError(Exception):
-    """An error a client caused and can act on; rendered as ``{code, message, details}``."""
+    """An error a client caused and can act on; rendered as ``{code, message, details}``, plus
+    the members of ``extra`` (``{"conflicts": [...]}``) for the few errors that carry more."""
 
     status_code = 400
     code = "bad_request"
@@ -26,6 +28,7 @@ class PaperclipError(Exception):
         details: Any = None,
         field: str | None = None,
         source: FieldSource = "body",
+        extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -34,6 +37,7 @@ class PaperclipError(Exception):
         if details is None and field is not None:
             details = field_details(field, message, source)
         self.details = details
+        self.extra = {k: v for k, v in (extra or {}).items() if k not in BODY_KEYS}
 
 
 class NotFoundError(PaperclipError):
@@ -76,6 +80,20 @@ class InvalidInputError(PaperclipError):
 
 class UnknownReferenceError(InvalidInputError):
     """A body or query field names an id that does not exist in this company (or is another's)."""
+
+
+class UnavailableError(PaperclipError):
+    """Something the request needs is not there now (a runner away): try again later."""
+
+    status_code = 503
+    code = "unavailable"
+
+
+class TimedOutError(PaperclipError):
+    """What the request waited for did not come in time; it may still happen."""
+
+    status_code = 504
+    code = "timed_out"
 
 
 class UnauthorizedError(PaperclipError):

@@ -188,6 +188,14 @@ class Settings(BaseSettings):
         le=3600,
         description="How often each replica looks for ended issues' worktrees to remove.",
     )
+    merge_wait_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=600,
+        description="How long a request to merge an issue's branch waits for the runner's "
+        "answer before it answers 504 merge_timeout (the merge may still be made; asking "
+        "again gets its result).",
+    )
     retention_run_events_days: float = Field(
         default=90.0,
         ge=0,

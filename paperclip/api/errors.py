@@ -49,12 +49,18 @@ HTTP_CODES = {
     415: "unsupported_media_type",
     422: "invalid_input",
     429: "too_many_requests",
+    503: "service_unavailable",
+    504: "gateway_timeout",
 }
 
 
-def error_json(code: str, message: str, details: Any = None) -> bytes:
+def error_json(
+    code: str, message: str, details: Any = None, extra: dict[str, Any] | None = None
+) -> bytes:
     """The error body, encoded: for answers sent before the app (``paperclip.api.gate``)."""
-    return msgspec.json.encode({"code": code, "message": message, "details": details})
+    return msgspec.json.encode(
+        {"code": code, "message": message, "details": details, **(extra or {})}
+    )
 
 
 def _body(
@@ -63,9 +69,10 @@ def _body(
     message: str,
     details: Any = None,
     headers: dict[str, str] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> Response[bytes]:
     return Response(
-        error_json(code, message, details),
+        error_json(code, message, details, extra),
         status_code=status,
         media_type=MediaType.JSON,
         headers=headers,
@@ -74,7 +81,7 @@ def _body(
 
 def paperclip_error(_: Request[Any, Any, Any], exc: PaperclipError) -> Response[bytes]:
     headers = {"www-authenticate": "Bearer"} if isinstance(exc, UnauthorizedError) else None
-    return _body(exc.status_code, exc.code, exc.message, exc.details, headers)
+    return _body(exc.status_code, exc.code, exc.message, exc.details, headers, exc.extra)
 
 
 def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[bytes]:

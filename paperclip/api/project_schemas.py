@@ -10,7 +10,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from paperclip.api.schemas import LongText, Name
-from paperclip.models import DEFAULT_BRANCH_PREFIX, Project
+from paperclip.models import DEFAULT_BRANCH_PREFIX, DEFAULT_MERGE_STRATEGY, Project
 from paperclip.wire.workspace_rules import MAX_PATH, MAX_URL
 
 RepoPath = Annotated[
@@ -40,6 +40,16 @@ BranchName = Annotated[
         "'.' in a part.",
     ),
 ]
+MergeStrategyName = Annotated[
+    str,
+    Meta(
+        max_length=20,
+        description="How an issue's branch is merged into the base branch: fast_forward (the "
+        "base branch moves to the branch's head; only when it has nothing the branch lacks) or "
+        "merge_commit (a merge commit of the two).",
+        examples=["fast_forward", "merge_commit"],
+    ),
+]
 BranchPrefix = Annotated[
     str,
     Meta(
@@ -61,6 +71,7 @@ class ProjectCreate(msgspec.Struct, forbid_unknown_fields=True):
     branch_prefix: BranchPrefix = DEFAULT_BRANCH_PREFIX
     hooks_enabled: bool = False
     """Whether the repository's git hooks run in its worktrees."""
+    merge_strategy: MergeStrategyName = DEFAULT_MERGE_STRATEGY
 
 
 class ProjectUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -73,6 +84,7 @@ class ProjectUpdate(msgspec.Struct, forbid_unknown_fields=True):
     default_branch: BranchName | UnsetType | None = UNSET
     branch_prefix: BranchPrefix | UnsetType = UNSET
     hooks_enabled: bool | UnsetType = UNSET
+    merge_strategy: MergeStrategyName | UnsetType = UNSET
 
 
 class ProjectOut(msgspec.Struct):
@@ -85,6 +97,8 @@ class ProjectOut(msgspec.Struct):
     default_branch: str | None
     branch_prefix: str
     hooks_enabled: bool
+    merge_strategy: str
+    """``fast_forward`` or ``merge_commit``."""
     created_at: datetime
     updated_at: datetime
 

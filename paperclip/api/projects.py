@@ -39,7 +39,8 @@ class ProjectController(Controller):
         responses=error_responses(404, 409, 422),
         description="Make a project. 409 ``project_name_taken``; 422 ``invalid_project_source`` "
         "(not exactly one of repo_path and repo_url), ``invalid_repo_path``, "
-        "``invalid_repo_url``, ``invalid_branch_prefix``, ``invalid_default_branch``, or "
+        "``invalid_repo_url``, ``invalid_branch_prefix``, ``invalid_default_branch``, "
+        "``invalid_merge_strategy`` (not fast_forward or merge_commit), or "
         "``workspace_not_allowed`` (runner hosts said which folders or URLs they allow, and "
         "none allows this one).",
     )
@@ -56,6 +57,7 @@ class ProjectController(Controller):
             default_branch=data.default_branch,
             branch_prefix=data.branch_prefix,
             hooks_enabled=data.hooks_enabled,
+            merge_strategy=data.merge_strategy,
         )
         return ProjectOut.of(project)
 

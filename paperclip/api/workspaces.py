@@ -1,4 +1,4 @@
-"""An issue's execution workspace: where its worktree lives, its work product, its diff."""
+"""An issue's execution workspace: where its worktree lives, its work product, its diff, its merge."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
-from litestar import Controller, delete, get
+from litestar import Controller, delete, get, post
 from litestar.status_codes import HTTP_200_OK
 
 from paperclip.api.access import Access, access
 from paperclip.api.errors import error_responses
 from paperclip.api.issue_refs import ISSUE_IN_PATH
+from paperclip.engine.workspaces.merges import WorkspaceMerges
 from paperclip.services.actor import Actor
 from paperclip.services.workspaces import WorkspaceService, WorkspaceView
 
@@ -99,6 +100,26 @@ class DiffOut(msgspec.Struct):
     state_at: datetime | None
 
 
+class MergeIn(msgspec.Struct, forbid_unknown_fields=True):
+    close_issue: bool = False
+    """Set the issue ``done`` in the same transaction as the merge's activity entry."""
+
+
+class MergeOut(msgspec.Struct):
+    """The branch merged into its base branch by the runner holding the worktree."""
+
+    status: Literal["merged"]
+    strategy: Literal["fast_forward", "merge_commit"]
+    branch: str
+    base_ref: str
+    commit: str
+    """The base branch's commit after the merge."""
+    merged_commits: int
+    """Commits of the branch the base branch did not have."""
+    issue_status: str
+    """The issue's status now (``done`` when ``close_issue`` was asked)."""
+
+
 class WorkspaceController(Controller):
     path = "/companies/{company_id:uuid}/issues/{issue_id:str}/workspace"
     tags = ["workspaces"]
@@ -143,3 +164,40 @@ class WorkspaceController(Controller):
         makes a new one on any runner; the old one and its branch stay on their host.
         ``409 run_active`` while a run of the issue is active."""
         return WorkspaceOut.of(await workspaces.forget(actor, company_id, issue_uuid))
+
+    @post(
+        "/merge",
+        status_code=HTTP_200_OK,
+        opt=access(Access.WRITE),
+        responses=error_responses(404, 409, 503, 504),
+        description="Merge the issue's branch into its project's base branch, by the runner "
+        "holding the worktree, with the project's merge_strategy; waits for the runner's "
+        "answer (PAPERCLIP_MERGE_WAIT_SECONDS, 60). The same request again, for the same "
+        "branch head, answers the first merge. 409 (nothing changed): ``merge_conflict`` "
+        "(with ``conflicts``), ``nothing_to_merge``, ``not_fast_forward``, "
+        "``base_checkout_dirty`` (with ``files``), ``run_active``, ``workspace_not_ready``, "
+        "``merge_not_supported`` (a clone URL's project, or an older runner), or a "
+        "workspace error of the runner's (``workspace_not_allowed``, "
+        "``workspace_unavailable``, ``workspace_busy``); 404 ``workspace_not_found``; 503 "
+        "``runner_unavailable``; 504 ``merge_timeout`` (ask again for the result).",
+    )
+    async def merge_workspace(
+        self,
+        company_id: uuid.UUID,
+        issue_uuid: uuid.UUID,
+        merges: WorkspaceMerges,
+        actor: Actor,
+        data: MergeIn | None = None,
+    ) -> MergeOut:
+        """Merge the issue's branch into its base branch (see docs/workspaces.md)."""
+        close = data.close_issue if data is not None else False
+        merged = await merges.merge(actor, company_id, issue_uuid, close_issue=close)
+        return MergeOut(
+            status="merged",
+            strategy=merged.strategy,  # type: ignore[arg-type]
+            branch=merged.branch,
+            base_ref=merged.base_ref,
+            commit=merged.commit,
+            merged_commits=merged.merged_commits,
+            issue_status=merged.issue_status,
+        )

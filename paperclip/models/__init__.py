@@ -30,7 +30,7 @@ from paperclip.models.interaction import (
     InteractionStatus,
 )
 from paperclip.models.issue import Issue, IssuePriority, IssueStatus
-from paperclip.models.project import DEFAULT_BRANCH_PREFIX, Project
+from paperclip.models.project import DEFAULT_BRANCH_PREFIX, DEFAULT_MERGE_STRATEGY, Project
 from paperclip.models.recovery import (
     ControllerBoot,
     RecoveryItem,
@@ -54,11 +54,13 @@ from paperclip.models.turn import RunTurn, TurnKind, TurnStatus
 from paperclip.models.wake import WakeKey, WakeRequest, WakeStatus
 from paperclip.models.wake_snapshot import WakeCommentRead, WakeCommentSnapshot, WakeSnapshotComment
 from paperclip.models.workspace import IssueWorkspace, WorkspaceStatus
+from paperclip.models.workspace_merge import MergeStatus, WorkspaceMerge
 
 __all__ = [
     "ACTIVE_RUN_STATUSES",
     "CARD_KINDS",
     "DEFAULT_BRANCH_PREFIX",
+    "DEFAULT_MERGE_STRATEGY",
     "HOLDING_STATUSES",
     "ROLE_RANK",
     "ActivityEntry",
@@ -91,6 +93,7 @@ __all__ = [
     "IssueStatus",
     "IssueWorkspace",
     "KeyRole",
+    "MergeStatus",
     "ModelPrice",
     "Project",
     "RecoveryItem",
@@ -121,5 +124,6 @@ __all__ = [
     "WakeRequest",
     "WakeSnapshotComment",
     "WakeStatus",
+    "WorkspaceMerge",
     "WorkspaceStatus",
 ]

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from paperclip.db.base import Base, Timestamps, UUIDPrimaryKey
 
 DEFAULT_BRANCH_PREFIX = "paperclip/"
+DEFAULT_MERGE_STRATEGY = "fast_forward"
 
 
 class Project(UUIDPrimaryKey, Timestamps, Base):
@@ -22,6 +23,9 @@ class Project(UUIDPrimaryKey, Timestamps, Base):
     __table_args__ = (
         UniqueConstraint("company_id", "name"),
         CheckConstraint("(repo_path IS NULL) <> (repo_url IS NULL)", name="one_source"),
+        CheckConstraint(
+            "merge_strategy IN ('fast_forward', 'merge_commit')", name="merge_strategy"
+        ),
     )
 
     company_id: Mapped[uuid.UUID] = mapped_column(
@@ -37,3 +41,8 @@ class Project(UUIDPrimaryKey, Timestamps, Base):
     """An issue's branch is ``<prefix><ISSUE-IDENTIFIER>``."""
     hooks_enabled: Mapped[bool] = mapped_column(default=False)
     """Whether the repository's git hooks run in its worktrees (off unless enabled)."""
+    merge_strategy: Mapped[str] = mapped_column(
+        String(20), default=DEFAULT_MERGE_STRATEGY, server_default=DEFAULT_MERGE_STRATEGY
+    )
+    """How an issue's branch is merged into the base branch: ``fast_forward`` (only when the
+    base is an ancestor of the branch) or ``merge_commit``."""

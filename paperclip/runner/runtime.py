@@ -211,7 +211,7 @@ class RunnerProcess:
         """What ``hello`` says this process speaks beyond the base protocol."""
         features = [wire.FEATURE_UNSEQUENCED_RESULTS]
         if self.workspaces is not None:
-            features.append(wire.FEATURE_WORKSPACES)
+            features += [wire.FEATURE_WORKSPACES, wire.FEATURE_WORKSPACE_MERGE]
         return features
 
     async def _send(self, message: wire.Message) -> None:
@@ -264,6 +264,9 @@ class RunnerProcess:
         elif isinstance(message, wire.ReleaseWorkspace):
             if self.workspaces is not None:
                 self.workspaces.release_soon(message, self._send_data)
+        elif isinstance(message, wire.MergeWorkspace):
+            if self.workspaces is not None:
+                self.workspaces.merge_soon(message, self._send_data)
 
     def _acknowledge_soon(self) -> None:
         """One cumulative ack for a burst: sent once the frames already received are handled."""

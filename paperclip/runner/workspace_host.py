@@ -1,4 +1,4 @@
-"""The runner's side of execution workspaces: a turn's worktree, its reports, its release.
+"""The runner's side of execution workspaces: a turn's worktree, its reports, its release, its merge.
 
 The git work is :mod:`paperclip.runner.workspaces`; this part ties it to the
 runner protocol. A turn with a ``workspace`` works in ``<workspace dir>/<key>``:
@@ -6,6 +6,9 @@ before its provider runs, the worktree is made (or found: it is kept across
 runs and restarts) under a lock held for as long as the run is hosted here, so
 no two runs write one worktree at once; a ``workspace_report`` says it is
 ready, and another after the turn says what the turn left (the work product).
+A ``merge_workspace`` merges the issue's branch into its base branch under the
+worktree's lock, as this runner's user, and is answered once per request id
+(:mod:`merge_records`).
 Which repositories may be used is this host's decision
 (``PAPERCLIP_RUNNER_WORKSPACE_ROOTS``, ``PAPERCLIP_RUNNER_WORKSPACE_REMOTES``),
 never the control plane's.
@@ -23,12 +26,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from paperclip_hookspecs.providers import ProcessUser, TurnInput
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
 from paperclip.runner.workspaces.disk import sweep_run_folders, usage
 from paperclip.runner.workspaces.errors import WORKSPACE_BUSY, WorkspaceError
 from paperclip.runner.workspaces.git import provider_git_env
+from paperclip.runner.workspaces.merge_records import MergeRecords
+from paperclip.runner.workspaces.merging import Merged, MergeRefused
 from paperclip.runner.workspaces.policy import WorkspacePolicy
 from paperclip.runner.workspaces.worktrees import Ready, Workspaces
 from paperclip.wire import messages as wire
@@ -60,6 +66,21 @@ def hold_workspace(host: WorkspaceHost | None, message: wire.StartTurn) -> HeldW
     if host is None:
         raise WorkspaceError(WORKSPACE_UNAVAILABLE, "this runner does not make workspaces")
     return host.hold(message)
+
+
+async def wait_for_lock(trees: Workspaces, key: str, stack: contextlib.ExitStack) -> None:
+    """Hold the worktree's lock in ``stack``, waiting up to ``BUSY_WAIT_SECONDS`` for a run of
+    the issue that is closing here; raises ``workspace_busy`` after that."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_WAIT_SECONDS
+    while True:
+        try:
+            stack.enter_context(trees.lock(key))
+            return
+        except WorkspaceError as exc:
+            if exc.code != WORKSPACE_BUSY or loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.5)  # an earlier run of the issue is closing here
 
 
 @dataclass
@@ -98,16 +119,7 @@ class HeldWorkspace:
     async def prepare(self, turn: TurnInput, number: int, send: SendData) -> TurnInput:
         """Lock the worktree for this run, make (or find) it, and say it is ready; the turn
         as it works there. Raises WorkspaceError."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + BUSY_WAIT_SECONDS
-        while True:
-            try:
-                self.lock.enter_context(self.host.trees.lock(self.spec.key))
-                break
-            except WorkspaceError as exc:
-                if exc.code != WORKSPACE_BUSY or loop.time() > deadline:
-                    raise
-                await asyncio.sleep(0.5)  # an earlier run of the issue is closing here
+        await wait_for_lock(self.host.trees, self.spec.key, self.lock)
         async with self.host.key_lock(self.spec.key):
             self.ready = await self.host.trees.ensure(self.spec, self.user)
         self.path = self.ready.path
@@ -159,6 +171,9 @@ class WorkspaceHost:
         self.diff_limit = diff_limit
         self.run_retention = run_retention
         self._keys: dict[str, asyncio.Lock] = {}
+        self.merges = MergeRecords(work_dir / "merges")
+        self._merging: set[uuid.UUID] = set()
+        """Merge requests being worked on here: a repeat meanwhile is left to the first."""
         self._send_status: Send | None = None
         self._background: set[asyncio.Task[None]] = set()
 
@@ -217,6 +232,123 @@ class WorkspaceHost:
             seq=0, issue_id=message.issue_id, saved_ref=released.saved_ref
         )
 
+    def merge_soon(self, message: wire.MergeWorkspace, send: SendData) -> None:
+        """Merge an issue's branch into its base branch in the background; answer when done."""
+        if message.request_id in self._merging:
+            return  # sent again while the first is at work: that one answers
+        self._merging.add(message.request_id)
+
+        async def merge() -> None:
+            try:
+                answer = await self.merge(message)
+            finally:
+                self._merging.discard(message.request_id)
+            await send(answer)
+
+        self._in_background(merge(), "merge-workspace")
+
+    async def merge(self, message: wire.MergeWorkspace) -> wire.WorkspaceMerged:
+        """Merge once per request (a repeat gets the answer kept); never raises."""
+        if (earlier := self.merges.answer(message.request_id)) is not None:
+            return earlier
+        try:
+            answer = await self._merge(message)
+        except Exception as exc:
+            log.exception("merging the branch of issue %s failed", message.issue_id)
+            answer = self._merge_refused(
+                message, WORKSPACE_UNAVAILABLE, f"{type(exc).__name__}: {exc}"
+            )
+        try:
+            self.merges.save_answer(answer)
+        except OSError:
+            log.exception("keeping the answer to merge request %s failed", message.request_id)
+        return answer
+
+    async def _merge(self, message: wire.MergeWorkspace) -> wire.WorkspaceMerged:
+        spec = message.workspace
+
+        async def keep_intent(merged: Merged) -> None:
+            await asyncio.to_thread(self.merges.save_intent, message.request_id, merged)
+
+        try:
+            if problem := key_problem(spec.key):
+                raise WorkspaceError(WORKSPACE_NOT_ALLOWED, problem)
+            with contextlib.ExitStack() as lock:
+                await wait_for_lock(self.trees, spec.key, lock)
+                async with self.key_lock(spec.key):
+                    merged = await self.trees.merge(
+                        spec,
+                        message.strategy,
+                        message.message,
+                        before_update=keep_intent,
+                        earlier=self.merges.intent(message.request_id),
+                    )
+                    report = await self._report_after(spec, merged.head)
+        except MergeRefused as refused:
+            return self._merge_refused(
+                message,
+                refused.code,
+                refused.message,
+                conflicts=refused.conflicts,
+                files=refused.files,
+            )
+        except WorkspaceError as exc:
+            return self._merge_refused(message, exc.code, exc.message)
+        state, diff, truncated = report or (None, "", False)
+        log.info(
+            "merged %s into %s for issue %s (%s, %d commits)",
+            spec.branch,
+            spec.base_ref or "its base branch",
+            message.issue_id,
+            message.strategy,
+            merged.merged_commits,
+        )
+        return wire.WorkspaceMerged(
+            seq=0,
+            request_id=message.request_id,
+            issue_id=message.issue_id,
+            status="merged",
+            commit=merged.commit,
+            head=merged.head,
+            merged_commits=merged.merged_commits,
+            state=state,
+            diff=diff,
+            diff_truncated=truncated,
+        )
+
+    async def _report_after(
+        self, spec: wire.WorkspaceSpec, head: str
+    ) -> tuple[wire.WorkspaceState, str, bool] | None:
+        """The worktree's work product against the merged head, its new base (None: unread)."""
+        try:
+            return await self.trees.report(
+                msgspec.structs.replace(spec, base_commit=head), diff_limit=self.diff_limit
+            )
+        except Exception:
+            log.warning("reading the worktree %s after its merge failed", spec.key, exc_info=True)
+            return None
+
+    @staticmethod
+    def _merge_refused(
+        message: wire.MergeWorkspace,
+        code: str,
+        error: str,
+        *,
+        conflicts: list[str] | None = None,
+        files: list[str] | None = None,
+    ) -> wire.WorkspaceMerged:
+        log.info("the merge for issue %s was refused: %s: %s", message.issue_id, code, error)
+        return wire.WorkspaceMerged(
+            seq=0,
+            request_id=message.request_id,
+            issue_id=message.issue_id,
+            status="refused",
+            error_code=code,
+            error=error,
+            conflicts=conflicts or [],
+            files=files or [],
+        )
+
     def connected(self, features: list[str], send: Send) -> None:
         """Connected to a control plane: report the disk use to one that keeps it."""
         self._send_status = send if wire.FEATURE_WORKSPACES in features else None
@@ -255,7 +387,9 @@ class WorkspaceHost:
             log.exception("measuring the workspaces' disk use failed")
 
     async def sweep_runs(self, keep: set[str]) -> list[str]:
-        """Remove run folders untouched past the retention (not of runs hosted now)."""
+        """Remove run folders untouched past the retention (not of runs hosted now), and the
+        merge records as old."""
+        await asyncio.to_thread(self.merges.sweep, self.run_retention, datetime.now(UTC))
         return await asyncio.to_thread(
             sweep_run_folders,
             self.work_dir / "runs",

@@ -138,7 +138,7 @@ class IssueService:
     ) -> Issue:
         """Create an issue; without a project, it gets its assignee's default project (if any)."""
         async with company_writes(self.sessions, company_id) as session:
-            assignee = await self._check_links(
+            assignee = await _check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
             issue = await create_issue(
@@ -186,7 +186,7 @@ class IssueService:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
             # A filter naming another company's row is answered like any foreign id.
-            await self._check_links(
+            await _check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id, source="query"
             )
             stmt = select(Issue).where(Issue.company_id == company_id)
@@ -218,49 +218,9 @@ class IssueService:
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
     ) -> Issue:
-        """Change an issue. It keeps its project while its worktree lives (``workspace_exists``).
-
-        Assigned without a project, it gets the new assignee's default project.
-        """
+        """Change an issue (see :func:`update_issue`), in a transaction of its own."""
         async with company_writes(self.sessions, company_id) as session:
-            issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
-            assignee = await self._check_links(
-                session,
-                company_id,
-                issue.id,
-                changes.get("assignee_agent_id"),
-                changes.get("parent_id"),
-                changes.get("project_id"),
-            )
-            newly_assigned = (
-                "assignee_agent_id" in changes
-                and changes["assignee_agent_id"] is not None
-                and changes["assignee_agent_id"] != issue.assignee_agent_id
-            )
-            changes = await _project_change(session, issue, changes, assignee, newly_assigned)
-            for field, value in changes.items():
-                setattr(issue, field, value)
-            await session.flush()
-            record_activity(
-                session,
-                actor,
-                "issue.updated",
-                entity_type="issue",
-                entity_id=issue.id,
-                company_id=company_id,
-                details={"fields": sorted(changes)},
-            )
-            if newly_assigned:
-                await request_wake(
-                    session,
-                    actor,
-                    company_id=company_id,
-                    agent_id=changes["assignee_agent_id"],
-                    issue_id=issue.id,
-                    source="assignment",
-                    reason="issue assigned",
-                )
-        return issue
+            return await update_issue(session, actor, company_id, issue_id, changes)
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID) -> None:
         async with company_writes(self.sessions, company_id) as session:
@@ -276,48 +236,48 @@ class IssueService:
                 details={"identifier": issue.identifier},
             )
 
-    async def _check_links(
-        self,
-        session: AsyncSession,
-        company_id: uuid.UUID,
-        issue_id: uuid.UUID | None,
-        assignee_agent_id: uuid.UUID | None,
-        parent_id: uuid.UUID | None,
-        project_id: uuid.UUID | None = None,
-        source: FieldSource = "body",
-    ) -> Agent | None:
-        """Check the ids the issue refers to are the company's; the assignee's row, if one."""
-        assignee = None
-        if project_id is not None:
-            await project_ref(session, company_id, project_id, field="project_id", source=source)
-        if assignee_agent_id is not None:
-            assignee = await get_scoped(
-                session,
-                Agent,
-                company_id,
-                assignee_agent_id,
-                "agent",
-                field="assignee_agent_id",
-                source=source,
-            )
-        if parent_id is None:
-            return assignee
-        # Walk up from the new parent: meeting this issue would close a cycle.
-        cursor: uuid.UUID | None = parent_id
-        for _ in range(MAX_PARENT_DEPTH):
-            if cursor is None:
-                return assignee
-            if cursor == issue_id:
-                raise InvalidInputError(
-                    "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
-                )
-            parent = await get_scoped(
-                session, Issue, company_id, cursor, "issue", field="parent_id", source=source
-            )
-            cursor = parent.parent_id
-        raise InvalidInputError(
-            "the parent chain is too deep", code="parent_too_deep", field="parent_id"
+
+async def _check_links(
+    session: AsyncSession,
+    company_id: uuid.UUID,
+    issue_id: uuid.UUID | None,
+    assignee_agent_id: uuid.UUID | None,
+    parent_id: uuid.UUID | None,
+    project_id: uuid.UUID | None = None,
+    source: FieldSource = "body",
+) -> Agent | None:
+    """Check the ids the issue refers to are the company's; the assignee's row, if one."""
+    assignee = None
+    if project_id is not None:
+        await project_ref(session, company_id, project_id, field="project_id", source=source)
+    if assignee_agent_id is not None:
+        assignee = await get_scoped(
+            session,
+            Agent,
+            company_id,
+            assignee_agent_id,
+            "agent",
+            field="assignee_agent_id",
+            source=source,
         )
+    if parent_id is None:
+        return assignee
+    # Walk up from the new parent: meeting this issue would close a cycle.
+    cursor: uuid.UUID | None = parent_id
+    for _ in range(MAX_PARENT_DEPTH):
+        if cursor is None:
+            return assignee
+        if cursor == issue_id:
+            raise InvalidInputError(
+                "an issue cannot be its own ancestor", code="parent_cycle", field="parent_id"
+            )
+        parent = await get_scoped(
+            session, Issue, company_id, cursor, "issue", field="parent_id", source=source
+        )
+        cursor = parent.parent_id
+    raise InvalidInputError(
+        "the parent chain is too deep", code="parent_too_deep", field="parent_id"
+    )
 
 
 async def _project_change(
@@ -344,3 +304,55 @@ async def _project_change(
         if project_id is not None:
             return {**changes, "project_id": project_id}
     return changes
+
+
+async def update_issue(
+    session: AsyncSession,
+    actor: Actor,
+    company_id: uuid.UUID,
+    issue_id: uuid.UUID,
+    changes: dict[str, Any],
+) -> Issue:
+    """Change an issue in the caller's transaction (the company's lock held), with its activity
+    entry: the one way an issue's fields change. It keeps its project while its worktree lives
+    (``workspace_exists``). Assigned without a project, it gets the new assignee's default
+    project; a new assignee is woken.
+    """
+    issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
+    assignee = await _check_links(
+        session,
+        company_id,
+        issue.id,
+        changes.get("assignee_agent_id"),
+        changes.get("parent_id"),
+        changes.get("project_id"),
+    )
+    newly_assigned = (
+        "assignee_agent_id" in changes
+        and changes["assignee_agent_id"] is not None
+        and changes["assignee_agent_id"] != issue.assignee_agent_id
+    )
+    changes = await _project_change(session, issue, changes, assignee, newly_assigned)
+    for field, value in changes.items():
+        setattr(issue, field, value)
+    await session.flush()
+    record_activity(
+        session,
+        actor,
+        "issue.updated",
+        entity_type="issue",
+        entity_id=issue.id,
+        company_id=company_id,
+        details={"fields": sorted(changes)},
+    )
+    if newly_assigned:
+        await request_wake(
+            session,
+            actor,
+            company_id=company_id,
+            agent_id=changes["assignee_agent_id"],
+            issue_id=issue.id,
+            source="assignment",
+            reason="issue assigned",
+        )
+    return issue

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.errors import InvalidInputError, field_details
 from paperclip.models import Runner
+from paperclip.wire.messages import MERGE_STRATEGIES
 from paperclip.wire.workspace_rules import (
     REMOTES_SETTING,
     ROOTS_SETTING,
@@ -84,6 +85,17 @@ def check_branches(changes: dict[str, Any]) -> None:
     if branch is not None and (problem := branch_problem(branch)):
         raise InvalidInputError(
             f"default_branch: {problem}", code="invalid_default_branch", field="default_branch"
+        )
+
+
+def check_merge_strategy(changes: dict[str, Any]) -> None:
+    """Raise 422 if ``merge_strategy`` (when given) is not one the runners know."""
+    strategy = changes.get("merge_strategy")
+    if strategy is not None and strategy not in MERGE_STRATEGIES:
+        raise InvalidInputError(
+            f"merge_strategy: {strategy!r} is not one of {', '.join(MERGE_STRATEGIES)}",
+            code="invalid_merge_strategy",
+            field="merge_strategy",
         )
 
 

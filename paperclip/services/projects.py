@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.errors import ConflictError, FieldSource, NotFoundError
 from paperclip.models import (
     DEFAULT_BRANCH_PREFIX,
+    DEFAULT_MERGE_STRATEGY,
     Agent,
     Issue,
     IssueStatus,
@@ -26,6 +27,7 @@ from paperclip.services.project_sources import (
     Source,
     check_branches,
     check_door,
+    check_merge_strategy,
     check_source,
     source_after,
 )
@@ -115,11 +117,14 @@ class ProjectService:
         default_branch: str | None = None,
         branch_prefix: str = DEFAULT_BRANCH_PREFIX,
         hooks_enabled: bool = False,
+        merge_strategy: str = DEFAULT_MERGE_STRATEGY,
     ) -> Project:
-        """Create a project; its source and branches are checked first (422 naming the field)."""
+        """Create a project; its source, branches and merge strategy are checked first (422
+        naming the field)."""
         source = source_after(None, {"repo_path": repo_path, "repo_url": repo_url})
         check_source(source)
         check_branches({"branch_prefix": branch_prefix, "default_branch": default_branch})
+        check_merge_strategy({"merge_strategy": merge_strategy})
         try:
             async with company_writes(self.sessions, company_id) as session:
                 await require_company(session, company_id)
@@ -134,6 +139,7 @@ class ProjectService:
                     default_branch=default_branch,
                     branch_prefix=branch_prefix,
                     hooks_enabled=hooks_enabled,
+                    merge_strategy=merge_strategy,
                 )
                 session.add(project)
                 await session.flush()
@@ -167,10 +173,11 @@ class ProjectService:
     ) -> Project:
         """Change a project. Its source and branch prefix stay while worktrees made from them live.
 
-        Name, description, default branch (for worktrees made from now on) and
-        hooks may change at any time.
+        Name, description, default branch (for worktrees made from now on), hooks and
+        merge strategy may change at any time.
         """
         check_branches(changes)
+        check_merge_strategy(changes)
         try:
             async with company_writes(self.sessions, company_id) as session:
                 project = await get_scoped(

@@ -39,6 +39,14 @@ FEATURE_UNSEQUENCED_RESULTS = "unsequenced_results"
 the outbox, for a call whose result the journal already holds. It is not acknowledged; one
 the runner misses (the connection ended first) is sent again, sequenced, when ``hello``
 names its call among ``pending_calls``."""
+FEATURE_WORKSPACE_MERGE = "workspace_merge"
+"""A runner that says so in ``hello`` merges an issue's branch into its base branch when asked
+(``merge_workspace``, answered ``workspace_merged``). An older runner is never asked."""
+
+MergeStrategy = Literal["fast_forward", "merge_commit"]
+"""How a branch is merged into its base: the base branch moved to the branch's head (only when
+the base is an ancestor of it), or a merge commit of the two."""
+MERGE_STRATEGIES: tuple[MergeStrategy, ...] = ("fast_forward", "merge_commit")
 
 
 class ProtocolError(Exception):
@@ -230,6 +238,36 @@ class WorkspaceReleased(DataMessage, tag="workspace_released"):
     error: str | None = None
 
 
+class WorkspaceMerged(DataMessage, tag="workspace_merged"):
+    """A ``merge_workspace`` done: the branch merged into its base, or why not (nothing changed).
+
+    The runner answers the same request id with the same answer again (it keeps its answers),
+    so a request sent twice is merged once."""
+
+    request_id: uuid.UUID
+    issue_id: uuid.UUID
+    status: Literal["merged", "refused"]
+    commit: str | None = None
+    """The base branch's commit after the merge (the branch's head after a fast-forward)."""
+    head: str | None = None
+    """The branch's head that was merged."""
+    merged_commits: int = 0
+    """Commits of the branch the base branch did not have."""
+    conflicts: list[str] = []
+    """The files the merge could not reconcile (``merge_conflict``)."""
+    files: list[str] = []
+    """The uncommitted files in the base branch's checkout that the merge would touch
+    (``base_checkout_dirty``)."""
+    error_code: str | None = None
+    """Why not: ``merge_conflict``, ``nothing_to_merge``, ``not_fast_forward``,
+    ``base_checkout_dirty``, ``merge_not_supported``, or a workspace error code."""
+    error: str | None = None
+    state: WorkspaceState | None = None
+    """The worktree's work product against its new base (the merged head), after a merge."""
+    diff: str = ""
+    diff_truncated: bool = False
+
+
 class RunnerStatus(Message, tag="runner_status"):
     """How much disk the runner's workspaces use (sent now and then; not kept)."""
 
@@ -328,6 +366,20 @@ class ReleaseWorkspace(DataMessage, tag="release_workspace"):
     workspace: WorkspaceSpec
 
 
+class MergeWorkspace(DataMessage, tag="merge_workspace"):
+    """Merge the issue's branch into its base branch, in the host repository, as the runner's
+    user; answered with ``workspace_merged``. Sent only to a runner that says
+    ``workspace_merge``."""
+
+    request_id: uuid.UUID
+    """The request: the runner merges once per request id and answers a repeat the same."""
+    issue_id: uuid.UUID
+    workspace: WorkspaceSpec
+    strategy: MergeStrategy = "fast_forward"
+    message: str = ""
+    """The merge commit's message (``merge_commit``); empty: ``Merge <branch>``."""
+
+
 # both ways
 
 
@@ -350,6 +402,7 @@ FromRunner = (
     | SteerResult
     | WorkspaceReport
     | WorkspaceReleased
+    | WorkspaceMerged
     | Usage
     | RunnerStatus
     | ProviderReport
@@ -357,9 +410,20 @@ FromRunner = (
     | Error
 )
 ToRunner = (
-    Welcome | StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorkspace | Ack | Error
+    Welcome
+    | StartTurn
+    | ToolResult
+    | Steer
+    | Interrupt
+    | Close
+    | ReleaseWorkspace
+    | MergeWorkspace
+    | Ack
+    | Error
 )
-ToRunnerData = StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorkspace
+ToRunnerData = (
+    StartTurn | ToolResult | Steer | Interrupt | Close | ReleaseWorkspace | MergeWorkspace
+)
 
 _from_runner = msgspec.json.Decoder(FromRunner)
 _to_runner = msgspec.json.Decoder(ToRunner)

@@ -19,6 +19,19 @@ WORKSPACE_NOT_ALLOWED = "workspace_not_allowed"
 WORKSPACE_UNAVAILABLE = "workspace_unavailable"
 """The repository could not be used (missing, not git, a clone that failed, ...)."""
 
+
+# Why a merge of an issue's branch into its base branch was refused (nothing changed).
+MERGE_CONFLICT = "merge_conflict"
+"""The branch and its base changed the same lines: the conflicting files are named."""
+NOTHING_TO_MERGE = "nothing_to_merge"
+"""The branch has no commit its base branch does not have."""
+NOT_FAST_FORWARD = "not_fast_forward"
+"""Fast-forward only, and the base branch has commits the branch does not have."""
+BASE_CHECKOUT_DIRTY = "base_checkout_dirty"
+"""The base branch is checked out with uncommitted changes to files the merge touches."""
+MERGE_NOT_SUPPORTED = "merge_not_supported"
+"""The repository is a clone URL's mirror (or the runner predates merging)."""
+
 ROOTS_SETTING = "PAPERCLIP_RUNNER_WORKSPACE_ROOTS"
 REMOTES_SETTING = "PAPERCLIP_RUNNER_WORKSPACE_REMOTES"
 

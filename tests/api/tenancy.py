@@ -28,6 +28,9 @@ BODIES = {
     ("PATCH", "/api/companies/{company_id}/agents/{agent_id}"): {"role": "x"},
     ("PATCH", "/api/companies/{company_id}/issues/{issue_id}"): {"title": "x"},
     ("POST", "/api/companies/{company_id}/issues/{issue_id}/comments"): {"body": "x"},
+    ("POST", "/api/companies/{company_id}/issues/{issue_id}/workspace/merge"): {
+        "close_issue": False
+    },
     ("PATCH", "/api/companies/{company_id}/issues/{issue_id}/comments/{comment_id}"): {"body": "x"},
     ("POST", "/api/companies/{company_id}/agents/{agent_id}/wakeup"): {"reason": "r"},
     ("PATCH", "/api/companies/{company_id}"): {"name": "x"},

@@ -128,7 +128,7 @@ def test_the_api_document_says_the_path_takes_either():
     app = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
     paths = app.openapi_schema.to_schema()["paths"]
     with_issue = [p for p in paths if "{issue_id}" in p]
-    assert len(with_issue) == 6
+    assert len(with_issue) == 7
     for path in with_issue:
         for method, operation in paths[path].items():
             if not isinstance(operation, dict) or "parameters" not in operation:

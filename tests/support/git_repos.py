@@ -6,6 +6,7 @@ test builds does not depend on the machine it runs on.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Mapping
@@ -90,6 +91,24 @@ def worktrees(repo: Path) -> list[dict[str, str]]:
         if entry:
             found.append(entry)
     return found
+
+
+def repo_state(repo: Path) -> dict:
+    """What a refused merge must leave as it was: every ref, the checkout's HEAD, its index,
+    status and top-level files, and the repository's worktrees."""
+    index = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+    head = git(repo, "symbolic-ref", "-q", "HEAD", check=False) or git(repo, "rev-parse", "HEAD")
+    return {
+        "refs": git(repo, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "head": head,
+        "index": hashlib.sha256(index.read_bytes()).hexdigest() if index.exists() else None,
+        # Without optional locks: a status that refreshed the index would change its bytes.
+        "status": git(
+            repo, "status", "--porcelain", "--untracked-files=all", env={"GIT_OPTIONAL_LOCKS": "0"}
+        ),
+        "files": {p.name: p.read_bytes() for p in sorted(repo.iterdir()) if p.is_file()},
+        "worktrees": worktrees(repo),
+    }
 
 
 def add_hook(repo: Path, name: str, script: str) -> None:

@@ -1,4 +1,5 @@
-"""A runner's messages, in order, a batch at a time: events, tool calls, turn endings, steers.
+"""A runner's messages, in order, a batch at a time: events, tool calls, turn endings, steers,
+what it reports of worktrees.
 
 A batch is whatever arrived while the previous one was processed. Its
 consecutive tool calls are admitted together (one statement), its consecutive
@@ -31,7 +32,12 @@ from paperclip.engine.ownership.fence import lock_run
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.turns.lifecycle import turn_started, wake_age
-from paperclip.engine.workspaces.reports import record_released, record_report, record_status
+from paperclip.engine.workspaces.reports import (
+    record_merged,
+    record_released,
+    record_report,
+    record_status,
+)
 from paperclip.wire.messages import (
     Ack,
     DataMessage,
@@ -46,6 +52,7 @@ from paperclip.wire.messages import (
     TurnFinished,
     TurnStarted,
     Usage,
+    WorkspaceMerged,
     WorkspaceReleased,
     WorkspaceReport,
     decode_from_runner,
@@ -190,6 +197,9 @@ class RunnerInbox:
                 await record_released(
                     session, link.runner_id, message, retry_after=self.release_retry
                 )
+        elif isinstance(message, WorkspaceMerged):
+            async with self.sessions.begin() as session:
+                await record_merged(session, link.runner_id, message)
         elif isinstance(message, Event):
             if await self.gate.controls(link, message.run_id):
                 await self._append_events(link, [message])

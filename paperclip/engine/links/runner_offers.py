@@ -1,7 +1,8 @@
 """What each runner said it offers, kept on its row for any replica to read.
 
 ``hello`` says which providers the runner hosts, their launch profiles (by
-name) and its model profiles (what each allows); ``provider_report`` follows
+name), its model profiles (what each allows) and the protocol features it
+speaks (``workspace_merge``); ``provider_report`` follows
 with whether each launch profile's CLI is installed. A new runner process starts over: its earlier process's probes are
 dropped at its ``hello``. ``POST …/agents/{id}/check`` reads them.
 """
@@ -21,7 +22,11 @@ from paperclip.wire.messages import Hello, ProviderReport
 
 def offers_of(hello: Hello, earlier: dict[str, Any] | None, same_process: bool) -> dict[str, Any]:
     """The row's ``offers`` after ``hello``: the probes kept only for the same process."""
-    offers: dict[str, Any] = {"providers": sorted(hello.providers)}
+    offers: dict[str, Any] = {
+        "providers": sorted(hello.providers),
+        # What it speaks beyond the base protocol: a merge is asked only of a runner that says so.
+        "features": sorted(hello.features),
+    }
     # An older runner says nothing of its profiles: absent, not "none".
     if hello.launch_profiles or not hello.providers:
         offers["launch_profiles"] = {p: sorted(n) for p, n in hello.launch_profiles.items()}

@@ -8,6 +8,11 @@
   changes nothing.
 - ``workspace_released``: the worktree is gone (its branch kept); the row says
   so, with the ref holding what was uncommitted.
+- ``workspace_merged``: the runner merged the issue's branch into its base
+  branch, or says why not; the merge request keeps the answer. A merge is one
+  ``workspace.merged`` activity entry (with the issue set ``done`` when the
+  request asked for it, in the same transaction); a refusal records nothing.
+  Only the first answer of the runner asked counts.
 - ``runner_status``: the disk a runner's worktrees and mirrors use.
 """
 
@@ -21,10 +26,25 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.engine.logs.events import NewEvent, append_events
-from paperclip.models import IssueWorkspace, Run, Runner, WorkspaceStatus
+from paperclip.models import (
+    Issue,
+    IssueStatus,
+    IssueWorkspace,
+    MergeStatus,
+    Run,
+    Runner,
+    WorkspaceMerge,
+    WorkspaceStatus,
+)
 from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
-from paperclip.wire.messages import RunnerStatus, WorkspaceReleased, WorkspaceReport
+from paperclip.services.actor import SYSTEM, Actor
+from paperclip.services.issues import update_issue
+from paperclip.wire.messages import (
+    RunnerStatus,
+    WorkspaceMerged,
+    WorkspaceReleased,
+    WorkspaceReport,
+)
 
 READY_EVENT = "workspace.ready"
 STATE_EVENT = "workspace.state"
@@ -100,6 +120,66 @@ async def record_released(
         company_id=row.company_id,
         details={"branch": row.branch, "saved_ref": message.saved_ref},
     )
+
+
+async def record_merged(
+    session: AsyncSession, runner_id: uuid.UUID, message: WorkspaceMerged
+) -> None:
+    """The runner's answer to a merge request, kept once; a merge is its activity entry."""
+    request = await session.get(WorkspaceMerge, message.request_id)
+    if request is None or request.status != MergeStatus.PENDING or request.runner_id != runner_id:
+        return  # a replay, an answer repeated, or a request another runner was asked again
+    # The issue (when it is closed), then the worktree, then the request: the order a run's
+    # claim and a new merge request take them in too.
+    if request.close_issue and message.status == "merged":
+        await session.get(Issue, request.issue_id, with_for_update=True)
+    ws = await session.get(IssueWorkspace, request.issue_id, with_for_update=True)
+    await session.refresh(request, with_for_update=True)
+    if request.status != MergeStatus.PENDING or request.runner_id != runner_id:
+        return
+    request.answered_at = datetime.now(UTC)
+    if message.status != "merged":
+        request.status = MergeStatus.REFUSED
+        request.error_code = message.error_code or "merge_refused"
+        request.error_message = message.error or "the runner refused the merge; nothing changed"
+        request.conflicts, request.files = list(message.conflicts), list(message.files)
+        return
+    request.status = MergeStatus.MERGED
+    request.commit, request.merged_head = message.commit, message.head
+    request.merged_commits = message.merged_commits
+    if ws is not None and message.head and ws.status != WorkspaceStatus.RELEASED:
+        # What is left to review is what the branch has beyond what was merged.
+        ws.base_commit = message.head
+        if message.state is not None:
+            ws.state = msgspec.to_builtins(message.state)
+            ws.diff, ws.diff_truncated = message.diff, message.diff_truncated
+            ws.head_commit = message.state.head
+            ws.state_at = datetime.now(UTC)
+    actor = Actor(type=request.actor_type, id=request.actor_id)  # type: ignore[arg-type]
+    record_activity(
+        session,
+        actor,
+        "workspace.merged",
+        entity_type="issue",
+        entity_id=request.issue_id,
+        company_id=request.company_id,
+        details={
+            "strategy": request.strategy,
+            "commit": message.commit,
+            "head": message.head,
+            "merged_commits": message.merged_commits,
+            "branch": request.branch,
+            "base_ref": request.base_ref,
+            "by": f"{request.actor_type}:{request.actor_id}",
+            "request_id": str(request.id),
+        },
+    )
+    if request.close_issue:
+        issue = await session.get(Issue, request.issue_id)
+        if issue is not None and issue.status != IssueStatus.DONE:
+            await update_issue(
+                session, actor, request.company_id, request.issue_id, {"status": IssueStatus.DONE}
+            )
 
 
 async def record_status(session: AsyncSession, runner_id: uuid.UUID, status: RunnerStatus) -> None:

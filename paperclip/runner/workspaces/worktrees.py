@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import hashlib
 import os
-import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -35,16 +34,25 @@ from typing import Any
 from paperclip_hookspecs.providers import ProcessUser
 
 from paperclip.failpoints import failpoint
+from paperclip.runner.workspaces import merging, sharing
 from paperclip.runner.workspaces import release as releasing
 from paperclip.runner.workspaces import report as reporting
-from paperclip.runner.workspaces import sharing
 from paperclip.runner.workspaces.errors import WORKSPACE_BUSY, WorkspaceError, scrub
+from paperclip.runner.workspaces.folders import (
+    admin_dir,
+    is_dir,
+    occupied,
+    private_dir,
+    remove,
+    same,
+)
 from paperclip.runner.workspaces.git import FETCH_TIMEOUT, GitFailed, GitResult, run_git
 from paperclip.runner.workspaces.locks import held, try_lock, waiting_lock
 from paperclip.runner.workspaces.mirrors import clone_mirror, fetch_branch, mirror_name
 from paperclip.runner.workspaces.policy import WorkspacePolicy
-from paperclip.wire.messages import WorkspaceSpec, WorkspaceState
+from paperclip.wire.messages import MergeStrategy, WorkspaceSpec, WorkspaceState
 from paperclip.wire.workspace_rules import (
+    MERGE_NOT_SUPPORTED,
     WORKSPACE_NOT_ALLOWED,
     WORKSPACE_UNAVAILABLE,
     branch_problem,
@@ -119,7 +127,7 @@ class Workspaces:
     def _folders(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         for folder in (self.root, self.staging, self.orphaned, self.locks, self.mirrors, self.home):
-            _private_dir(folder)
+            private_dir(folder)
 
     def path_of(self, key: str) -> Path:
         """The worktree folder of ``key`` (its parents made, 0700); ``workspace_not_allowed``
@@ -133,7 +141,7 @@ class Workspaces:
             folder = folder / part
             if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
                 raise _not_allowed(f"the workspace {key} leads out of the workspaces folder")
-            _private_dir(folder)
+            private_dir(folder)
             if (folder / ".git").exists():
                 raise _not_allowed(f"the workspace {key} would lie inside another worktree")
         path = folder / parts[-1]
@@ -184,7 +192,7 @@ class Workspaces:
             raise _not_allowed("a workspace names a repository folder or a clone URL: one of them")
         if spec.repo_path is not None:
             path = self.policy.check_repo_path(spec.repo_path)
-            if not _is_dir(path):
+            if not is_dir(path):
                 raise _unavailable(
                     f"the repository folder {path} does not exist on this runner host"
                 )
@@ -201,12 +209,12 @@ class Workspaces:
         url = self.policy.check_remote(spec.repo_url or "")
         self._folders()
         source = Source(self.mirrors / mirror_name(url), url)
-        if _is_dir(source.path):
+        if is_dir(source.path):
             return source
         if not clone:
             return None
         async with self._source_lock(source):
-            if not _is_dir(source.path):
+            if not is_dir(source.path):
                 try:
                     await clone_mirror(self.mirrors, url, self.home)
                 except GitFailed as failed:
@@ -254,13 +262,13 @@ class Workspaces:
 
     async def _adopt(self, path: Path, source: Source) -> bool:
         """Whether ``path`` is a worktree of ``source`` (repaired if its links were stale)."""
-        admin = _admin_dir(path)
+        admin = admin_dir(path)
         if admin is None:
             return False
         common = await self._git(
             ["rev-parse", "--path-format=absolute", "--git-common-dir"], source.path
         )
-        if not _same(admin.parent, Path(common.text) / "worktrees") or not _is_dir(admin):
+        if not same(admin.parent, Path(common.text) / "worktrees") or not is_dir(admin):
             return False
         await self._git(["worktree", "repair", "--", str(path)], source.path, check=False)
         # Left locked by a crash while it was made (a worktree not locked says so: ignored).
@@ -274,8 +282,8 @@ class Workspaces:
         return (
             mine.returncode == 0
             and len(lines) == 2
-            and _same(Path(lines[0]), Path(common.text))
-            and _same(Path(lines[1]), path)
+            and same(Path(lines[0]), Path(common.text))
+            and same(Path(lines[1]), path)
         )
 
     def _orphan(self, path: Path, key: str) -> Path:
@@ -285,7 +293,7 @@ class Workspaces:
         parent = self.orphaned
         for part in target.relative_to(self.orphaned).parts[:-1]:
             parent = parent / part
-            _private_dir(parent)
+            private_dir(parent)
         os.rename(path, target)
         return target
 
@@ -295,7 +303,7 @@ class Workspaces:
         for leftover in leftovers:
             # Made locked (see _ensure): unlocked first, or prune would keep its entry.
             await self._git(["worktree", "unlock", "--", str(leftover)], source.path, check=False)
-            await asyncio.to_thread(_remove, leftover)
+            await asyncio.to_thread(remove, leftover)
         if leftovers:
             await self._git(["worktree", "prune"], source.path)
 
@@ -318,7 +326,7 @@ class Workspaces:
             try:
                 ready = await self._ensure(spec, source, path)
                 if user is not None:
-                    admin = _admin_dir(ready.path)
+                    admin = admin_dir(ready.path)
                     if admin is None:
                         raise _unavailable(f"the worktree {ready.path} has no git folder")
                     passing = [self.work_dir, self.root]
@@ -337,7 +345,7 @@ class Workspaces:
             base_ref = await self._base_ref(source, spec)
             base = await self._kept_base(path, spec, base_ref, head.text)
             return Ready(path, spec.branch, base_ref, base, head.text, created=False)
-        if _occupied(path):
+        if occupied(path):
             self._orphan(path, spec.key)
         await self._git(["worktree", "prune"], source.path)  # frees a branch a lost folder held
         base_ref = await self._base_ref(source, spec)
@@ -429,12 +437,12 @@ class Workspaces:
         path = self.path_of(spec.key)
         source = await self._source(spec, clone=False)
         if source is None:  # its mirror is gone, so is any worktree of it
-            if _occupied(path):
+            if occupied(path):
                 self._orphan(path, spec.key)
             return Released(saved_ref=None, removed=True)
         async with self._source_lock(source):
             if not await self._adopt(path, source):
-                if _occupied(path):
+                if occupied(path):
                     self._orphan(path, spec.key)
                 return Released(saved_ref=None, removed=True)
             try:
@@ -447,45 +455,42 @@ class Workspaces:
                 raise failed.unavailable(f"could not release the worktree {spec.key}") from None
         return Released(saved_ref=saved, removed=True)
 
-
-def _private_dir(folder: Path) -> None:
-    """``folder`` made if missing, and 0700 (whatever the umask); one opened for others to
-    pass through (``--x``, see :func:`sharing.passable`) stays so."""
-    folder.mkdir(mode=0o700, exist_ok=True)
-    mode = folder.stat().st_mode & 0o777
-    if mode != 0o700 | (mode & 0o011):
-        os.chmod(folder, 0o700 | (mode & 0o011))
-
-
-def _admin_dir(path: Path) -> Path | None:
-    """The administrative folder a worktree's ``.git`` file at ``path`` points to, if any."""
-    dotgit = path / ".git"
-    if path.is_symlink() or not path.is_dir() or dotgit.is_symlink() or not dotgit.is_file():
-        return None
-    try:
-        line = dotgit.read_text(errors="replace").strip()
-    except OSError:
-        return None
-    if not line.startswith("gitdir:"):
-        return None
-    return Path(os.path.realpath(path / line.removeprefix("gitdir:").strip()))
-
-
-def _same(one: Path, other: Path) -> bool:
-    return os.path.realpath(one) == os.path.realpath(other)
-
-
-def _is_dir(path: Path) -> bool:
-    return path.is_dir()
-
-
-def _occupied(path: Path) -> bool:
-    """Whether anything (a dangling symlink too) is at ``path``."""
-    return os.path.lexists(path)
-
-
-def _remove(entry: Path) -> None:
-    if entry.is_symlink() or not entry.is_dir():
-        entry.unlink()
-    else:
-        shutil.rmtree(entry)
+    async def merge(
+        self,
+        spec: WorkspaceSpec,
+        strategy: MergeStrategy,
+        message: str,
+        before_update: merging.BeforeUpdate | None = None,
+        earlier: merging.Merged | None = None,
+    ) -> merging.Merged:
+        """Merge the spec's branch into its base branch in the host repository (see
+        :mod:`merging`); the caller holds the worktree's lock. A clone URL's mirror is refused:
+        pushing to the remote is not the runner's business."""
+        if spec.repo_path is None:
+            raise merging.MergeRefused(
+                MERGE_NOT_SUPPORTED,
+                "this project's repository is a clone URL: the runner holds only a mirror of "
+                "it, and pushing to the remote is not Paperclip's to do. Fetch the branch "
+                f"{spec.branch} from the mirror and merge it where the repository lives",
+            )
+        for name in (spec.branch, spec.base_ref):
+            if name is not None and (problem := branch_problem(name)):
+                raise _not_allowed(problem)
+        source = await self._source(spec, clone=False)
+        assert source is not None  # a folder's source is never cloned
+        async with self._source_lock(source):
+            base_ref = await self._base_ref(source, spec)
+            try:
+                return await merging.merge_branch(
+                    self._git,
+                    source.path,
+                    branch=spec.branch,
+                    base_ref=base_ref,
+                    strategy=strategy,
+                    message=message,
+                    workspaces=self.root,
+                    before_update=before_update,
+                    earlier=earlier,
+                )
+            except GitFailed as failed:
+                raise failed.unavailable(f"could not merge {spec.branch} into {base_ref}") from None
