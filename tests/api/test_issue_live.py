@@ -19,7 +19,7 @@ async def test_each_issue_of_the_list_carries_its_live_state(
     failed = await issue(paperclip_client, cid, "Failed")
     waiting = await issue(paperclip_client, cid, "Waiting")
     held = await issue(paperclip_client, cid, "Held")
-    idle = await issue(paperclip_client, cid, "Idle")
+    await issue(paperclip_client, cid, "Idle")
     succeeded = await issue(paperclip_client, cid, "Succeeded")
     parked = await issue(paperclip_client, cid, "Failed, then done")
     [_, run_now, run_failed, _, done_run, parked_run] = await add_runs(
