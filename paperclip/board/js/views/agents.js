@@ -75,7 +75,7 @@ export async function agentsView(companyId) {
         a.default_project_id = defaultProject.value || null;
       });
       return h("tr", { "data-agent": a.id },
-        h("th", { scope: "row" }, a.name), h("td", {}, a.role), h("td", {}, a.provider),
+        h("th", { scope: "row" }, h("a", { href: `#/c/${companyId}/agents/${a.id}` }, a.name)), h("td", {}, a.role), h("td", {}, a.provider),
         h("td", { class: "capabilities" }, capabilities(a)),
         h("td", {}, config.launch || "default"), h("td", {}, config.model || ""), cell,
         h("td", {}, badge(a.status, a.status === "active" ? "active_agent" : a.status)),
