@@ -19,6 +19,7 @@ beside it for scripts and for the reader who wants it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -90,7 +91,9 @@ def failure_reason(code: str | None, message: str | None) -> str:
     """A failed run's reason as one plain sentence: what its code means, and what its
     message adds."""
     base = FAILURES.get(code or "")
-    detail = (message or "").strip()
+    # A provider's own wording often wraps the message: "turn_failed: the model is down (other)".
+    detail = re.sub(r"^[a-z][a-z0-9_]*: ", "", (message or "").strip())
+    detail = re.sub(r" \([a-z][a-z0-9_]*\)$", "", detail)
     if base and detail and code not in ("budget_exceeded", "finish_not_called"):
         return _sentence(f"{base}: {detail}")
     if base:
@@ -153,9 +156,7 @@ def with_live_state(stmt: Select[Any]) -> Select[Any]:
         .lateral("held")
     )
     joined = (
-        Issue.__table__.outerjoin(latest, true())
-        .outerjoin(waiting, true())
-        .outerjoin(held, true())
+        Issue.__table__.outerjoin(latest, true()).outerjoin(waiting, true()).outerjoin(held, true())
     )
     return stmt.add_columns(*latest.c, *waiting.c, *held.c).select_from(joined)
 

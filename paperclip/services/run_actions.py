@@ -101,6 +101,8 @@ class RunActions:
                         source="header",
                     )
                 return Retried(await _wake(session, wake_id), run.issue_id, created=False)
+            if (earlier := await _wake_of_key(session, run, _marker(run.id))) is not None:
+                return Retried(await _wake(session, earlier[0]), run.issue_id, created=False)
             issue = await session.get(Issue, run.issue_id) if run.issue_id is not None else None
             if issue is not None and issue.status in CLOSED:
                 raise ConflictError(

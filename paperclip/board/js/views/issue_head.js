@@ -46,7 +46,7 @@ export function issueHead(companyId, issue, { onSaved }) {
 
   function show() {
     if (editing) return;
-    clear(title).append(h("span", { class: "identifier" }, issue.identifier), " ", issue.title);
+    clear(title).append(h("span", { class: "identifier" }, issue.identifier), " · ", issue.title);
     clear(description).append(markdown(issue.description, { empty: "No description yet." }));
   }
 

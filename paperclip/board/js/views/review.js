@@ -91,7 +91,8 @@ export function reviewPanel(companyId, issue, { onCommented = () => {}, onMerged
     const existing = row.nextElementSibling;
     if (existing && existing.classList.contains("line-comment")) { existing.querySelector("textarea").focus(); return; }
     const where = `${file.path}:${line.number}`;
-    const box = h("textarea", { rows: 3, "aria-label": `Comment on ${where}`, placeholder: "What should the agent change here? (Markdown)" });
+    const removed = line.kind === "del" ? " (a removed line)" : "";
+    const box = h("textarea", { rows: 3, "aria-label": `Comment on ${removed ? "the removed line " : ""}${where}`, placeholder: "What should the agent change here? (Markdown)" });
     const send = button("Comment", { kind: "primary" });
     const cancel = button("Cancel", { onclick: () => tr.remove() });
     const status = h("div", { "aria-live": "polite" });
@@ -101,7 +102,7 @@ export function reviewPanel(companyId, issue, { onCommented = () => {}, onMerged
       if (!text) return;
       send.disabled = true;
       clear(status);
-      const body = `\`${where}\` ${text}`;
+      const body = `\`${where}\`${removed} ${text}`;
       try {
         unsent = keyFor(unsent, body);
         await post(`${path}/comments`, { body, idempotency_key: unsent.key });
@@ -126,7 +127,8 @@ export function reviewPanel(companyId, issue, { onCommented = () => {}, onMerged
 
   function commentCell(file, line, colspan) {
     if (!line.number) return h("td", { class: "gutter-action" });
-    const add = h("button", { type: "button", class: "line-add", "aria-label": `Comment on ${file.path}:${line.number}`, title: "Comment on this line" }, "+");
+    const label = `Comment on ${line.kind === "del" ? "the removed line " : ""}${file.path}:${line.number}`;
+    const add = h("button", { type: "button", class: "line-add", "aria-label": label, title: "Comment on this line" }, "+");
     const td = h("td", { class: "gutter-action" }, add);
     add.addEventListener("click", () => lineComment(file, line, td.parentElement, colspan));
     return td;
@@ -137,7 +139,8 @@ export function reviewPanel(companyId, issue, { onCommented = () => {}, onMerged
     for (const hunk of file.hunks) {
       rows.push(h("tr", { class: "d-hunk" }, h("td", { colspan: 4 }, hunk.header)));
       for (const line of hunk.lines) {
-        rows.push(h("tr", { class: `d-${line.kind}`, "data-line": line.number ? `${file.path}:${line.number}` : null },
+        const at = line.number ? `${file.path}:${line.number}` : null;
+        rows.push(h("tr", { class: `d-${line.kind}`, "data-line": line.kind === "del" ? null : at, "data-old-line": line.kind === "del" ? at : null },
           commentCell(file, line, 4),
           h("td", { class: "ln" }, line.old ?? ""), h("td", { class: "ln" }, line.new ?? ""),
           code(file, line.text)));
