@@ -22,17 +22,16 @@ export function liveState(live, { compact = false } = {}) {
     node.append(h("strong", {}, "Running"), " ", live.since ? runningFor(live.since, "for ") : "");
     return node;
   }
-  node.append(h("strong", {}, WORDS[live.state]));
   if (live.state === "waiting" || live.state === "held") {
     const what = live.reason.replace(/^[^:]*:\s*/, "");
-    node.append(": ", h("span", { class: "why" }, compact ? what.replace(/\.$/, "") : what));
-  } else if (live.state === "failed") {
-    node.append(" ", live.since ? h("span", { class: "muted small", title: new Date(live.since).toLocaleString() }, ago(live.since)) : "");
-    node.append(h("span", { class: "why" }, live.reason));
-    if (live.code && !compact) {
-      node.append(h("details", { class: "code" }, h("summary", {}, "Code"), h("code", {}, live.code)));
-    }
+    node.append(h("strong", {}, `${WORDS[live.state]}:`), h("span", { class: "why" }, compact ? what.replace(/\.$/, "") : what));
+    return node;
   }
+  // Failed: when, and why in words (the code folded where there is room).
+  node.append(h("strong", {}, WORDS.failed), " ",
+    live.since ? h("span", { class: "muted small", title: new Date(live.since).toLocaleString() }, ago(live.since)) : "",
+    h("span", { class: "why" }, live.reason));
+  if (live.code && !compact) node.append(h("details", { class: "code" }, h("summary", {}, "Code"), h("code", {}, live.code)));
   return node;
 }
 

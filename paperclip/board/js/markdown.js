@@ -24,8 +24,8 @@ DOMPurify.addHook("afterSanitizeAttributes", (node) => {
 });
 
 /** `text` (Markdown) as a sanitised node: a `div.md`. An empty text gives `empty` in muted. */
-export function markdown(text, { empty = "", inline = false } = {}) {
-  const box = h("div", { class: inline ? "md md-inline" : "md" });
+export function markdown(text, { empty = "", inline = false, cls = "" } = {}) {
+  const box = h("div", { class: `${inline ? "md md-inline" : "md"}${cls ? ` ${cls}` : ""}` });
   if (!text || !String(text).trim()) {
     if (empty) box.append(h("span", { class: "muted" }, empty));
     return box;

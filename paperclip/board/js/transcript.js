@@ -19,6 +19,17 @@ const QUIET = new Set([
   "turn_start", "turn_end", "tool_execution_update", "agent.usage", "chat.final", "chat.delta",
 ]);
 
+/** Events of a provider's protocol in a person's words; the raw type stays behind "Raw". */
+const EVENT_WORDS = [
+  [/requestApproval$/, "Asked for approval"], [/commandExecution/, "Command"], [/fileChange/, "File change"],
+  [/mcpToolCall|tool/i, "Tool"], [/reasoning/i, "Thinking"], [/^turn\//, "Turn"], [/error/i, "Error"],
+  [/^session\./, "Session"], [/^run\./, "Run"], [/^thread\//, "Conversation"], [/message/i, "Message"],
+];
+export function eventWords(type) {
+  const found = EVENT_WORDS.find(([pattern]) => pattern.test(String(type)));
+  return found ? found[1] : "Provider event";
+}
+
 const stripServer = (name) => String(name || "").replace(/^paperclip__?/, "");
 const isOurs = (name, server) => server === "paperclip" || /^paperclip__?/.test(String(name || ""));
 const isShell = (name) => ["bash", "shell", "exec", "exec_command"].includes(String(name || ""));
@@ -327,8 +338,10 @@ export function transcript(runId, { compact = false } = {}) {
   function other(event, p) {
     if (QUIET.has(event.type)) return undefined;
     const brief = p.message || p.text || p.summary || p.status || p.reason || "";
-    return line("other", event.seq, h("code", { class: "type" }, event.type), " ",
-      h("span", { class: "muted" }, typeof brief === "string" ? firstLine(brief) : firstLine(json(brief))));
+    const said = typeof brief === "string" ? firstLine(brief) : firstLine(json(brief));
+    return line("other", event.seq, h("span", { class: "who" }, eventWords(event.type)), " ",
+      said ? h("span", { class: "muted" }, said) : null,
+      h("details", { class: "code" }, h("summary", {}, "Raw"), h("code", { class: "type" }, event.type)));
   }
 
   function add(event) {

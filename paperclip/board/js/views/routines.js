@@ -2,12 +2,16 @@
 // a routine's page with its next runs and the history of its executions; make one.
 
 import { all, get, keyFor, post } from "../api.js";
+import { cronWords } from "../cron.js";
 import { badge, clear, errorBox, field, h, when } from "../dom.js";
 
 function schedule(r) {
   if (!r.enabled) return badge("disabled");
   if (!r.cron) return h("span", { class: "muted" }, "no schedule");
-  return [h("code", {}, r.cron), h("span", { class: "muted" }, ` ${r.timezone}`)];
+  const words = cronWords(r.cron);
+  return h("span", { class: "schedule", "data-cron": r.cron },
+    words ? [words, h("span", { class: "muted" }, ` (${r.timezone})`), " ", h("details", { class: "code" }, h("summary", {}, "Cron"), h("code", {}, r.cron))]
+      : [h("code", {}, r.cron), h("span", { class: "muted" }, ` ${r.timezone}`)]);
 }
 
 /** A "Run now" button: one press, one execution (a retry after a lost answer keeps its key).
