@@ -241,7 +241,8 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     form.get_by_label("Monthly limit (currency units)").fill("0.01")
     form.get_by_label("Warn at (% of the limit)").fill("150")
     form.get_by_role("button", name="Create budget").click()
-    expect(form.locator(".error")).to_contain_text(re.compile(r"^\w+: .*warn_percent"))
+    expect(form.locator(".error")).to_contain_text("warn_percent")  # the field, in words
+    expect(form.locator(".error details.code code")).to_have_text(re.compile(r"^\w+$"))
     form.get_by_label("Warn at (% of the limit)").fill("50")
     form.get_by_role("button", name="Create budget").click()
     rows = page.locator("tr[data-budget]")
@@ -258,7 +259,8 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     form.get_by_label("Covers").select_option("agent")
     form.get_by_label("Monthly limit (currency units)").fill("5")
     form.get_by_role("button", name="Create budget").click()
-    expect(form.locator(".error")).to_contain_text("budget_exists: this agent has a budget already")
+    expect(form.locator(".error")).to_contain_text("This agent has a budget already")
+    expect(form.locator(".error details.code code")).to_have_text("budget_exists")
     expect(rows).to_have_count(1)
 
     # The turn crosses the budget: its next tool call is refused, the run ends, the task waits.

@@ -1,5 +1,6 @@
 import { all, get, post } from "../api.js";
-import { clear, errorBox, field, h } from "../dom.js";
+import { emptyState, formDialog } from "../dialog.js";
+import { button, clear, errorBox, field, h } from "../dom.js";
 
 export async function companiesView() {
   const companies = await all("/companies");
@@ -17,9 +18,11 @@ export async function companiesView() {
         location.hash = `#/c/${company.id}`;
       } catch (error) { clear(status).append(errorBox(error)); }
     },
-  }, h("h2", {}, "New company"), field("Name", name), h("button", { type: "submit" }, "Create company"), status);
-  return h("div", {}, h("h1", {}, "Companies"),
-    companies.length ? list : h("p", { class: "muted" }, "No company yet."), form);
+  }, h("h2", {}, "New company"), field("Name", name), h("button", { type: "submit", class: "btn primary" }, "Create company"), status);
+  const dialog = formDialog(form, { label: "New company" });
+  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Companies"), dialog.button), dialog.dialog,
+    companies.length ? list : emptyState("No company yet. A company holds the agents, projects and issues of one team.",
+      button("New company", { kind: "primary", onclick: dialog.open })));
 }
 
 /** The company pages the header links to, in order; a later page (costs, routines) adds a line. */

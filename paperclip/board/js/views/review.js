@@ -222,7 +222,7 @@ export function reviewPanel(companyId, issue, { onCommented = () => {}, onMerged
     h("div", { class: "merge" }, h("p", { class: "muted small" }, "Merge the issue's branch into its base branch in the project's repository."),
       h("div", { class: "actions" }, merge, " ", mergeClose), result));
   node.load = async (ws) => {
-    node.hidden = !ws || ws.status === "released";
+    node.hidden = !ws;
     if (!node.hidden) await load(ws).catch((error) => clear(note).append(errorBox(error)));
   };
   return node;

@@ -3,6 +3,7 @@
 
 import { all, get, keyFor, post } from "../api.js";
 import { cronWords } from "../cron.js";
+import { formDialog } from "../dialog.js";
 import { badge, clear, errorBox, field, h, when } from "../dom.js";
 
 function schedule(r) {
@@ -87,6 +88,7 @@ export async function routinesView(companyId) {
             "Webhook secret (shown this once): ", h("code", {}, made.webhook_secret),
             h("br"), "POST signed bodies to ", h("code", {}, made.webhook_path)));
         }
+        if (!made.webhook_secret) dialog.close(); // a secret stays in sight until closed
         await load();
       } catch (error) { status.append(errorBox(error)); }
     },
@@ -96,13 +98,14 @@ export async function routinesView(companyId) {
   h("div", { class: "filters" }, field("When the last issue is open", concurrency), field("After downtime", catchUp)),
   h("label", { class: "check" }, webhook, " A signed webhook"),
   h("p", { class: "muted hint" }, "Placeholders: {{date}}, {{time}}, {{datetime}}, {{weekday}}, {{routine}}, {{trigger}}."),
-  h("button", { type: "submit", disabled: !agents.length }, "Create routine"), status);
+  h("button", { type: "submit", class: "btn primary", disabled: !agents.length }, "Create routine"), status);
+  const dialog = formDialog(form, { label: "New routine" });
 
-  return h("div", {}, h("h1", {}, "Routines"), ran,
+  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Routines"), dialog.button), dialog.dialog, ran,
     h("div", { class: "scroll" }, h("table", { class: "routines" },
       h("caption", { class: "sr-only" }, "Routines"),
       h("thead", {}, h("tr", {}, ["Name", "Schedule", "Next run", "Agent", "Policies", "Webhook", ""].map((t) => h("th", { scope: "col" }, t)))),
-      tbody)), form);
+      tbody)));
 }
 
 export async function routineView(companyId, routineId) {
