@@ -185,7 +185,8 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
                     row = page.locator("tr[data-issue]", has_text=title)
                     expect(row).to_have_attribute("data-live", state)
             page.wait_for_timeout(300)  # the relative times and live dots settle
-            screenshots(page, f"daily-{name}{suffix}", full_page=True)
+            # Wide, the whole page; on a phone, its first screen (what a person sees first).
+            screenshots(page, f"daily-{name}{suffix}", full_page=not suffix)
             if suffix:
                 assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], name
     # On a phone the header is a menu.

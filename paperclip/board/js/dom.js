@@ -151,7 +151,21 @@ export function scrollTable(table, label) {
   if (globalThis.ResizeObserver) new ResizeObserver(update).observe(box);
   box.addEventListener("scroll", () => wrap.classList.toggle("scrolled", box.scrollLeft > 0));
   queueMicrotask(update);
+  if (table.classList && table.classList.contains("cardify")) labelCells(table);
   return wrap;
+}
+
+/** On a phone a `cardify` table is a list of cards: each cell is labelled by its column (its
+ * `data-label`), kept as rows are drawn again. */
+export function labelCells(table) {
+  const label = () => {
+    const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent);
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.children].forEach((cell, i) => { if (!cell.dataset.label && heads[i] && cell.colSpan === 1) cell.dataset.label = heads[i]; });
+    }
+  };
+  label();
+  if (globalThis.MutationObserver) new MutationObserver(label).observe(table, { childList: true, subtree: true });
 }
 
 /** A refusal where the action was: the API's message in words, its code behind a disclosure. */

@@ -32,5 +32,9 @@ export function markdown(text, { empty = "", inline = false, cls = "" } = {}) {
   }
   const html = marked.parse(String(text));
   box.append(DOMPurify.sanitize(html, PURIFY));
+  // No blank text at the ends: the box reads as what was written.
+  for (const end of ["firstChild", "lastChild"]) {
+    while (box[end] && box[end].nodeType === Node.TEXT_NODE && !box[end].textContent.trim()) box[end].remove();
+  }
   return box;
 }

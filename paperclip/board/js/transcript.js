@@ -5,6 +5,7 @@
 // The raw log (one line per stored event) stays one click away.
 
 import { append as appendAll, clear, duration, h, statusName } from "./dom.js";
+import { markdown } from "./markdown.js";
 import { WORKSPACE_EVENTS, eventList, workProductLine } from "./views/events.js";
 
 const MAX_ENTRIES = 2000;
@@ -125,7 +126,8 @@ export function transcript(runId, { compact = false } = {}) {
     }
     const atEnd = nearEnd();
     entry.text = text !== undefined && text !== null && (done || text.length >= entry.text.length) ? text : entry.text + (delta || "");
-    clear(entry.body).append(entry.text);
+    // While it streams, plain text; once complete, its Markdown, rendered and sanitised.
+    clear(entry.body).append(done && role === "agent" ? markdown(entry.text) : entry.text);
     entry.li.dataset.state = done ? "done" : "streaming";
     if (atEnd) list.scrollTop = list.scrollHeight;
   }

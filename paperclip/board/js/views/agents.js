@@ -82,7 +82,7 @@ export async function agentsView(companyId) {
         h("td", {}, badge(a.status, a.status === "active" ? "active_agent" : a.status)),
         h("td", { class: "actions" }, checkButton, " ", edit, " ", toggle));
     }));
-    if (!agents.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No agent yet.")));
+    if (!agents.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No agent yet: make one with New agent (a name, a provider and its settings).")));
   }
   await load();
 
@@ -163,7 +163,7 @@ export async function agentsView(companyId) {
   dialog.dialog.addEventListener("close", () => { if (editing) reset(); });
 
   return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Agents"), dialog.button), dialog.dialog,
-    scrollTable(h("table", { class: "agents" },
+    scrollTable(h("table", { class: "agents cardify" },
       h("caption", { class: "sr-only" }, "Agents"),
       h("thead", {}, h("tr", {}, ["Name", "Role", "Provider", "Can", "Launch profile", "Model", "Default project", "Status", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody), "Agents"), report);

@@ -131,7 +131,7 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
     let armed = false;
     const label = scopeName(b, names);
     const remove = h("button", {
-      type: "button", class: "secondary", "aria-label": `Delete the budget of ${label}`,
+      type: "button", class: "btn danger", "aria-label": `Delete the budget of ${label}`,
       onclick: async () => {
         if (!armed) { armed = true; clear(remove).append("Press again to delete"); return; }
         remove.disabled = true;

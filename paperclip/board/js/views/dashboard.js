@@ -21,7 +21,7 @@ function runRows(companyId, runs, agents, empty) {
       : runningFor(r.started_at || r.created_at, "for "))));
 }
 
-const table = (caption, headers, rows) => scrollTable(h("table", {}, h("caption", { class: "sr-only" }, caption),
+const table = (caption, headers, rows) => scrollTable(h("table", { class: "cardify" }, h("caption", { class: "sr-only" }, caption),
   h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)), caption);
 
 export async function dashboardView(companyId, signal) {

@@ -30,14 +30,14 @@ export async function projectsView(companyId) {
   async function load() {
     const projects = await all(base);
     clear(tbody).append(...projects.map(row));
-    if (!projects.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No project yet.")));
+    if (!projects.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No project yet: New project names a repository (a folder on the runner host, or a clone URL) its issues work in.")));
   }
 
   function row(p) {
     const actions = h("td", { class: "actions" });
     let armed = false;
     const remove = h("button", {
-      type: "button", "aria-label": `Delete ${p.name}`,
+      type: "button", class: "btn danger", "aria-label": `Delete ${p.name}`,
       onclick: async () => {
         // A second press confirms: nothing is deleted by one stray click.
         if (!armed) { armed = true; clear(remove).append("Confirm delete"); return; }
@@ -155,7 +155,7 @@ export async function projectsView(companyId) {
   await load();
 
   return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Projects"), dialog.button), dialog.dialog,
-    scrollTable(h("table", { class: "projects" },
+    scrollTable(h("table", { class: "projects cardify" },
       h("caption", { class: "sr-only" }, "Projects"),
       h("thead", {}, h("tr", {}, ["Name", "Repository", "Default branch", "Branch prefix", "Git hooks", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody), "Projects"));

@@ -53,7 +53,7 @@ export async function routinesView(companyId) {
       h("td", {}, `${r.concurrency.replace(/_/g, " ")}, ${r.catch_up.replace(/_/g, " ")}`),
       h("td", {}, r.webhook ? "yes" : "no"),
       h("td", { class: "actions" }, runButton(base, r, load, ran)))));
-    if (!routines.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No routine yet.")));
+    if (!routines.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No routine yet: New routine makes an issue for an agent on a schedule, or on a signed webhook.")));
   }
   await load();
 
@@ -102,7 +102,7 @@ export async function routinesView(companyId) {
   const dialog = formDialog(form, { label: "New routine" });
 
   return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Routines"), dialog.button), dialog.dialog, ran,
-    h("div", { class: "scroll" }, h("table", { class: "routines" },
+    h("div", { class: "scroll" }, h("table", { class: "routines cardify" },
       h("caption", { class: "sr-only" }, "Routines"),
       h("thead", {}, h("tr", {}, ["Name", "Schedule", "Next run", "Agent", "Policies", "Webhook", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody)));
