@@ -68,7 +68,7 @@ export async function runView(companyId, runId, signal) {
       clear(summary).append(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
       const open = tech.open;
       // What only an operator looking for a cause needs: folded.
-      clear(tech).append(h("summary", {}, "Technical details"), h("dl", { class: "facts" },
+      clear(tech).append(h("summary", {}, "Technical details"), h("dl", { class: "facts-tech" },
         ...[["Provider", run.provider], ["Phase", statusName(run.phase)], ["How it ended", run.status_reason || ""],
           ["Error code", run.error_code || "none"], ["Controller", `${run.controller_instance || "none"} (epoch ${run.controller_epoch})`],
           ["Session", run.session_ref || "none"]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
