@@ -328,7 +328,7 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     assert daily.ended_run(stack, cid, later["id"])["status"] == "succeeded"
     page.goto(stack.board(f"/#/c/{cid}/issues/{task['identifier']}"))
     expect(page.locator(".why-waits")).to_have_count(0)
-    expect(page.get_by_role("list", name="Runs").locator("li[data-run]")).to_have_count(2)
+    expect(page.get_by_role("list", name="Thread").locator("li[data-run]")).to_have_count(2)
     page.goto(stack.board(f"/#/c/{cid}/dashboard"))
     alert = page.get_by_role("region", name="Budgets past their warning")
     expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_have_attribute(

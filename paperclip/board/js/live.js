@@ -24,7 +24,7 @@ export function liveState(live, { compact = false } = {}) {
   }
   if (live.state === "waiting" || live.state === "held") {
     const what = live.reason.replace(/^[^:]*:\s*/, "");
-    node.append(h("strong", {}, `${WORDS[live.state]}:`), h("span", { class: "why" }, compact ? what.replace(/\.$/, "") : what));
+    node.append(h("strong", {}, `${WORDS[live.state]}:`), " ", h("span", { class: "why" }, compact ? what.replace(/\.$/, "") : what));
     return node;
   }
   // Failed: when, and why in words (the code folded where there is room).

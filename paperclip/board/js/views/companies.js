@@ -22,7 +22,7 @@ export async function companiesView() {
   const dialog = formDialog(form, { label: "New company" });
   return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Companies"), dialog.button), dialog.dialog,
     companies.length ? list : emptyState("No company yet. A company holds the agents, projects and issues of one team.",
-      button("New company", { kind: "primary", onclick: dialog.open })));
+      button("Make the first company", { kind: "primary", onclick: dialog.open })));
 }
 
 /** The company pages the header links to, in order; a later page (costs, routines) adds a line. */

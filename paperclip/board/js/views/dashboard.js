@@ -2,7 +2,7 @@
 // load, and the issues by status (each count links to the filtered list).
 
 import { get } from "../api.js";
-import { badge, clear, errorBox, h, runningFor, scrollTable, when } from "../dom.js";
+import { badge, clear, errorBox, h, runningFor, scrollTable, statusName, when } from "../dom.js";
 import { budgetAlerts } from "./budgets.js";
 import { ISSUE_STATUSES, issueHref } from "./issues.js";
 

@@ -144,7 +144,7 @@ export async function issuesView(companyId, signal) {
       empty.append(emptyState("No issue matches these filters.", h("a", { href: `#/c/${companyId}` }, "Show every issue")));
     } else if (!issues.length) {
       empty.append(emptyState("No issue yet. An issue is a piece of work for an agent: say what to do, and assign it.",
-        button("New issue", { kind: "primary", onclick: dialog.open })));
+        button("Make the first issue", { kind: "primary", onclick: dialog.open })));
     }
     clear(count).append(`${issues.length} ${issues.length === 1 ? "issue" : "issues"}`);
   }
