@@ -137,3 +137,16 @@ def test_the_title_and_description_edited_on_the_page_are_the_apis(shared_stack,
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#issue-priority")).to_have_text("Urgent")
     assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["priority"] == "urgent"
+
+    # A person's comment, edited in place (PATCH …/comments/{id}): the API has the new words.
+    page.get_by_label("Comment", exact=True).fill("Look at `auth.py` first.")
+    page.get_by_role("button", name="Post comment").click()
+    posted = page.locator("ol.thread li[data-comment]")
+    expect(posted.locator("code")).to_have_text("auth.py")
+    posted.get_by_role("button", name="Edit comment").click()
+    posted.get_by_label("Edit the comment").fill("Look at `session.py` first.")
+    posted.get_by_role("button", name="Save comment").click()
+    expect(posted.locator("code")).to_have_text("session.py")
+    expect(posted).to_contain_text("edited")
+    [comment] = daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}/comments")["items"]
+    assert comment["body"] == "Look at `session.py` first." and comment["edited_at"]

@@ -163,7 +163,7 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
     assert states["Replace the lidar"] == "held"
 
     pages = [
-        ("dashboard", f"#/c/{cid}/dashboard", "h1"),
+        ("dashboard", f"#/c/{cid}/dashboard", "tr[data-run][data-status='running']"),
         ("issues", f"#/c/{cid}", "tr[data-live='running']"),
         ("kanban", f"#/c/{cid}/kanban", ".kanban-card[data-live='failed']"),
         (
@@ -184,6 +184,7 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
                 for title, state in states.items():
                     row = page.locator("tr[data-issue]", has_text=title)
                     expect(row).to_have_attribute("data-live", state)
+            expect(page.locator("[role=alert], [data-problem]")).to_have_count(0)  # no refusal
             page.wait_for_timeout(300)  # the relative times and live dots settle
             # Wide, the whole page; on a phone, its first screen (what a person sees first).
             screenshots(page, f"daily-{name}{suffix}", full_page=not suffix)
