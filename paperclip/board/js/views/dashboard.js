@@ -16,8 +16,8 @@ function runRows(companyId, runs, agents, empty) {
     h("td", {}, r.issue ? h("a", { href: issueHref(companyId, r.issue) }, `${r.issue.identifier} · ${r.issue.title}`) : h("span", { class: "muted" }, "no issue")),
     h("td", {}, agents[r.agent_id] || "?"),
     h("td", {}, r.status === "failed"
-      ? [h("span", { class: "run-words failed" }, r.reason || "The run failed."), " ", h("span", { class: "muted small" }, when(r.finished_at || r.created_at)),
-        r.error_code ? h("details", { class: "code" }, h("summary", {}, "Code"), h("code", {}, r.error_code)) : ""]
+      ? h("div", {}, h("span", { class: "run-words failed" }, r.reason || "The run failed."), " ", h("span", { class: "muted small" }, when(r.finished_at || r.created_at)),
+        r.error_code ? h("details", { class: "code" }, h("summary", {}, "Code"), h("code", {}, r.error_code)) : "")
       : runningFor(r.started_at || r.created_at, "for "))));
 }
 
