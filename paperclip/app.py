@@ -36,6 +36,7 @@ from paperclip.api.projects import ProjectController
 from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.routines import RoutineController
+from paperclip.api.run_actions import RunActionController
 from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
 from paperclip.api.runs import RunController
@@ -142,6 +143,7 @@ def create_app(
             RunController,
             RunStreamController,
             RunSteerController,
+            RunActionController,
             ConversationController,
             InteractionController,
             HoldController,
@@ -185,6 +187,7 @@ def create_app(
             "conversations": _service(container.conversations),
             "interactions": _service(container.interactions),
             "inbox": _service(container.inbox),
+            "run_actions": _service(container.run_actions),
             "dashboard": _service(container.dashboard),
             "agent_checks": _service(container.agent_checks),
             "plugin_host": Provide(lambda: host, sync_to_thread=False),

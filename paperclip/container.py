@@ -52,6 +52,7 @@ from paperclip.services.issues import IssueService
 from paperclip.services.prices import PriceService, prices_from_settings
 from paperclip.services.projects import ProjectService
 from paperclip.services.routines import RoutineService
+from paperclip.services.run_actions import RunActions
 from paperclip.services.run_tokens import RunTokenService
 from paperclip.services.runners import RunnerService
 from paperclip.services.runs import RunQueries
@@ -315,6 +316,7 @@ class Container(containers.DeclarativeContainer):
     wakes = providers.Singleton(WakeService, sessions)
     runs = providers.Singleton(RunQueries, sessions)
     inbox = providers.Singleton(InboxQueries, sessions)
+    run_actions = providers.Singleton(RunActions, sessions)
     dashboard = providers.Singleton(DashboardQueries, sessions)
     agent_checks = providers.Singleton(AgentChecks, sessions)
     api_keys = providers.Singleton(ApiKeyService, sessions, engine)

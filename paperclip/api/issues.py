@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from datetime import datetime
+from typing import Annotated, Literal
 
+import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 
@@ -23,6 +25,35 @@ from paperclip.api.schemas import (
 from paperclip.services.actor import Actor
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
+from paperclip.services.live_state import LiveState
+
+
+class IssueLiveOut(msgspec.Struct):
+    """What the issue is doing now, read in the list's own statement."""
+
+    state: Literal["running", "waiting", "held", "failed", "idle"]
+    """``running``: its latest run is queued or running; ``waiting``: a question, approval,
+    stage or blocker waits on a person; ``held``: an active hold keeps it from running;
+    ``failed``: its latest run failed and the issue is open (not dismissed); else ``idle``."""
+    since: datetime | None
+    """Since when: the run's start, the interaction's or hold's creation, the failure."""
+    run_id: uuid.UUID | None
+    """Its latest run, if any."""
+    reason: str
+    """One plain sentence: "The agent asks: Which team hires?"."""
+    code: str | None
+    """The code behind it: the run's error code, the hold's or interaction's kind, the run's
+    status."""
+
+    @classmethod
+    def of(cls, live: LiveState) -> IssueLiveOut:
+        return msgspec.convert(live, cls, from_attributes=True)
+
+
+class IssueListItem(IssueOut):
+    """An issue of a list, with its live state."""
+
+    live: IssueLiveOut
 
 
 class IssueController(Controller):
@@ -57,7 +88,9 @@ class IssueController(Controller):
         sort: Sort = "created",
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
-    ) -> Page[IssueOut]:
+    ) -> Page[IssueListItem]:
+        """The company's issues, filtered; each with ``live``, what it is doing now (its
+        latest run, what waits on a person, what holds it), read in the same statement."""
         pages = pages.sorted(sort)
         rows, end = await issues.list(
             company_id,
@@ -72,7 +105,11 @@ class IssueController(Controller):
             limit=limit,
             sort=sort,
         )
-        return pages.page([IssueOut.of(r) for r in rows], end)
+        items = [
+            IssueListItem(**msgspec.structs.asdict(IssueOut.of(issue)), live=IssueLiveOut.of(live))
+            for issue, live in rows
+        ]
+        return pages.page(items, end)
 
     @post("/", opt=access(Access.WRITE), responses=error_responses(404, 422))
     async def create_issue(

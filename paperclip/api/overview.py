@@ -17,6 +17,7 @@ from paperclip.api.schemas import IssuePriorityName, IssueStatusName, RunStatusN
 from paperclip.models import Issue, Run
 from paperclip.services.dashboard import AgentLoad, DashboardQueries
 from paperclip.services.inbox import InboxQueries
+from paperclip.services.live_state import failure_reason
 
 
 class IssueBrief(msgspec.Struct):
@@ -50,13 +51,20 @@ class RunBrief(msgspec.Struct):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    reason: str | None = None
+    """A failed run's reason as one plain sentence (its code is ``error_code``)."""
 
     @classmethod
     def of(cls, run: Run, issue: Issue | None) -> RunBrief:
         fields: dict[str, Any] = {
-            name: getattr(run, name) for name in cls.__struct_fields__ if name != "issue"
+            name: getattr(run, name)
+            for name in cls.__struct_fields__
+            if name not in ("issue", "reason")
         }
-        return msgspec.convert(fields | {"issue": IssueBrief.of(issue)}, cls)
+        reason = (
+            failure_reason(run.error_code, run.error_message) if run.status == "failed" else None
+        )
+        return msgspec.convert(fields | {"issue": IssueBrief.of(issue), "reason": reason}, cls)
 
 
 class WaitingInteraction(InteractionOut):
@@ -71,6 +79,11 @@ class InboxCounts(msgspec.Struct):
     interactions: int
     holds: int
     failed_runs: int
+
+
+class InboxTotal(InboxCounts):
+    total: int
+    """Everything that waits on a person: the three counts added up."""
 
 
 class InboxOut(msgspec.Struct):
@@ -150,6 +163,17 @@ class OverviewController(Controller):
             failed_runs=[RunBrief.of(r, issue) for r, issue in found.failed_runs],
             counts=InboxCounts(**found.counts),
         )
+
+    @get(
+        "/inbox/count",
+        opt=access(Access.READ),
+        responses=error_responses(404),
+        description="How many things wait on a person (the inbox's counts, and their total), "
+        "without the items: what the board's header shows.",
+    )
+    async def inbox_count(self, company_id: uuid.UUID, inbox: InboxQueries) -> InboxTotal:
+        counts = await inbox.counts(company_id)
+        return InboxTotal(total=sum(counts.values()), **counts)
 
     @get(
         "/dashboard",

@@ -22,6 +22,7 @@ from paperclip.models import (
     RunTurn,
     WakeRequest,
 )
+from paperclip.services.live_state import failure_reason
 
 # Not blank: one character that no regex engine counts as a space. ``\S`` does not do:
 # Python's ``\s`` has \x1c-\x1f and \x85, JavaScript's has \ufeff, so a client (or a
@@ -327,11 +328,18 @@ class RunOut(msgspec.Struct):
     """When a budget of the run ran out mid-turn: its tool calls are refused since."""
     usage: RunUsageOut | None = None
     """What the run used and cost (on a single run's answer)."""
+    reason: str | None = None
+    """A failed run's reason as one plain sentence (its code is ``error_code``)."""
+    dismissed_at: datetime | None = None
+    """When a person dismissed the failed run (it left the inbox)."""
 
     @classmethod
     def of(cls, row: Run, usage: RunUsageOut | None = None) -> RunOut:
         out = msgspec.convert(row, cls, from_attributes=True)
-        return msgspec.structs.replace(out, usage=usage) if usage is not None else out
+        reason = (
+            failure_reason(row.error_code, row.error_message) if row.status == "failed" else None
+        )
+        return msgspec.structs.replace(out, usage=usage or out.usage, reason=reason)
 
 
 class RunEventOut(msgspec.Struct):

@@ -121,6 +121,10 @@ class Run(UUIDPrimaryKey, Timestamps, Base):
     budget_stop_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     """A budget of the run ran out: its next tool call is answered ``budget_exceeded``, and
     the run ends so once its turn does."""
+    dismissed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    """A person dismissed the failed run (once): it left the inbox."""
+    dismissed_by: Mapped[str | None] = mapped_column(String(200))
+    """Who dismissed it: the actor's id."""
 
 
 class RunEvent(Base):

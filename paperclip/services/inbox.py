@@ -11,8 +11,8 @@ Three kinds of item, each newest first and bounded (with the full count):
   same work (it is the latest run of its issue, or, without an issue, of its
   agent) while its issue is still open (not done, cancelled or parked in the
   backlog). It leaves the inbox when the work runs again (a comment, an answer
-  or an assignment wakes the agent) or when someone closes or parks the issue.
-  Nothing is stored to know it: the inbox is what the rows say now.
+  or an assignment wakes the agent), when someone closes or parks the issue, or
+  when a person dismisses it (``runs.dismissed_at``, the one thing stored).
 """
 
 from __future__ import annotations
@@ -80,6 +80,17 @@ class InboxQueries:
                 },
             )
 
+    async def counts(self, company_id: uuid.UUID) -> dict[str, int]:
+        """Each kind's full count, read in one snapshot, without the items."""
+        async with self.sessions() as session, session.begin():
+            await session.execute(SNAPSHOT)
+            await require_company(session, company_id)
+            return {
+                "interactions": await _count(session, _waiting_interactions(company_id)),
+                "holds": await _count(session, _standing_holds(company_id)),
+                "failed_runs": await _count(session, _unseen_failures(company_id)),
+            }
+
 
 def _waiting_interactions(company_id: uuid.UUID) -> Any:
     return (
@@ -123,6 +134,7 @@ def unseen_failures_filter(company_id: uuid.UUID) -> Any:
     return and_(
         Run.company_id == company_id,
         Run.status == RunStatus.FAILED,
+        Run.dismissed_at.is_(None),
         ~ran_since,
         or_(Run.issue_id.is_(None), Issue.status.not_in(PARKED)),
     )

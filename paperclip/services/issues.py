@@ -13,6 +13,7 @@ from paperclip.models import Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
+from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.projects import (
     default_project,
     live_workspace,
@@ -179,9 +180,10 @@ class IssueService:
         identifier: str | None = None,
         priority: str | None = None,
         sort: SortKey = "created",
-    ) -> tuple[list[Issue], Cursor | None]:
-        """A page of the company's issues, filtered; ``q`` is text in the title, the
-        description or the identifier, in any case."""
+    ) -> tuple[list[tuple[Issue, LiveState]], Cursor | None]:
+        """A page of the company's issues, filtered, each with its live state (read in the
+        same statement); ``q`` is text in the title, the description or the identifier, in
+        any case."""
         async with self.sessions() as session:
             if await session.get(Company, company_id) is None:
                 raise NotFoundError.of("company", company_id)
@@ -213,7 +215,10 @@ class IssueService:
                         Issue.identifier.ilike(pattern, escape="\\"),
                     )
                 )
-            return await keyset_page(session, stmt, Issue, after, limit, sort)
+            rows, end = await keyset_page(
+                session, with_live_state(stmt), Issue, after, limit, sort, with_columns=True
+            )
+            return [(row[0], live_state(row[0], row)) for row in rows], end
 
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]

@@ -71,9 +71,14 @@ async def keyset_page(
     after: Cursor | None,
     limit: int,
     sort: SortKey = "created",
+    *,
+    with_columns: bool = False,
 ) -> tuple[list[Any], Cursor | None]:
     """One page of ``stmt`` in (``sort``'s column, id) order after ``after``, and where the
-    next starts. The id breaks ties in the same direction, so the order is total."""
+    next starts. The id breaks ties in the same direction, so the order is total.
+
+    ``with_columns``: ``stmt`` selects ``model`` then more columns, and the page is its rows
+    (``model`` first in each) rather than the models alone."""
     descending = sort.startswith("-")
     column = getattr(model, f"{sort.lstrip('-')}_at")
     if after is not None:
@@ -90,8 +95,10 @@ async def keyset_page(
                 )
             )
     order = (column.desc(), model.id.desc()) if descending else (column, model.id)
-    rows = list((await session.execute(stmt.order_by(*order).limit(limit + 1))).scalars().all())
+    result = await session.execute(stmt.order_by(*order).limit(limit + 1))
+    rows = list(result.all() if with_columns else result.scalars().all())
     if len(rows) > limit:
         rows = rows[:limit]
-        return rows, Cursor(getattr(rows[-1], column.key), rows[-1].id)
+        last = rows[-1][0] if with_columns else rows[-1]
+        return rows, Cursor(getattr(last, column.key), last.id)
     return rows, None

@@ -79,6 +79,29 @@ async def test_the_page_and_its_files_carry_a_strict_policy(paperclip_client):
     assert css.headers["content-type"].startswith("text/css")
 
 
+VENDORED = {
+    "/board/vendor/marked/marked.esm.js": ("marked v18.2.1", "vendor/marked/LICENSE"),
+    "/board/vendor/dompurify/purify.es.mjs": ("DOMPurify 3.4.18", "vendor/dompurify/LICENSE"),
+    "/board/vendor/highlight/highlight.min.js": ("Highlight.js v11.12.0", "vendor/highlight/LICENSE"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(VENDORED))
+async def test_the_vendored_libraries_are_served_as_scripts_with_their_licence(
+    paperclip_client, path
+):
+    """The board's libraries come from the server (no CDN), as JavaScript, each with its
+    licence header kept and its licence file shipped beside it."""
+    header, licence = VENDORED[path]
+    r = await paperclip_client.get(path)
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/javascript")
+    assert header in r.text[:600]
+    from paperclip.api.board import BOARD_DIR
+
+    assert (BOARD_DIR / licence).is_file()
+
+
 @pytest.mark.parametrize(
     "path",
     [

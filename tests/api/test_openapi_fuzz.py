@@ -56,6 +56,10 @@ Documented exceptions, configured below and nowhere else:
   the document offers every installed provider's schema (it cannot know the
   stored provider), so a config that fits another provider is refused
   (``invalid_provider_config``). ``test_agent_configs.py`` tests it.
+- ``positive_data_acceptance`` accepts ``409`` on a run's ``retry`` and
+  ``dismiss``: the seeded run succeeded, and only a failed run is retried or
+  dismissed (``run_not_failed``), which no schema states.
+  ``tests/api/test_run_actions.py`` tests both on failed runs.
 - ``positive_data_acceptance`` accepts ``422`` on the budget and cost
   operations: a budget's ``scope_id`` and the costs' filters name an agent,
   project, issue or run by id (as above), and ``since`` / ``until`` are ISO
@@ -189,7 +193,7 @@ def config(ids: dict[str, str]) -> str:
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",
             "[[operations]]",
-            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/conversations|/interactions|/projects|/projects/\\{project_id\\}|/budgets|/costs|/cost-events|/routines|/routines/\\{routine_id\\}|/run|/webhook|/webhook-secret)$'",
+            "include-path-regex = '(/agents|/issues|/issues/\\{issue_id\\}|/runs|/wakeup|/holds|/steer|/retry|/dismiss|/conversations|/interactions|/projects|/projects/\\{project_id\\}|/budgets|/costs|/cost-events|/routines|/routines/\\{routine_id\\}|/run|/webhook|/webhook-secret)$'",
             "checks.positive_data_acceptance.expected-statuses = "
             '["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]',
             "",

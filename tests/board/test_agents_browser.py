@@ -29,6 +29,7 @@ def probed(stack, company_id: str, agent_id: str) -> bool:
 def test_make_an_agent_with_the_form_from_its_schema_and_check_it(stack, page, screenshots):
     acme = daily.company(stack, "Initech", "INI")
     page.goto(stack.board(f"/#/c/{acme['id']}/agents"))
+    page.get_by_role("button", name="New agent").click()  # the form opens in a dialog
     form = page.get_by_role("form", name="Agent")
     expect(form.get_by_label("Provider", exact=True)).to_have_value("codex")
     settings = form.locator("fieldset[data-provider='codex']")

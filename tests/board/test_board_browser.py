@@ -64,11 +64,13 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
     (stack.script_dir / "board-live.json").write_text(json.dumps(script))
     page.goto(stack.board("/"))
 
+    page.get_by_role("button", name="New company").click()
     page.get_by_label("Name", exact=True).fill("Acme")
     page.get_by_role("button", name="Create company").click()
     expect(page.get_by_role("heading", name="Issues")).to_be_visible()
 
     page.get_by_role("link", name="Agents").click()
+    page.get_by_role("button", name="New agent").click()
     page.get_by_label("Name", exact=True).fill("coder")
     page.get_by_label("Provider", exact=True).select_option("codex")
     page.get_by_label("Launch").fill("fake")  # the codex schema's fields (test_agents_browser)
@@ -79,6 +81,7 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
     expect(page.locator("tr[data-agent] .capabilities")).to_contain_text("steer")
 
     page.get_by_role("link", name="Acme: issues").click()
+    page.get_by_role("button", name="New issue").click()
     page.get_by_label("Title").fill("Fix the build")
     page.get_by_label("Description").fill("The build is red.")
     page.get_by_role("button", name="Create issue").click()
@@ -97,14 +100,14 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
     expect(page.locator(".stream-state")).to_have_attribute("data-state", "live")
     expect(events.locator("li[data-type='run.finished']")).to_have_count(0)
     expect(page.locator("#issue-status")).to_have_attribute("data-status", "in_progress")
-    expect(page.locator("ol.comments")).to_contain_text("On it.")
+    expect(page.locator("ol.thread")).to_contain_text("On it.")
     before = len(shown_seqs(page))
     screenshots(page, "issue-live", full_page=True)
 
     gate.touch()
     expect(events.locator("li[data-type='run.finished']")).to_have_count(1, timeout=90_000)
     expect(page.locator("#issue-status")).to_have_attribute("data-status", "done", timeout=30_000)
-    expect(page.locator("ol.comments")).to_contain_text("I fixed the build.")
+    expect(page.locator("ol.thread")).to_contain_text("I fixed the build.")
     expect(page.get_by_label("Status")).to_have_value("done")  # the form follows the issue
 
     company_id = page.evaluate("location.hash").split("/")[2]
@@ -118,7 +121,7 @@ def test_assign_an_issue_and_watch_its_run_live_until_done(stack, page, screensh
     assert events.get_attribute("data-anomalies") == "0"
     screenshots(page, "issue-done", full_page=True)
 
-    page.locator("ul.runs a").first.click()
+    page.locator("ol.thread li[data-run] a").first.click()
     expect(page.locator("dl.facts")).to_have_attribute("data-status", "succeeded")
     expect(page.locator("tr[data-turn]")).to_have_count(1)
     expect(page.locator("#steer-text")).to_be_disabled()
@@ -183,8 +186,8 @@ def test_hold_a_task_and_resolve_the_hold_from_the_keyboard(stack, page, screens
     # A comment from the form is sent with a key of its own: a retry cannot post it twice.
     page.get_by_label("Comment", exact=True).fill("The freeze ends on Friday.")
     page.get_by_role("button", name="Post comment").click()
-    expect(page.locator("ol.comments li")).to_have_count(1)
-    expect(page.locator("ol.comments")).to_contain_text("The freeze ends on Friday.")
+    expect(page.locator("ol.thread li[data-comment]")).to_have_count(1)
+    expect(page.locator("ol.thread")).to_contain_text("The freeze ends on Friday.")
     sql = "SELECT idempotency_key FROM comments WHERE issue_id = $1"
     with ThreadPoolExecutor(1) as pool:  # Playwright's loop runs in this thread
         [keyed] = pool.submit(query, stack.database_url, sql, uuid.UUID(issue["id"])).result()
@@ -271,6 +274,7 @@ def test_with_login_the_page_asks_for_a_key_and_a_viewer_may_only_look(stack, pa
     page.get_by_role("link", name="Keyed").click()
     expect(page.locator("tr[data-issue]")).to_contain_text("Seen")
     # The key's role decides, as for any client: a viewer's write is refused, and said so.
+    page.get_by_role("button", name="New issue").click()
     page.get_by_label("Title").fill("Not allowed")
     page.get_by_role("button", name="Create issue").click()
     expect(page.get_by_role("alert")).to_contain_text("insufficient_role")

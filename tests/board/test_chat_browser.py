@@ -34,8 +34,10 @@ def test_chat_with_the_agent_answer_its_card_and_see_each_reply_once(stack, page
     expect(chat.locator("[data-chat-state]")).to_have_attribute("data-chat-state", "idle")
 
     # Answering the card wakes the agent; then a chat message is the next turn.
-    page.get_by_label("Answer to Which team hires?").fill("The web team.")
-    page.get_by_role("button", name="Answer: Which team hires?").click()
+    # The question waits at the top of the page, answered there.
+    waiting = page.get_by_role("region", name="Waiting on you")
+    waiting.get_by_label("Answer to Which team hires?").fill("The web team.")
+    waiting.get_by_role("button", name="Answer: Which team hires?").click()
     expect(cards.locator("li[data-status='answered']")).to_have_count(1)
     wait_until(
         lambda: (

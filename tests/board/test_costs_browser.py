@@ -235,13 +235,15 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     price(stack, coder["model"])
 
     page.goto(stack.board(f"/#/c/{cid}/costs"))
+    page.get_by_role("button", name="New budget").click()  # its form, in a dialog
     form = page.get_by_role("form", name="Budget")
     form.get_by_label("Covers").select_option("agent")
     form.get_by_label("Agent", exact=True).select_option(coder["id"])
     form.get_by_label("Monthly limit (currency units)").fill("0.01")
     form.get_by_label("Warn at (% of the limit)").fill("150")
     form.get_by_role("button", name="Create budget").click()
-    expect(form.locator(".error")).to_contain_text(re.compile(r"^\w+: .*warn_percent"))
+    expect(form.locator(".error")).to_contain_text("warn_percent")  # the field, in words
+    expect(form.locator(".error details.code code")).to_have_text(re.compile(r"^\w+$"))
     form.get_by_label("Warn at (% of the limit)").fill("50")
     form.get_by_role("button", name="Create budget").click()
     rows = page.locator("tr[data-budget]")
@@ -255,11 +257,14 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     expect(rows.first).to_have_attribute("data-state", "ok")
     expect(rows.first).to_contain_text("0.00 USD of 0.01 USD")
     # A second budget for the same agent: the API's code and message, in the form.
+    page.get_by_role("button", name="New budget").click()
     form.get_by_label("Covers").select_option("agent")
     form.get_by_label("Monthly limit (currency units)").fill("5")
     form.get_by_role("button", name="Create budget").click()
-    expect(form.locator(".error")).to_contain_text("budget_exists: this agent has a budget already")
+    expect(form.locator(".error")).to_contain_text("This agent has a budget already")
+    expect(form.locator(".error details.code code")).to_have_text("budget_exists")
     expect(rows).to_have_count(1)
+    page.keyboard.press("Escape")
 
     # The turn crosses the budget: its next tool call is refused, the run ends, the task waits.
     task = daily.issue(stack, cid, "Spend it all", assignee_agent_id=coder["id"])
@@ -326,7 +331,7 @@ def test_a_budget_made_on_the_board_stops_a_turn_and_raised_there_lets_it_go_on(
     assert daily.ended_run(stack, cid, later["id"])["status"] == "succeeded"
     page.goto(stack.board(f"/#/c/{cid}/issues/{task['identifier']}"))
     expect(page.locator(".why-waits")).to_have_count(0)
-    expect(page.get_by_role("list", name="Runs").locator("li[data-run]")).to_have_count(2)
+    expect(page.get_by_role("list", name="Thread").locator("li[data-run]")).to_have_count(2)
     page.goto(stack.board(f"/#/c/{cid}/dashboard"))
     alert = page.get_by_role("region", name="Budgets past their warning")
     expect(alert.locator(f"li[data-budget='{budget['id']}']")).to_have_attribute(

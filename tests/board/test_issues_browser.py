@@ -70,7 +70,7 @@ def test_search_filter_and_sort_the_issues(stack, acme, page, screenshots):
     expect(rows).to_have_count(1)
     expect(rows.first.locator(".badge")).to_have_text("Backlog")
     # An issue's page is named by its identifier.
-    rows.first.get_by_role("link").click()
+    rows.first.get_by_role("link").first.click()
     expect(page.get_by_role("heading", name="GLX-4 · Plan the offsite")).to_be_visible()
     assert page.url.endswith(f"#/c/{acme['id']}/issues/GLX-4"), page.url
 
@@ -134,7 +134,10 @@ def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, pag
     page.locator("main").click()
     page.get_by_label("Search").blur()
     page.keyboard.press("c")
+    # The New issue form opens in a dialog, its title focused; Esc closes it.
     expect(page.get_by_role("form", name="New issue").get_by_label("Title")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog", name="New issue")).to_be_hidden()
 
     # The company's links stay on the instance's own pages.
     page.get_by_role("link", name="Plugins").click()
@@ -151,13 +154,17 @@ def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, pag
     screenshots(page, "issue-dark", full_page=True)
     page.emulate_media(color_scheme="light")
 
-    # On a phone, nothing is cut off: wide tables scroll inside their box and say so.
+    # On a phone, nothing is cut off: lists are cards, the header a menu, no keyboard hints.
     page.set_viewport_size(PHONE)
     page.goto(stack.board(f"/#/c/{acme['id']}/agents"))
     expect(page.get_by_role("heading", name="Agents")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
-    expect(page.locator(".scroll-hint").first).to_be_visible()
+    expect(page.locator(".scroll-hint:visible")).to_have_count(0)
+    expect(page.get_by_role("button", name="Keyboard shortcuts (?)")).to_be_hidden()
     page.goto(stack.board(f"/#/c/{acme['id']}"))
     expect(page.locator("tr[data-issue]").first).to_be_visible()
+    # Each issue a card, each field labelled.
+    status = page.locator("tr[data-issue] td[data-label='Status']").first
+    assert status.evaluate("td => getComputedStyle(td, '::before').content") == '"Status"'
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     screenshots(page, "issues-phone", full_page=True)

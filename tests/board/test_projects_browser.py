@@ -28,6 +28,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
 
     page.get_by_role("link", name="Projects").click()
     expect(page.get_by_role("heading", name="Projects")).to_be_visible()
+    page.get_by_role("button", name="New project").click()
     form = page.get_by_role("form", name="Project")
     form.get_by_label("Name", exact=True).fill("Website")
     form.get_by_label("Description").fill("The public site")
@@ -39,6 +40,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     expect(rows.first).to_contain_text("/srv/repos/website")
     expect(rows.first).to_contain_text("paperclip/")
 
+    page.get_by_role("button", name="New project").click()
     form.get_by_label("A clone URL").check()
     expect(form.get_by_label("Repository folder")).to_be_hidden()
     form.get_by_label("Name", exact=True).fill("Docs")
@@ -50,6 +52,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     expect(docs_row).to_contain_text("https://git.example/acme/docs.git")
 
     # A bad folder is refused with the API's code, shown in the form; nothing is made.
+    page.get_by_role("button", name="New project").click()
     form.get_by_label("A folder on the runner host").check()
     form.get_by_label("Name", exact=True).fill("Broken")
     form.get_by_label("Repository folder").fill("relative/path")
@@ -57,6 +60,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     expect(form.locator(".error")).to_contain_text("invalid_repo_path")
     expect(rows).to_have_count(2)
 
+    page.keyboard.press("Escape")  # the refused form's dialog closes
     page.get_by_role("button", name="Edit Website").click()
     expect(form.get_by_role("heading")).to_have_text("Edit project: Website")
     expect(form.get_by_label("Repository folder")).to_have_value("/srv/repos/website")
@@ -65,7 +69,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     form.get_by_role("button", name="Save project").click()
     website_row = page.locator("tr[data-project]", has_text="Website")
     expect(website_row).to_contain_text("in English")
-    expect(form.get_by_role("heading")).to_have_text("New project")
+    expect(page.get_by_role("dialog", name="New project")).to_be_hidden()  # saved: closed
     with stack.api() as api:
         projects = {p["name"]: p for p in api.get(f"/companies/{cid}/projects").json()["items"]}
     assert projects["Website"]["hooks_enabled"] and projects["Website"]["default_branch"] == "main"
@@ -74,6 +78,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     # An agent whose issues, given without a project, go to the website.
     page.get_by_role("link", name="Agents").click()
     expect(page.get_by_role("heading", name="Agents")).to_be_visible()
+    page.get_by_role("button", name="New agent").click()
     page.get_by_label("Name", exact=True).fill("coder")
     page.get_by_label("Provider", exact=True).select_option("codex")
     page.get_by_label("Default project (of").select_option(label="Website")
@@ -82,6 +87,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
 
     page.get_by_role("link", name="Acme: issues").click()
     expect(page.get_by_role("heading", name="Issues")).to_be_visible()
+    page.get_by_role("button", name="New issue").click()
     new_issue = page.get_by_role("form", name="New issue")
     new_issue.get_by_label("Title").fill("Fix the homepage")
     new_issue.get_by_label("Project").select_option(label="Website")
@@ -92,8 +98,8 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
     )
 
     # Moved to the other project from the issue page.
-    page.get_by_label("Project", exact=True).select_option(label="Docs")
-    page.get_by_role("button", name="Save").click()
+    page.get_by_role("region", name="Details").get_by_label("Project").select_option(label="Docs")
+    page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("#issue-project")).to_have_text("Docs")
 
     page.get_by_role("link", name="Acme: issues").click()
@@ -109,6 +115,7 @@ def test_make_projects_and_issues_in_them(stack, page, screenshots):
 
     # Given to the agent without a project: the agent's default project.
     filters.get_by_label("Project").select_option(label="Any")
+    page.get_by_role("button", name="New issue").click()
     new_issue.get_by_label("Title").fill("Update the footer")
     new_issue.get_by_label("Assignee").select_option(label="coder (codex)")
     new_issue.get_by_role("button", name="Create issue").click()

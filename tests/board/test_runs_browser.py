@@ -159,9 +159,9 @@ def test_a_card_with_options_is_answered_with_a_button_and_held_the_task_until_t
     expect(holds).to_contain_text("Nothing holds this task")
     # The answer woke the agent: its second run, listed first.
     daily.ended_run(stack, acme["id"], task["id"], count=2)
-    expect(page.locator("ul.runs li")).to_have_count(2)
+    expect(page.locator("ol.thread li[data-run]")).to_have_count(2)
     newest = daily.runs(stack, acme["id"], task["id"])[0]
-    expect(page.locator("ul.runs li").first).to_have_attribute("data-run", newest["id"])
+    expect(page.locator("ol.thread li[data-run]").last).to_have_attribute("data-run", newest["id"])
     [stored] = daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}/interactions")[
         "items"
     ]
@@ -210,7 +210,7 @@ def test_the_inbox_and_the_dashboard_show_what_waits_and_what_failed(stack, page
     page.get_by_role("link", name="Dashboard", exact=True).click()
     expect(page.get_by_role("heading", name="Dashboard")).to_be_visible()
     recent = page.get_by_role("region", name="Recent failures")
-    expect(recent.locator(f"tr[data-run='{run['id']}']")).to_contain_text("provider_turn_failed")
+    expect(recent.locator(f"tr[data-run='{run['id']}']")).to_contain_text("the model is down")
     loads = page.get_by_role("region", name="Load per agent")
     expect(loads.locator(f"tr[data-agent='{broken['id']}']")).to_contain_text("broken")
     expect(loads.locator(f"tr[data-agent='{broken['id']}'] td").nth(5)).to_have_text("1")

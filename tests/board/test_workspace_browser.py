@@ -103,14 +103,15 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
     expect(notes).to_contain_text("+300 / -0")
     expect(facts).to_contain_text("uncommitted changes")
     expect(facts.locator("dd", has_text="1 file")).to_have_count(1)  # untracked
-    diff = panel.locator("pre.diff")
-    expect(diff).to_be_hidden()  # folded until asked for
-    panel.get_by_text("Diff against the base commit").click()
-    expect(diff.locator(".d-add", has_text="+hello, world")).to_be_visible()
-    expect(diff.locator(".d-del", has_text="-hello")).to_have_count(1)
-    expect(diff.locator(".d-add", has_text="+1")).not_to_have_count(0)  # notes.txt, begun
-    expect(diff.locator(".d-add", has_text="+300")).to_have_count(0)  # and cut
-    expect(panel.locator("[data-diff-truncated]")).to_contain_text("cut at the runner's limit")
+    # The changes, file by file, in the review above the thread.
+    review = page.get_by_role("region", name="Review")
+    readme_diff = review.locator("details.file-diff[data-path='README.md']")
+    expect(readme_diff.locator("tr.d-add")).to_contain_text("hello, world")
+    expect(readme_diff.locator("tr.d-del")).to_have_count(1)
+    notes_diff = review.locator("details.file-diff[data-path='notes.txt'] tr.d-add")
+    expect(notes_diff).not_to_have_count(0)  # notes.txt, begun
+    expect(notes_diff.filter(has_text="300")).to_have_count(0)  # and cut
+    expect(review.locator("[data-diff-truncated]")).to_contain_text("cut at the runner's limit")
     run = stack.wait_for_terminal_run(ctx)
     assert run["status"] == "succeeded", run
     # The issue is done, but the sleeping page has not re-read it: the events did the work.
@@ -126,7 +127,7 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
     screenshots(page, "issue-workspace", full_page=True)
 
     # The run page says what each report held, in a line.
-    page.locator("ul.runs a").first.click()
+    page.locator("ol.thread li[data-run] a").first.click()
     # The run page's own log (the issue page holds one too, of its latest run).
     state = page.locator(".run ol.events li[data-type='workspace.state']")
     expect(state).to_contain_text(f"{branch} at ")
@@ -150,6 +151,5 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
     page.set_viewport_size(PHONE)
     page.reload()
     expect(panel).to_have_attribute("data-status", "released")
-    panel.get_by_text("Diff against the base commit").click()
-    expect(diff.locator(".d-add", has_text="+hello, world")).to_be_visible()
+    expect(readme_diff.locator("tr.d-add")).to_contain_text("hello, world")
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

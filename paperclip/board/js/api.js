@@ -9,6 +9,7 @@ export class ApiError extends Error {
     this.status = status;
     this.code = body && body.code;
     this.details = body && body.details;
+    this.body = body || {};
   }
 }
 

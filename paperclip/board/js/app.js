@@ -1,7 +1,7 @@
 // The board's shell: the route (the URL's fragment) picks a view; a view renders into <main>.
 
 import { ApiError, setApiKey } from "./api.js";
-import { clear, errorBox, field, h } from "./dom.js";
+import { button, clear, field, h, tickTimes } from "./dom.js";
 import { installShortcuts } from "./keys.js";
 import { companiesView, companyNav, currentCompany } from "./views/companies.js";
 import { costsView } from "./views/costs.js";
@@ -11,6 +11,7 @@ import { issuesView } from "./views/issues.js";
 import { issueView } from "./views/issue.js";
 import { kanbanView } from "./views/kanban.js";
 import { agentsView } from "./views/agents.js";
+import { agentView } from "./views/agent.js";
 import { projectsView } from "./views/projects.js";
 import { routinesView, routineView } from "./views/routines.js";
 import { runView } from "./views/run.js";
@@ -27,6 +28,7 @@ const ROUTES = [
   [/^\/c\/([0-9a-f-]{36})\/inbox$/, inboxView],
   [/^\/c\/([0-9a-f-]{36})\/dashboard$/, dashboardView],
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
+  [/^\/c\/([0-9a-f-]{36})\/agents\/([0-9a-f-]{36})$/, agentView],
   [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
   [/^\/c\/([0-9a-f-]{36})\/routines$/, routinesView],
   [/^\/c\/([0-9a-f-]{36})\/costs$/, costsView],
@@ -71,6 +73,33 @@ function markCurrent() {
 // The company's links arrive after the page (their name is read first).
 new MutationObserver(markCurrent).observe(document.getElementById("nav"), { childList: true });
 
+/** Why a page could not be shown, and the ways on: back, and (an outage) try again. */
+function problemPage(error, companyId) {
+  const home = companyId ? h("a", { href: `#/c/${companyId}` }, "Back to the issues") : h("a", { href: "#/" }, "Back to the companies");
+  const back = button("Go back", { onclick: () => history.back() });
+  if (error instanceof ApiError && error.status === 404) {
+    return h("section", { class: "panel problem", "data-problem": "not-found", "aria-label": "Not found" },
+      h("h1", {}, "Not found"),
+      h("p", {}, error.message ? `${error.message[0].toUpperCase()}${error.message.slice(1)}.` : "This page does not exist."),
+      h("p", { class: "actions" }, home, " ", back));
+  }
+  const outage = !(error instanceof ApiError) || error.status >= 500;
+  const again = button("Try again", { kind: "primary", onclick: () => render() });
+  return h("section", { class: "panel problem", "data-problem": outage ? "outage" : "refused", "aria-label": "Problem" },
+    h("h1", {}, outage ? "The server did not answer" : "Refused"),
+    h("p", {}, outage
+      ? "It may be restarting, or the database may be away for a moment. Nothing was lost: try again in a few seconds."
+      : `${error.message}`),
+    error.code ? h("details", { class: "code" }, h("summary", {}, "Details"), h("code", {}, error.code), ` (HTTP ${error.status})`) : null,
+    h("p", { class: "actions" }, again, " ", home, " ", back));
+}
+
+function notFoundPage(companyId) {
+  return problemPage(new ApiError(404, { code: "not_found", message: "there is no such page on the board" }), companyId);
+}
+
+const loading = document.getElementById("loading");
+
 async function render() {
   const hash = location.hash || "#/";
   if (!hash.startsWith("#/")) return; // an in-page anchor (the skip link), not a route
@@ -78,13 +107,19 @@ async function render() {
   if (teardown) { teardown(); teardown = null; }
   const stop = new AbortController();
   teardown = () => stop.abort();
+  document.querySelectorAll("body > dialog.form-dialog").forEach((d) => d.remove());
+  closeMenu();
   const companyMatch = path.match(/^\/c\/([0-9a-f-]{36})/);
-  companyNav(currentCompany(companyMatch ? companyMatch[1] : null));
+  const companyId = currentCompany(companyMatch ? companyMatch[1] : null);
+  companyNav(companyId);
   // While the next page loads, the last one stays in sight but cannot be acted on: a press
   // meant for the next page never lands on the one leaving.
   main.inert = true;
   main.setAttribute("aria-busy", "true");
+  const spinner = setTimeout(() => { loading.hidden = false; }, 150);
   const show = (node) => {
+    clearTimeout(spinner);
+    loading.hidden = true;
     clear(main).append(node);
     main.inert = false;
     main.removeAttribute("aria-busy");
@@ -101,15 +136,28 @@ async function render() {
     } catch (error) {
       if (stop.signal.aborted) return;
       const refused = error instanceof ApiError && error.status === 401;
-      show(!refused ? errorBox(error) : error.code === "operator_token_required" ? operatorSignIn() : keyForm());
+      show(!refused ? problemPage(error, companyId) : error.code === "operator_token_required" ? operatorSignIn() : keyForm());
+      main.dataset.view = "problem";
     }
     return;
   }
-  show(h("p", {}, "No such page. ", h("a", { href: "#/" }, "Companies")));
+  show(notFoundPage(companyId));
+  main.dataset.view = "problem";
 }
+
+// The header folds into a menu on a phone.
+const header = document.getElementById("top");
+const menuButton = document.getElementById("menu-button");
+function closeMenu() { header.classList.remove("open"); menuButton.setAttribute("aria-expanded", "false"); }
+menuButton.addEventListener("click", () => {
+  const open = !header.classList.contains("open");
+  header.classList.toggle("open", open);
+  menuButton.setAttribute("aria-expanded", String(open));
+});
 
 // The skip link moves the focus without changing the route.
 document.querySelector(".skip").addEventListener("click", (e) => { e.preventDefault(); main.focus(); });
 window.addEventListener("hashchange", render);
+setInterval(() => { if (!document.hidden) tickTimes(); }, 5000);
 installShortcuts();
 render();

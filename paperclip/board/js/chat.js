@@ -3,6 +3,7 @@
 
 import { all, get, keyFor, post, q } from "./api.js";
 import { badge, clear, field, h, statusName, when } from "./dom.js";
+import { markdown } from "./markdown.js";
 
 const POLL_MS = 1500;
 
@@ -147,10 +148,23 @@ export function interactionActions(companyId, i, onDone, note) {
   }
   const actions = ACTIONS[i.kind] || [];
   const noteBox = i.kind === "approval" ? h("input", { type: "text", "aria-label": `Note on ${i.title}`, placeholder: "A note (optional)", maxlength: 20000 }) : null;
-  return h("div", { class: "decisions" }, noteBox, actions.map((action) => h("button", {
-    type: "button", "aria-label": `${LABELS[action]}: ${i.title}`,
-    onclick: (e) => act(e.currentTarget, noteBox && noteBox.value.trim() ? { action, note: noteBox.value } : { action }),
-  }, LABELS[action])));
+  const body = (action) => (noteBox && noteBox.value.trim() ? { action, note: noteBox.value } : { action });
+  // Reject is destructive: styled apart, and a second press confirms it.
+  return h("div", { class: "decisions" }, noteBox, actions.map((action) => {
+    if (action === "reject") {
+      let armed = false;
+      const reject = h("button", { type: "button", class: "btn danger", "aria-label": `${LABELS[action]}: ${i.title}` }, LABELS[action]);
+      reject.addEventListener("click", () => {
+        if (!armed) { armed = true; reject.classList.add("armed"); reject.textContent = "Confirm: reject"; return; }
+        act(reject, body(action));
+      });
+      return reject;
+    }
+    return h("button", {
+      type: "button", class: `btn ${action === "approve" || action === "resolve" ? "primary" : "secondary"}`,
+      "aria-label": `${LABELS[action]}: ${i.title}`, onclick: (e) => act(e.currentTarget, body(action)),
+    }, LABELS[action]);
+  }));
 }
 
 /** The issue's cards, approvals, stages and blockers; a pending one can be acted on. */
@@ -163,7 +177,7 @@ export function renderInteractions({ companyId, issue }) {
     return h("li", { "data-interaction": i.id, "data-status": i.status, "data-kind": i.kind },
       h("div", { class: "meta" }, statusName(i.kind), " · ", badge(i.status), " · ", when(i.created_at)),
       h("div", { class: "title" }, h("strong", {}, i.title)),
-      i.body ? h("div", { class: "body" }, i.body) : null,
+      i.body ? markdown(i.body, { cls: "body" }) : null,
       interactionActions(companyId, i, refresh, note));
   }
 

@@ -21,7 +21,14 @@ function focusSoon(selector, tries = 30) {
   setTimeout(() => focusSoon(selector, tries - 1), 100);
 }
 
-const NEW_ISSUE = "#new-issue input[name=title]";
+const NEW_ISSUE = "[data-new-issue]";
+
+/** Press what `selector` finds once the page shows it. */
+function pressSoon(selector, tries = 30) {
+  const el = document.querySelector(selector);
+  if (el) { el.click(); return; }
+  if (tries > 0) setTimeout(() => pressSoon(selector, tries - 1), 100);
+}
 
 /** [keys, what it does, action]: "g i" is g then i. An action that finds nothing to do on this
  * page returns false (and nothing happens). */
@@ -35,10 +42,19 @@ export const SHORTCUTS = [
   ["g p", "Go to the projects", go("/projects")],
   ["g c", "Go to the companies", () => { location.hash = "#/"; }],
   ["/", "Search the issues", () => { if (!focus("[data-search]")()) { go("")(); focusSoon("[data-search]"); } }],
-  ["c", "Create an issue", () => { if (!focus(NEW_ISSUE)()) { go("")(); focusSoon(NEW_ISSUE); } }],
+  ["c", "Create an issue (opens the New issue form)", () => {
+    if (document.querySelector(NEW_ISSUE)) return pressSoon(NEW_ISSUE);
+    go("")();
+    return pressSoon(NEW_ISSUE);
+  }],
   ["a", "Assign the issue (issue page)", focus(".issue select[name=assignee_agent_id]")],
   ["s", "Change the issue's status (issue page)", focus(".issue select[name=status]")],
   ["m", "Write a comment (issue page)", focus(".issue textarea[name=body]")],
+  ["e", "Edit the issue's title and description (issue page)", () => {
+    const edit = document.querySelector("[data-edit-issue]");
+    if (edit) edit.click();
+    return Boolean(edit);
+  }],
   ["r", "Show the raw events, or the transcript again (run and issue pages)", () => {
     const toggle = document.querySelector("[data-raw-toggle]");
     if (toggle) toggle.click();

@@ -5,6 +5,7 @@
 // The raw log (one line per stored event) stays one click away.
 
 import { append as appendAll, clear, duration, h, statusName } from "./dom.js";
+import { markdown } from "./markdown.js";
 import { WORKSPACE_EVENTS, eventList, workProductLine } from "./views/events.js";
 
 const MAX_ENTRIES = 2000;
@@ -18,6 +19,17 @@ const QUIET = new Set([
   "session.created", "session.updated", "message.updated", "session.diff", "session.compacted", "file.edited",
   "turn_start", "turn_end", "tool_execution_update", "agent.usage", "chat.final", "chat.delta",
 ]);
+
+/** Events of a provider's protocol in a person's words; the raw type stays behind "Raw". */
+const EVENT_WORDS = [
+  [/requestApproval$/, "Asked for approval"], [/commandExecution/, "Command"], [/fileChange/, "File change"],
+  [/mcpToolCall|tool/i, "Tool"], [/reasoning/i, "Thinking"], [/^turn\//, "Turn"], [/error/i, "Error"],
+  [/^session\./, "Session"], [/^run\./, "Run"], [/^thread\//, "Conversation"], [/message/i, "Message"],
+];
+export function eventWords(type) {
+  const found = EVENT_WORDS.find(([pattern]) => pattern.test(String(type)));
+  return found ? found[1] : "Provider event";
+}
 
 const stripServer = (name) => String(name || "").replace(/^paperclip__?/, "");
 const isOurs = (name, server) => server === "paperclip" || /^paperclip__?/.test(String(name || ""));
@@ -114,7 +126,8 @@ export function transcript(runId, { compact = false } = {}) {
     }
     const atEnd = nearEnd();
     entry.text = text !== undefined && text !== null && (done || text.length >= entry.text.length) ? text : entry.text + (delta || "");
-    clear(entry.body).append(entry.text);
+    // While it streams, plain text; once complete, its Markdown, rendered and sanitised.
+    clear(entry.body).append(done && role === "agent" ? markdown(entry.text) : entry.text);
     entry.li.dataset.state = done ? "done" : "streaming";
     if (atEnd) list.scrollTop = list.scrollHeight;
   }
@@ -327,8 +340,10 @@ export function transcript(runId, { compact = false } = {}) {
   function other(event, p) {
     if (QUIET.has(event.type)) return undefined;
     const brief = p.message || p.text || p.summary || p.status || p.reason || "";
-    return line("other", event.seq, h("code", { class: "type" }, event.type), " ",
-      h("span", { class: "muted" }, typeof brief === "string" ? firstLine(brief) : firstLine(json(brief))));
+    const said = typeof brief === "string" ? firstLine(brief) : firstLine(json(brief));
+    return line("other", event.seq, h("span", { class: "who" }, eventWords(event.type)), " ",
+      said ? h("span", { class: "muted" }, said) : null,
+      h("details", { class: "code" }, h("summary", {}, "Raw"), h("code", { class: "type" }, event.type)));
   }
 
   function add(event) {

@@ -2,6 +2,7 @@
 // pause or resume one; check one (POST …/check: would a run of it start?); make or change one
 // with a form made from its provider's JSON Schema (raw JSON stays as an advanced option).
 
+import { formDialog } from "../dialog.js";
 import { ApiError, all, get, patch, post } from "../api.js";
 import { badge, clear, errorBox, field, h, scrollTable, statusName, when } from "../dom.js";
 import { configForm } from "../schema_form.js";
@@ -75,13 +76,13 @@ export async function agentsView(companyId) {
         a.default_project_id = defaultProject.value || null;
       });
       return h("tr", { "data-agent": a.id },
-        h("th", { scope: "row" }, a.name), h("td", {}, a.role), h("td", {}, a.provider),
+        h("th", { scope: "row" }, h("a", { href: `#/c/${companyId}/agents/${a.id}` }, a.name)), h("td", {}, a.role), h("td", {}, a.provider),
         h("td", { class: "capabilities" }, capabilities(a)),
         h("td", {}, config.launch || "default"), h("td", {}, config.model || ""), cell,
         h("td", {}, badge(a.status, a.status === "active" ? "active_agent" : a.status)),
         h("td", { class: "actions" }, checkButton, " ", edit, " ", toggle));
     }));
-    if (!agents.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No agent yet.")));
+    if (!agents.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "muted" }, "No agent yet: make one with New agent (a name, a provider and its settings).")));
   }
   await load();
 
@@ -94,8 +95,8 @@ export async function agentsView(companyId) {
   const project = h("select", { name: "default_project_id" }, projectOptions(projects, null, "None"));
   const settings = h("div", { class: "provider-settings" });
   const status = h("div", { "aria-live": "polite" });
-  const submit = h("button", { type: "submit" }, "Create agent");
-  const cancel = h("button", { type: "button", class: "secondary", hidden: true, onclick: () => reset() }, "Cancel");
+  const submit = h("button", { type: "submit", class: "btn primary" }, "Create agent");
+  const cancel = h("button", { type: "button", class: "btn secondary", hidden: true, onclick: () => { reset(); dialog.close(); } }, "Cancel");
   let config = null;
 
   function showProvider(initial) {
@@ -127,6 +128,7 @@ export async function agentsView(companyId) {
     clear(submit).append("Save agent");
     cancel.hidden = false;
     clear(status);
+    dialog.open();
     name.focus();
   }
 
@@ -144,6 +146,7 @@ export async function agentsView(companyId) {
         if (editing) await patch(`${base}/${editing.id}`, { ...body, default_project_id: project.value || null });
         else await post(base, project.value ? { ...body, default_project_id: project.value } : body);
         reset();
+        dialog.close();
         await load();
       } catch (error) {
         status.append(errorBox(error));
@@ -155,10 +158,13 @@ export async function agentsView(companyId) {
   field("Default project (of the issues it is given without one)", project),
   h("div", { class: "buttons" }, submit, " ", cancel), status);
   showProvider();
+  const dialog = formDialog(form, { label: "New agent" });
+  dialog.button.addEventListener("click", () => { if (editing) reset(); }, { capture: true });
+  dialog.dialog.addEventListener("close", () => { if (editing) reset(); });
 
-  return h("div", {}, h("h1", {}, "Agents"),
-    scrollTable(h("table", { class: "agents" },
+  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Agents"), dialog.button), dialog.dialog,
+    scrollTable(h("table", { class: "agents cardify" },
       h("caption", { class: "sr-only" }, "Agents"),
       h("thead", {}, h("tr", {}, ["Name", "Role", "Provider", "Can", "Launch profile", "Model", "Default project", "Status", ""].map((t) => h("th", { scope: "col" }, t)))),
-      tbody), "Agents"), report, form);
+      tbody), "Agents"), report);
 }

@@ -3,6 +3,7 @@
 // alerts the dashboard and the inbox show for a budget past its warning threshold.
 
 import { all, api, patch, post } from "../api.js";
+import { formDialog } from "../dialog.js";
 import { clear, errorBox, field, h, scrollTable } from "../dom.js";
 import { budgetHref, budgetState, money, percent, scopeName } from "../usage.js";
 
@@ -60,8 +61,8 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
   const reserve = h("input", { name: "run_reserve", inputmode: "decimal", value: "0", size: 8 });
   const currency = h("input", { name: "currency", value: "USD", size: 5, maxlength: 8, spellcheck: "false" });
   const title = h("h3", {}, "New budget");
-  const submit = h("button", { type: "submit" }, "Create budget");
-  const cancel = h("button", { type: "button", class: "secondary", hidden: true, onclick: () => reset() }, "Cancel");
+  const submit = h("button", { type: "submit", class: "btn primary" }, "Create budget");
+  const cancel = h("button", { type: "button", class: "btn secondary", hidden: true, onclick: () => { reset(); dialog.close(); } }, "Cancel");
   const status = h("div", { "aria-live": "polite" });
   const showTarget = () => { agentField.hidden = scope.value !== "agent"; projectField.hidden = scope.value !== "project"; };
   scope.addEventListener("change", showTarget);
@@ -92,6 +93,7 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
     clear(submit).append("Save budget");
     cancel.hidden = false;
     showTarget();
+    dialog.open();
     limit.focus();
   }
 
@@ -115,8 +117,8 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
           await post(base, { scope: scope.value, scope_id: target || undefined, currency: currency.value.trim(), ...body });
         }
         reset();
+        dialog.close();
         await (onChange || load)();
-        status.append(h("p", { class: "ok", role: "status" }, "Saved."));
       } catch (error) { status.append(refusal(error)); } finally { submit.disabled = false; }
     },
   }, title, h("div", { class: "filters" }, field("Covers", scope), agentField, projectField),
@@ -125,13 +127,17 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
   h("div", { class: "buttons" }, submit, " ", cancel), status);
   showTarget();
 
+  const dialog = formDialog(form, { label: "New budget" });
+  dialog.button.addEventListener("click", () => { if (editing) reset(); }, { capture: true });
+  dialog.dialog.addEventListener("close", () => { if (editing) reset(); });
+
   function row(b) {
     const state = budgetState(b);
     const actions = h("td", { class: "actions" });
     let armed = false;
     const label = scopeName(b, names);
     const remove = h("button", {
-      type: "button", class: "secondary", "aria-label": `Delete the budget of ${label}`,
+      type: "button", class: "btn danger", "aria-label": `Delete the budget of ${label}`,
       onclick: async () => {
         if (!armed) { armed = true; clear(remove).append("Press again to delete"); return; }
         remove.disabled = true;
@@ -160,13 +166,13 @@ export function budgetsPanel(companyId, { agents, projects, focus, onChange }) {
   }
 
   const node = h("section", { class: "panel budgets", id: "budgets", "aria-label": "Budgets" },
-    h("h2", {}, "Budgets"),
+    h("div", { class: "title-row" }, h("h2", {}, "Budgets"), dialog.button),
     h("p", { class: "muted" }, "Monthly caps, in the company's time zone. At its warning share a budget warns; at 100% no new run starts, ",
       "a running turn stops at its next tool call, and the task waits, held, until the budget is raised or a new month begins."),
     scrollTable(h("table", { class: "budget-table" }, h("caption", { class: "sr-only" }, "Budgets this month"),
       h("thead", {}, h("tr", {}, ["Covers", "Month", "Spent of the limit", "Held by running runs", "Warns at", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
       tbody), "Budgets"),
-    form);
+    dialog.dialog);
   return { node, load, budgets: () => budgets };
 }
 

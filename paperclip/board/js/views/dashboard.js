@@ -2,7 +2,7 @@
 // load, and the issues by status (each count links to the filtered list).
 
 import { get } from "../api.js";
-import { badge, clear, errorBox, h, scrollTable, statusName, when } from "../dom.js";
+import { badge, clear, errorBox, h, runningFor, scrollTable, statusName, when } from "../dom.js";
 import { budgetAlerts } from "./budgets.js";
 import { ISSUE_STATUSES, issueHref } from "./issues.js";
 
@@ -12,13 +12,16 @@ function runRows(companyId, runs, agents, empty) {
   if (!runs.length) return [h("tr", {}, h("td", { colspan: 5, class: "muted" }, empty))];
   return runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
     h("th", { scope: "row" }, h("a", { href: `#/c/${companyId}/runs/${r.id}` }, r.id.slice(0, 8))),
-    h("td", {}, badge(r.status), r.phase && r.status === "running" ? h("span", { class: "muted" }, ` ${statusName(r.phase)}`) : ""),
+    h("td", {}, badge(r.status)),
     h("td", {}, r.issue ? h("a", { href: issueHref(companyId, r.issue) }, `${r.issue.identifier} · ${r.issue.title}`) : h("span", { class: "muted" }, "no issue")),
     h("td", {}, agents[r.agent_id] || "?"),
-    h("td", {}, r.error_code ? `${r.error_code} · ` : "", when(r.finished_at || r.started_at || r.created_at))));
+    h("td", {}, r.status === "failed"
+      ? h("div", {}, h("span", { class: "run-words failed" }, r.reason || "The run failed."), " ", h("span", { class: "muted small" }, when(r.finished_at || r.created_at)),
+        r.error_code ? h("details", { class: "code" }, h("summary", {}, "Code"), h("code", {}, r.error_code)) : "")
+      : runningFor(r.started_at || r.created_at, "for "))));
 }
 
-const table = (caption, headers, rows) => scrollTable(h("table", {}, h("caption", { class: "sr-only" }, caption),
+const table = (caption, headers, rows) => scrollTable(h("table", { class: "cardify" }, h("caption", { class: "sr-only" }, caption),
   h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)), caption);
 
 export async function dashboardView(companyId, signal) {
@@ -47,7 +50,7 @@ export async function dashboardView(companyId, signal) {
       h("section", { class: "panel", "aria-label": "Running now" }, h("h2", {}, "Running now"),
         table("Runs queued or running", ["Run", "Status", "Issue", "Agent", "Since"], runRows(companyId, data.active_runs, agents, "Nothing runs now."))),
       h("section", { class: "panel", "aria-label": "Recent failures" }, h("h2", {}, "Recent failures"),
-        table("The last failed runs", ["Run", "Status", "Issue", "Agent", "Why · when"], runRows(companyId, data.recent_failures, agents, "No run failed."))),
+        table("The last failed runs", ["Run", "Status", "Issue", "Agent", "Why"], runRows(companyId, data.recent_failures, agents, "No run failed."))),
       h("section", { class: "panel", "aria-label": "Load per agent" }, h("h2", {}, "Load per agent"),
         table("Each agent's load", ["Agent", "Status", "Running", "Wakes waiting", "Open issues", "Runs (24 h)", "Failed (24 h)"], loads)),
       h("section", { class: "panel", "aria-label": "Issues by status" }, h("h2", {}, "Issues by status"), counts));

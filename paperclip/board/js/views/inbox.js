@@ -2,8 +2,12 @@
 // blockers to answer; holds to resolve; failed runs nobody has moved past. A question's options
 // are answered here as on the issue page; the rest link to where they are dealt with.
 
-import { get } from "../api.js";
-import { badge, clear, errorBox, h, plural, statusName, when } from "../dom.js";
+import { get, post } from "../api.js";
+import { badge, button, clear, errorBox, h, plural, statusName, when } from "../dom.js";
+import { markdown } from "../markdown.js";
+import { retryButton } from "../retry.js";
+import { failureDetails } from "./thread.js";
+import { refreshInboxCount } from "./companies.js";
 import { interactionActions } from "../chat.js";
 import { budgetAlerts } from "./budgets.js";
 import { issueHref } from "./issues.js";
@@ -41,17 +45,33 @@ export async function inboxView(companyId, signal) {
       inbox.interactions.map((i) => h("li", { class: "card", "data-interaction": i.id, "data-kind": i.kind, "data-status": i.status },
         h("div", { class: "meta" }, statusName(i.kind), " · ", issueLink(companyId, i.issue), " · ", when(i.created_at)),
         h("strong", { class: "title" }, i.title),
-        i.body ? h("div", { class: "body" }, i.body) : null,
+        i.body ? markdown(i.body, { cls: "body" }) : null,
         interactionActions(companyId, i, () => refresh().catch(() => {}), note))));
     const holds = h("ul", { class: "inbox-list", "aria-label": "Holds" },
       inbox.holds.map((x) => h("li", { "data-hold": x.id },
         badge(x.status), " ", h("strong", {}, statusName(x.kind)), ": ", x.reason, " · ", issueLink(companyId, x.issue),
         h("span", { class: "muted" }, ` · set by ${x.set_by} `, when(x.created_at)))));
     const failed = h("ul", { class: "inbox-list", "aria-label": "Failed runs" },
-      inbox.failed_runs.map((r) => h("li", { "data-run": r.id },
-        h("a", { href: `#/c/${companyId}/runs/${r.id}` }, `Run ${r.id.slice(0, 8)}`), " ", badge(r.status), " · ",
-        issueLink(companyId, r.issue), " · ", agents[r.agent_id] || "an agent",
-        h("div", { class: "muted" }, [statusName(r.status_reason), r.error_code, r.error_message].filter(Boolean).join(" · "), " · ", when(r.finished_at || r.created_at)))));
+      inbox.failed_runs.map((r) => {
+        const problem = h("div", { "aria-live": "polite" });
+        const dismiss = button("Dismiss", { "aria-label": `Dismiss run ${r.id.slice(0, 8)}` });
+        dismiss.addEventListener("click", async () => {
+          dismiss.disabled = true;
+          try {
+            await post(`${base}/runs/${r.id}/dismiss`);
+          } catch (error) {
+            if (error.code !== "run_already_dismissed") { problem.append(errorBox(error)); dismiss.disabled = false; return; }
+          }
+          refreshInboxCount();
+          await refresh();
+        });
+        return h("li", { "data-run": r.id },
+          h("div", { class: "meta" }, issueLink(companyId, r.issue), " · ", agents[r.agent_id] || "an agent", " · ",
+            h("a", { href: `#/c/${companyId}/runs/${r.id}` }, `run ${r.id.slice(0, 8)}`), " · ", when(r.finished_at || r.created_at)),
+          h("p", { class: "run-words failed" }, r.reason || "The run failed."), failureDetails(r),
+          h("div", { class: "actions" }, r.issue && ["done", "cancelled"].includes(r.issue.status) ? null
+            : retryButton(companyId, r.id, { onDone: () => refresh() }), dismiss), problem);
+      }));
     const total = inbox.counts.interactions + inbox.counts.holds + inbox.counts.failed_runs;
     clear(body).append(
       h("p", { class: "muted", "data-total": total }, total ? `${plural(total, "thing")} wait${total === 1 ? "s" : ""} on a person.` : "Nothing waits on you."),

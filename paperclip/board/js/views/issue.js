@@ -1,15 +1,19 @@
-// One issue: what it is, who has it, its comments, runs (newest first, the latest one's
-// transcript live), its workspace, what holds it, and the slots for the chat and the cards.
+// One issue, read top-down: what it is (title, what it is doing now, its description), the
+// question or approval waiting on you, its changes under review, then the thread (comments and
+// runs, the latest run's transcript live in it); the details in a side column (status,
+// assignee, project, priority, holds, questions, workspace, cost, chat).
 
-import { all, get, keyFor, patch, post } from "../api.js";
-import { badge, clear, errorBox, field, h, plural, statusName, when } from "../dom.js";
+import { all, get, post } from "../api.js";
+import { badge, clear, errorBox, field, h, plural, statusName } from "../dom.js";
+import { interactionActions } from "../chat.js";
+import { markdown } from "../markdown.js";
 import { slots } from "../slots.js";
-import { followRun } from "../stream.js";
-import { transcript } from "../transcript.js";
 import { budgetHref, count, usageFacts } from "../usage.js";
 import { budgetReason } from "./budgets.js";
-import { ISSUE_STATUSES, agentOptions, resolveIssue } from "./issues.js";
-import { projectName, projectOptions } from "./projects.js";
+import { resolveIssue } from "./issues.js";
+import { issueDetails, issueHead } from "./issue_head.js";
+import { reviewPanel } from "./review.js";
+import { issueThread } from "./thread.js";
 import { workspacePanel } from "./workspace.js";
 
 const REFRESH_MS = 1500;
@@ -41,6 +45,23 @@ function holdingItem(i) {
     h("span", { class: "muted" }, ` · holds the task until ${i.status === "revision_requested" ? "resubmitted" : "answered"} (waits on ${waitsOn}; see Questions and approvals)`));
 }
 
+/** What waits on a person, at the top of the page: the pending questions and approvals with
+ * their answers and decisions right there (the full list is in the side column). */
+function waitingBanner(companyId, refresh) {
+  const node = h("section", { class: "panel waiting-banner", "aria-label": "Waiting on you", hidden: true });
+  const note = h("p", { class: "muted", role: "status" });
+  node.show = (pending) => {
+    if (node.contains(document.activeElement) && document.activeElement.tagName === "INPUT") return;
+    if (unchanged(node, pending)) return;
+    node.hidden = !pending.length;
+    clear(node).append(h("h2", {}, pending.length === 1 ? "Waiting on you" : `${pending.length} things wait on you`),
+      ...pending.map((i) => h("div", { class: "waiting-item", "data-waiting": i.id, "data-kind": i.kind },
+        h("div", { class: "meta" }, statusName(i.kind)), h("strong", {}, i.title),
+        i.body ? markdown(i.body) : null, interactionActions(companyId, i, refresh, note))), note);
+  };
+  return node;
+}
+
 export async function issueView(companyId, issueRef, signal) {
   const base = `/companies/${companyId}`;
   const issue = await resolveIssue(companyId, issueRef);
@@ -49,65 +70,9 @@ export async function issueView(companyId, issueRef, signal) {
   const [agents, projects] = await Promise.all([all(`${base}/agents`), all(`${base}/projects`)]);
   const agentName = (id) => (agents.find((a) => a.id === id) || { name: "an agent" }).name;
 
-  // Summary, refreshed in place.
-  const title = h("h1", {});
-  const statusBadge = h("span", { id: "issue-status" });
-  const assigneeText = h("span", { id: "issue-assignee" });
-  const projectText = h("span", { id: "issue-project" });
-  const description = h("p", { class: "description" });
-  let assignee = null;
-  let statusSelect = null;
-  let projectSelect = null;
-  function showIssue() {
-    // The form follows the issue unless someone is changing it right now.
-    if (statusSelect && !statusSelect.matches(":focus")) statusSelect.value = issue.status;
-    if (assignee && !assignee.matches(":focus")) assignee.value = issue.assignee_agent_id || "";
-    if (projectSelect && !projectSelect.matches(":focus")) projectSelect.value = issue.project_id || "";
-    clear(title).append(`${issue.identifier} · ${issue.title}`);
-    clear(statusBadge).append(badge(issue.status));
-    statusBadge.dataset.status = issue.status;
-    clear(assigneeText).append(issue.assignee_agent_id ? agentName(issue.assignee_agent_id) : "nobody");
-    clear(projectText).append(issue.project_id ? projectName(projects, issue.project_id) : "none (runs use a scratch folder)");
-    projectText.dataset.project = issue.project_id || "";
-    clear(description).append(issue.description || "No description.");
-  }
-  showIssue();
-
-  // Assign and change status.
-  assignee = h("select", { name: "assignee_agent_id" }, agentOptions(agents, issue.assignee_agent_id));
-  statusSelect = h("select", { name: "status" },
-    ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, statusName(s))));
-  projectSelect = h("select", { name: "project_id" }, projectOptions(projects, issue.project_id));
-  const editStatus = h("div", { "aria-live": "polite" });
-  const editForm = h("form", {
-    class: "panel inline", "aria-label": "Assignment",
-    onsubmit: sending(editStatus, async () => {
-      const body = {};
-      if ((assignee.value || null) !== issue.assignee_agent_id) body.assignee_agent_id = assignee.value || null;
-      if (statusSelect.value !== issue.status) body.status = statusSelect.value;
-      if ((projectSelect.value || null) !== issue.project_id) body.project_id = projectSelect.value || null;
-      if (!Object.keys(body).length) return;
-      Object.assign(issue, await patch(path, body));
-      showIssue();
-    }),
-  }, field("Assignee", assignee), field("Status", statusSelect), field("Project", projectSelect),
-  h("button", { type: "submit" }, "Save"), editStatus);
-
-  // Comments.
-  const commentList = h("ol", { class: "comments", "aria-label": "Comments" });
-  const commentBody = h("textarea", { name: "body", rows: 3, required: true });
-  const commentStatus = h("div", { "aria-live": "polite" });
-  let unsent = null; // the comment not known to be posted, and its idempotency key
-  const commentForm = h("form", {
-    "aria-label": "New comment",
-    onsubmit: sending(commentStatus, async () => {
-      unsent = keyFor(unsent, commentBody.value);
-      await post(`${path}/comments`, { body: commentBody.value, idempotency_key: unsent.key });
-      unsent = null;
-      commentBody.value = "";
-      await refresh();
-    }),
-  }, field("Comment", commentBody), h("button", { type: "submit" }, "Post comment"), commentStatus);
+  const head = issueHead(companyId, issue, { onSaved: () => refresh().catch(() => {}) });
+  const details = issueDetails(companyId, issue, agents, projects, { onSaved: () => { head.show(); refresh().catch(() => {}); } });
+  const banner = waitingBanner(companyId, () => refresh());
 
   // Holds.
   const holdList = h("ul", { class: "holds", "aria-label": "Holds" });
@@ -120,10 +85,10 @@ export async function issueView(companyId, issueRef, signal) {
       holdReason.value = "";
       await refresh();
     }),
-  }, field("Reason to hold", holdReason), h("button", { type: "submit" }, "Hold task"), holdStatus);
+  }, field("Reason to hold", holdReason), h("button", { type: "submit", class: "btn secondary" }, "Hold task"), holdStatus);
   function holdItem(hold) {
     const resolve = h("button", {
-      type: "button", "aria-label": `Resolve hold: ${hold.reason}`,
+      type: "button", class: "btn secondary", "aria-label": `Resolve hold: ${hold.reason}`,
       onclick: async () => {
         resolve.disabled = true;
         try { await post(`${base}/holds/${hold.id}/resolve`, { resolution: "released" }); await refresh(); } catch (error) { li.append(errorBox(error)); resolve.disabled = false; }
@@ -138,11 +103,11 @@ export async function issueView(companyId, issueRef, signal) {
     return li;
   }
 
-  // The worktree its runs work in; its events say when it changed.
-  const workspace = workspacePanel(companyId, issueId);
+  // The changes under review, and the worktree they are in.
+  const review = reviewPanel(companyId, issue, { onCommented: () => refresh().catch(() => {}), onMerged: () => refresh().catch(() => {}) });
+  const workspace = workspacePanel(companyId, issueId, { onLoaded: (ws) => review.load(ws) });
 
-  // What its runs used and cost (the costs API filtered by the issue), read again when its runs
-  // change and every few passes while one works; and why it waits, when a budget holds it.
+  // What its runs used and cost, and why it waits when a budget holds it.
   const costFacts = h("dl", { class: "usage-facts", "aria-label": "Usage of its runs" });
   const waits = h("div", { class: "why" });
   let costRead = null;
@@ -171,27 +136,9 @@ export async function issueView(companyId, issueRef, signal) {
     }
   }
 
-  // Runs, newest first, and the latest one's transcript live.
-  const runList = h("ul", { class: "runs", "aria-label": "Runs" });
-  const livePanel = h("div", { class: "live-run" });
-  let liveRunId = null;
-  let live = null;
+  // The thread: comments and runs, the latest run's transcript live.
+  const thread = issueThread({ companyId, issue, agentName, refresh: () => refresh(), onEvent: (event) => workspace.runEvent(event) });
   let journalRead = null;
-  let stopFollowing = null;
-  function follow(run) {
-    if (liveRunId === run.id) return;
-    if (stopFollowing) stopFollowing();
-    liveRunId = run.id;
-    live = transcript(run.id, { compact: true });
-    const state = h("span", { class: "stream-state", "data-state": "connecting" }, "connecting");
-    clear(livePanel).append(
-      h("h3", {}, "Latest run ", h("a", { href: `#/c/${companyId}/runs/${run.id}` }, run.id.slice(0, 8)), " ", state),
-      live);
-    stopFollowing = followRun(companyId, run.id, {
-      onEvent: (event) => { live.add(event); workspace.runEvent(event); },
-      onState: (s) => { state.dataset.state = s; clear(state).append(s); },
-    });
-  }
 
   async function refresh() {
     const [fresh, comments, runs, holds, interactions] = await Promise.all([
@@ -199,9 +146,10 @@ export async function issueView(companyId, issueRef, signal) {
       all(`${base}/holds?issue_id=${issueId}`), all(`${path}/interactions`),
     ]);
     Object.assign(issue, fresh); // the same object the slots were given: they see it too
-    showIssue();
+    head.show();
+    details.show();
     workspace.follow(issue, runs);
-    if (runs.length) follow(runs[0]);
+    const live = thread.update(comments, runs);
     // The latest run's journal, while it works and once more when it ended.
     const journalKey = runs.length ? `${runs[0].id}:${runs[0].status}` : null;
     if (live && journalKey && (journalKey !== journalRead || ["queued", "running"].includes(runs[0].status))) {
@@ -209,17 +157,10 @@ export async function issueView(companyId, issueRef, signal) {
       all(`${base}/runs/${runs[0].id}/tool-calls`).then(live.journal).catch(() => { journalRead = null; });
     }
     const holding = interactions.filter((i) => i.status === "pending" || i.status === "revision_requested");
+    banner.show(interactions.filter((i) => i.status === "pending"));
     passes += 1;
     await Promise.all([readCost(runs).catch(() => { costRead = null; }), showWaits(holds)]);
-    if (unchanged(commentList, comments) && unchanged(runList, runs) && unchanged(holdList, [holds, holding])) return;
-    clear(commentList).append(...comments.map((c) => h("li", { "data-comment": c.id },
-      h("div", { class: "meta" }, c.author_agent_id ? agentName(c.author_agent_id) : "operator", " · ", when(c.created_at)),
-      h("div", { class: "body" }, c.deleted_at ? "(deleted)" : c.body))));
-    clear(runList).append(...runs.map((r) => h("li", { "data-run": r.id, "data-status": r.status },
-      h("a", { href: `#/c/${companyId}/runs/${r.id}` }, r.id.slice(0, 8)), " ", badge(r.status), " ",
-      h("span", { class: "muted" }, agentName(r.agent_id), " · ", when(r.created_at),
-        r.status_reason ? ` · ${statusName(r.status_reason)}` : "", r.error_code ? ` · ${r.error_code}` : ""))));
-    if (!runs.length) runList.append(h("li", { class: "muted" }, "No run yet."));
+    if (unchanged(holdList, [holds, holding])) return;
     clear(holdList).append(...holding.map(holdingItem), ...holds.map(holdItem));
     const standing = holds.filter((x) => x.status === "active").length + holding.length;
     holdList.dataset.holding = String(standing);
@@ -229,25 +170,20 @@ export async function issueView(companyId, issueRef, signal) {
   await refresh();
 
   const timer = setInterval(() => { if (!document.hidden) refresh().catch(() => {}); }, REFRESH_MS);
-  signal.addEventListener("abort", () => { clearInterval(timer); if (stopFollowing) stopFollowing(); });
+  signal.addEventListener("abort", () => { clearInterval(timer); thread.stop(); });
 
   const ctx = { companyId, issue };
   return h("div", { class: "issue", "data-issue": issueId, "data-identifier": issue.identifier },
-    title,
-    h("p", {}, "Status ", statusBadge, " · assigned to ", assigneeText, " · project ", projectText,
-      " · priority ", h("span", { id: "issue-priority" }, statusName(issue.priority))),
-    waits,
-    description,
-    editForm,
-    h("div", { class: "columns" },
-      h("div", {},
-        h("section", { class: "panel", "aria-label": "Runs" }, h("h2", {}, "Runs"), runList, livePanel),
-        h("section", { class: "panel", "aria-label": "Cost" }, h("h2", {}, "Cost"), costFacts,
-          h("p", { class: "muted small" }, "Summed over the issue's runs. ", h("a", { href: `#/c/${companyId}/costs` }, "The company's costs"))),
-        workspace,
-        h("section", { class: "panel", "aria-label": "Comments" }, h("h2", {}, "Comments"), commentList, commentForm)),
-      h("div", {},
+    banner,
+    h("div", { class: "issue-layout" },
+      h("div", { class: "issue-main" },
+        head, waits, review, thread),
+      h("aside", { class: "issue-side", "aria-label": "Details of the issue" },
+        details,
         h("section", { class: "panel", "aria-label": "Holds" }, h("h2", {}, "Holds"), holdList, holdForm),
         slots.issueInteractions(ctx),
+        workspace,
+        h("section", { class: "panel", "aria-label": "Cost" }, h("h2", {}, "Cost"), costFacts,
+          h("p", { class: "muted small" }, "Summed over the issue's runs. ", h("a", { href: `#/c/${companyId}/costs` }, "The company's costs"))),
         slots.issueChat(ctx))));
 }

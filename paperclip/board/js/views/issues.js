@@ -2,7 +2,9 @@
 // The same filters serve the kanban view (views/kanban.js).
 
 import { ApiError, all, get, post, q } from "../api.js";
-import { badge, clear, errorBox, field, h, scrollTable, statusName, when } from "../dom.js";
+import { emptyState, formDialog } from "../dialog.js";
+import { badge, button, clear, errorBox, field, h, scrollTable, statusName, when } from "../dom.js";
+import { liveFollower, liveState } from "../live.js";
 import { projectName, projectOptions } from "./projects.js";
 
 export const ISSUE_STATUSES = ["backlog", "todo", "in_progress", "in_review", "blocked", "done", "cancelled"];
@@ -68,58 +70,90 @@ export function issueFilters(agents, projects, onChange, { sort = true } = {}) {
   return node;
 }
 
-export async function issuesView(companyId) {
-  const [agents, projects] = await Promise.all([all(`/companies/${companyId}/agents`), all(`/companies/${companyId}/projects`)]);
-  const byId = Object.fromEntries(agents.map((a) => [a.id, a]));
-  const tbody = h("tbody");
-  const count = h("p", { class: "muted", role: "status", "data-count": "" });
-  const table = h("table", { class: "issues" },
-    h("caption", { class: "sr-only" }, "Issues"),
-    h("thead", {}, h("tr", {}, ["Issue", "Title", "Status", "Priority", "Assignee", "Project", "Changed"].map((t) => h("th", { scope: "col" }, t)))),
-    tbody);
+const REFRESH_MS = 10000;
 
-  let asked = 0;
-  async function load(params) {
-    const mine = ++asked;
-    const issues = await all(`/companies/${companyId}/issues${q(params)}`);
-    if (mine !== asked) return; // a later search answered first
-    clear(tbody).append(...issues.map((i) => h("tr", { "data-issue": i.id, "data-identifier": i.identifier },
-      h("td", {}, h("a", { href: issueHref(companyId, i) }, i.identifier)),
-      h("td", {}, i.title),
-      h("td", {}, badge(i.status)),
-      h("td", { class: "priority" }, statusName(i.priority)),
-      h("td", {}, i.assignee_agent_id ? (byId[i.assignee_agent_id] || {}).name || "?" : ""),
-      h("td", { class: "project" }, projectName(projects, i.project_id)),
-      h("td", {}, when(i.updated_at)))));
-    if (!issues.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No issue matches.")));
-    clear(count).append(`${issues.length} ${issues.length === 1 ? "issue" : "issues"}`);
-  }
-  const filters = issueFilters(agents, projects, (params) => load(params).catch((e) => clear(count).append(errorBox(e))));
-  await load(filters.values());
-
+/** The New issue form (in a dialog): title, description, assignee, project, priority. */
+export function newIssueForm(companyId, agents, projects) {
   const title = h("input", { name: "title", required: true, maxlength: 500 });
-  const description = h("textarea", { name: "description", rows: 3 });
+  const description = h("textarea", { name: "description", rows: 4, placeholder: "Markdown: what to do, and how to know it is done" });
   const assignee = h("select", { name: "assignee_agent_id" }, agentOptions(agents, null));
   const project = h("select", { name: "project_id" }, projectOptions(projects, null, "The assignee's default, if any"));
   const priority = h("select", { name: "priority" }, PRIORITIES.map((p) => h("option", { value: p, selected: p === "medium" }, statusName(p))));
   const status = h("div", { "aria-live": "polite" });
-  const form = h("form", {
+  return h("form", {
     class: "panel", "aria-label": "New issue", id: "new-issue",
     onsubmit: async (e) => {
       e.preventDefault();
+      clear(status);
       try {
         const body = { title: title.value, description: description.value, priority: priority.value };
         if (assignee.value) body.assignee_agent_id = assignee.value;
         if (project.value) body.project_id = project.value;
         const issue = await post(`/companies/${companyId}/issues`, body);
         location.hash = issueHref(companyId, issue);
-      } catch (error) { clear(status).append(errorBox(error)); }
+      } catch (error) { status.append(errorBox(error)); }
     },
   }, h("h2", {}, "New issue"), field("Title", title), field("Description", description),
   h("div", { class: "filters" }, field("Assignee", assignee), field("Project", project), field("Priority", priority)),
-  h("button", { type: "submit" }, "Create issue"), status);
+  h("button", { type: "submit", class: "btn primary" }, "Create issue"), status);
+}
 
-  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Issues"),
-    h("a", { href: `#/c/${companyId}/kanban`, class: "button-link" }, "Kanban view")),
-  filters, count, scrollTable(table, "Issues"), form);
+/** A row of the list; on a phone the row is a card (each cell says what it is). */
+function issueRow(companyId, i, byId, projects) {
+  const cell = (label, ...children) => h("td", { "data-label": label }, ...children);
+  return h("tr", { "data-issue": i.id, "data-identifier": i.identifier, "data-live": i.live ? i.live.state : null },
+    cell("Issue", h("a", { href: issueHref(companyId, i) }, i.identifier)),
+    cell("Title", h("a", { href: issueHref(companyId, i), class: "row-title" }, i.title)),
+    h("td", { class: "state", "data-label": "Now" }, liveState(i.live, { compact: true })),
+    cell("Status", badge(i.status)),
+    h("td", { class: "priority", "data-label": "Priority" }, statusName(i.priority)),
+    cell("Assignee", i.assignee_agent_id ? (byId[i.assignee_agent_id] || {}).name || "?" : h("span", { class: "muted" }, "nobody")),
+    h("td", { class: "project", "data-label": "Project" }, projectName(projects, i.project_id)),
+    cell("Changed", when(i.updated_at)));
+}
+
+export async function issuesView(companyId, signal) {
+  const [agents, projects] = await Promise.all([all(`/companies/${companyId}/agents`), all(`/companies/${companyId}/projects`)]);
+  const byId = Object.fromEntries(agents.map((a) => [a.id, a]));
+  const tbody = h("tbody");
+  const count = h("p", { class: "muted", role: "status", "data-count": "" });
+  const table = h("table", { class: "issues cardify" },
+    h("caption", { class: "sr-only" }, "Issues"),
+    h("thead", {}, h("tr", {}, ["Issue", "Title", "Now", "Status", "Priority", "Assignee", "Project", "Changed"].map((t) => h("th", { scope: "col" }, t)))),
+    tbody);
+  const dialog = formDialog(newIssueForm(companyId, agents, projects), { label: "New issue" });
+  dialog.button.dataset.newIssue = "";
+  const empty = h("div");
+
+  let asked = 0;
+  let shown = null;
+  const follower = liveFollower(companyId, () => load(filters.values()).catch(() => {}));
+  async function load(params) {
+    const mine = ++asked;
+    const issues = await all(`/companies/${companyId}/issues${q(params)}`);
+    if (mine !== asked) return; // a later search answered first
+    follower.track(issues);
+    const sig = JSON.stringify(issues);
+    if (sig === shown) return;
+    shown = sig;
+    clear(tbody).append(...issues.map((i) => issueRow(companyId, i, byId, projects)));
+    clear(empty);
+    table.hidden = !issues.length;
+    const filtered = Object.entries(params).some(([k, v]) => v && k !== "sort");
+    if (!issues.length && filtered) {
+      empty.append(emptyState("No issue matches these filters.", h("a", { href: `#/c/${companyId}` }, "Show every issue")));
+    } else if (!issues.length) {
+      empty.append(emptyState("No issue yet. An issue is a piece of work for an agent: say what to do, and assign it.",
+        button("Make the first issue", { kind: "primary", onclick: dialog.open })));
+    }
+    clear(count).append(`${issues.length} ${issues.length === 1 ? "issue" : "issues"}`);
+  }
+  const filters = issueFilters(agents, projects, (params) => load(params).catch((e) => clear(count).append(errorBox(e))));
+  await load(filters.values());
+  const timer = setInterval(() => { if (!document.hidden) load(filters.values()).catch(() => {}); }, REFRESH_MS);
+  if (signal) signal.addEventListener("abort", () => { clearInterval(timer); follower.stop(); });
+
+  return h("div", { class: "issues-page" }, h("div", { class: "title-row" }, h("h1", {}, "Issues"),
+    h("div", { class: "title-actions" }, h("a", { href: `#/c/${companyId}/kanban`, class: "button-link" }, "Kanban view"), " ", dialog.button)),
+  filters, count, empty, scrollTable(table, "Issues"), dialog.dialog);
 }

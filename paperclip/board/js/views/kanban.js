@@ -4,6 +4,7 @@
 
 import { all, patch, q } from "../api.js";
 import { clear, errorBox, h, statusName } from "../dom.js";
+import { liveFollower, liveState } from "../live.js";
 import { ISSUE_STATUSES, issueFilters, issueHref } from "./issues.js";
 
 const REFRESH_MS = 5000;
@@ -49,10 +50,12 @@ export async function kanbanView(companyId, signal) {
     const node = h("li", {
       class: "kanban-card", draggable: "true", tabindex: 0, "data-issue": issue.id, "data-identifier": issue.identifier,
       "data-status": issue.status, "aria-label": `${issue.identifier} ${issue.title}`,
+      "data-live": issue.live ? issue.live.state : null,
       "aria-describedby": "kanban-help",
     },
     h("a", { href: issueHref(companyId, issue), draggable: "false" }, issue.identifier), " ",
     h("span", { class: "card-title" }, issue.title),
+    issue.live && issue.live.state !== "idle" ? h("div", { class: "card-state" }, liveState(issue.live, { compact: true })) : null,
     h("div", { class: "muted small" }, statusName(issue.priority), issue.assignee_agent_id ? ` · ${agentName(issue.assignee_agent_id)}` : ""),
     menu);
     node.addEventListener("dragstart", (e) => {
@@ -107,21 +110,23 @@ export async function kanbanView(companyId, signal) {
   async function load() {
     const { status, ...rest } = params; // every column shows: the status filter does not apply
     issues = await all(`${base}/issues${q({ ...rest, sort: "-updated" })}`);
+    follower.track(issues);
     if (dragging || (board.contains(document.activeElement) && document.activeElement.tagName === "SELECT")) return;
     const focused = board.contains(document.activeElement) ? document.activeElement.closest("[data-issue]") : null;
     draw();
     if (focused) focusCard(focused.dataset.issue);
   }
+  const follower = liveFollower(companyId, () => load().catch(() => {}));
   const filters = issueFilters(agents, projects, (wanted) => { params = wanted; load().catch(() => {}); }, { sort: false });
   filters.querySelector("[name=status]").closest(".field").hidden = true;
   params = filters.values();
   await load();
   const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, REFRESH_MS);
-  signal.addEventListener("abort", () => clearInterval(timer));
+  signal.addEventListener("abort", () => { clearInterval(timer); follower.stop(); });
 
   return h("div", { class: "kanban-page" },
     h("div", { class: "title-row" }, h("h1", {}, "Kanban"), h("a", { href: `#/c/${companyId}`, class: "button-link" }, "List view")),
     filters,
-    h("p", { class: "muted", id: "kanban-help" }, "Drag a card to another column to change its status; or focus a card and press Shift+→ or Shift+←, or pick its status."),
+    h("p", { class: "muted keyboard-only", id: "kanban-help" }, "Drag a card to another column to change its status; or focus a card and press Shift+→ or Shift+←, or pick its status."),
     problem, announce, board);
 }

@@ -1,6 +1,7 @@
 // A company's projects: each one's repository (a folder on the runner host or a clone URL)
 // and branches; make one, change one, delete one (the API's refusal is shown in its row).
 
+import { formDialog } from "../dialog.js";
 import { all, api, patch, post } from "../api.js";
 import { clear, errorBox, field, h, scrollTable } from "../dom.js";
 
@@ -29,14 +30,14 @@ export async function projectsView(companyId) {
   async function load() {
     const projects = await all(base);
     clear(tbody).append(...projects.map(row));
-    if (!projects.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No project yet.")));
+    if (!projects.length) tbody.append(h("tr", {}, h("td", { colspan: 6, class: "muted" }, "No project yet: New project names a repository (a folder on the runner host, or a clone URL) its issues work in.")));
   }
 
   function row(p) {
     const actions = h("td", { class: "actions" });
     let armed = false;
     const remove = h("button", {
-      type: "button", "aria-label": `Delete ${p.name}`,
+      type: "button", class: "btn danger", "aria-label": `Delete ${p.name}`,
       onclick: async () => {
         // A second press confirms: nothing is deleted by one stray click.
         if (!armed) { armed = true; clear(remove).append("Confirm delete"); return; }
@@ -72,8 +73,8 @@ export async function projectsView(companyId) {
   const defaultBranch = h("input", { name: "default_branch", maxlength: 255, placeholder: "its HEAD branch", spellcheck: "false" });
   const prefix = h("input", { name: "branch_prefix", maxlength: 100, value: "paperclip/", spellcheck: "false" });
   const hooks = h("input", { type: "checkbox", name: "hooks_enabled" });
-  const submit = h("button", { type: "submit" }, "Create project");
-  const cancel = h("button", { type: "button", hidden: true, onclick: () => reset() }, "Cancel");
+  const submit = h("button", { type: "submit", class: "btn primary" }, "Create project");
+  const cancel = h("button", { type: "button", class: "btn secondary", hidden: true, onclick: () => { reset(); dialog.close(); } }, "Cancel");
   const status = h("div", { "aria-live": "polite" });
 
   function showSource() {
@@ -111,6 +112,7 @@ export async function projectsView(companyId) {
     clear(submit).append("Save project");
     cancel.hidden = false;
     showSource();
+    dialog.open();
     name.focus();
   }
 
@@ -131,6 +133,7 @@ export async function projectsView(companyId) {
         if (editing) await patch(`${base}/${editing.id}`, body);
         else await post(base, body);
         reset();
+        dialog.close();
         await load();
       } catch (error) { status.append(errorBox(error)); } finally { submit.disabled = false; }
     },
@@ -146,11 +149,14 @@ export async function projectsView(companyId) {
     "Each issue of the project works on its own branch: the prefix, then the issue's identifier."),
   h("div", { class: "buttons" }, submit, " ", cancel), status);
   showSource();
+  const dialog = formDialog(form, { label: "New project" });
+  dialog.button.addEventListener("click", () => { if (editing) reset(); }, { capture: true });
+  dialog.dialog.addEventListener("close", () => { if (editing) reset(); });
   await load();
 
-  return h("div", {}, h("h1", {}, "Projects"),
-    scrollTable(h("table", { class: "projects" },
+  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Projects"), dialog.button), dialog.dialog,
+    scrollTable(h("table", { class: "projects cardify" },
       h("caption", { class: "sr-only" }, "Projects"),
       h("thead", {}, h("tr", {}, ["Name", "Repository", "Default branch", "Branch prefix", "Git hooks", ""].map((t) => h("th", { scope: "col" }, t)))),
-      tbody), "Projects"), form);
+      tbody), "Projects"));
 }

@@ -2,12 +2,17 @@
 // a routine's page with its next runs and the history of its executions; make one.
 
 import { all, get, keyFor, post } from "../api.js";
+import { cronWords } from "../cron.js";
+import { formDialog } from "../dialog.js";
 import { badge, clear, errorBox, field, h, when } from "../dom.js";
 
 function schedule(r) {
   if (!r.enabled) return badge("disabled");
   if (!r.cron) return h("span", { class: "muted" }, "no schedule");
-  return [h("code", {}, r.cron), h("span", { class: "muted" }, ` ${r.timezone}`)];
+  const words = cronWords(r.cron);
+  return h("span", { class: "schedule", "data-cron": r.cron },
+    words ? [words, h("span", { class: "muted" }, ` (${r.timezone})`), " ", h("details", { class: "code" }, h("summary", {}, "Cron"), h("code", {}, r.cron))]
+      : [h("code", {}, r.cron), h("span", { class: "muted" }, ` ${r.timezone}`)]);
 }
 
 /** A "Run now" button: one press, one execution (a retry after a lost answer keeps its key).
@@ -48,7 +53,7 @@ export async function routinesView(companyId) {
       h("td", {}, `${r.concurrency.replace(/_/g, " ")}, ${r.catch_up.replace(/_/g, " ")}`),
       h("td", {}, r.webhook ? "yes" : "no"),
       h("td", { class: "actions" }, runButton(base, r, load, ran)))));
-    if (!routines.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No routine yet.")));
+    if (!routines.length) tbody.append(h("tr", {}, h("td", { colspan: 7, class: "muted" }, "No routine yet: New routine makes an issue for an agent on a schedule, or on a signed webhook.")));
   }
   await load();
 
@@ -83,6 +88,7 @@ export async function routinesView(companyId) {
             "Webhook secret (shown this once): ", h("code", {}, made.webhook_secret),
             h("br"), "POST signed bodies to ", h("code", {}, made.webhook_path)));
         }
+        if (!made.webhook_secret) dialog.close(); // a secret stays in sight until closed
         await load();
       } catch (error) { status.append(errorBox(error)); }
     },
@@ -92,13 +98,14 @@ export async function routinesView(companyId) {
   h("div", { class: "filters" }, field("When the last issue is open", concurrency), field("After downtime", catchUp)),
   h("label", { class: "check" }, webhook, " A signed webhook"),
   h("p", { class: "muted hint" }, "Placeholders: {{date}}, {{time}}, {{datetime}}, {{weekday}}, {{routine}}, {{trigger}}."),
-  h("button", { type: "submit", disabled: !agents.length }, "Create routine"), status);
+  h("button", { type: "submit", class: "btn primary", disabled: !agents.length }, "Create routine"), status);
+  const dialog = formDialog(form, { label: "New routine" });
 
-  return h("div", {}, h("h1", {}, "Routines"), ran,
-    h("div", { class: "scroll" }, h("table", { class: "routines" },
+  return h("div", {}, h("div", { class: "title-row" }, h("h1", {}, "Routines"), dialog.button), dialog.dialog, ran,
+    h("div", { class: "scroll" }, h("table", { class: "routines cardify" },
       h("caption", { class: "sr-only" }, "Routines"),
       h("thead", {}, h("tr", {}, ["Name", "Schedule", "Next run", "Agent", "Policies", "Webhook", ""].map((t) => h("th", { scope: "col" }, t)))),
-      tbody)), form);
+      tbody)));
 }
 
 export async function routineView(companyId, routineId) {

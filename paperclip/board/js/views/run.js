@@ -2,7 +2,9 @@
 // transcript, live (raw events a click away), and its tool journal.
 
 import { all, get } from "../api.js";
-import { badge, clear, duration, h, scrollTable, statusName, when } from "../dom.js";
+import { badge, clear, duration, h, runningFor, scrollTable, statusName, when } from "../dom.js";
+import { retryButton } from "../retry.js";
+import { failureDetails, runSummary } from "./thread.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
@@ -31,6 +33,8 @@ export async function runView(companyId, runId, signal) {
   const agent = await get(`${base}/agents/${run.agent_id}`);
   const issue = run.issue_id ? await get(`${base}/issues/${run.issue_id}`).catch(() => null) : null;
   const summary = h("dl", { class: "facts" });
+  const tech = h("details", { class: "fold tech" });
+  let retried = false;
   const turns = h("tbody");
   const calls = h("tbody");
   const steer = h("div");
@@ -48,15 +52,28 @@ export async function runView(companyId, runId, signal) {
       ? h("a", { href: `#/c/${companyId}/issues/${issue.identifier}` }, `${issue.identifier} · ${issue.title}`)
       : run.issue_id ? h("a", { href: `#/c/${companyId}/issues/${run.issue_id}` }, "open the issue") : "none";
     const facts = [
-      ["Status", badge(run.status)], ["Agent", `${agent.name} (${run.provider})`], ["Issue", issueLink],
-      ["Started", when(run.started_at)], ["Finished", when(run.finished_at)],
-      ["Took", took(run.started_at, run.finished_at)],
-      ["Outcome", [statusName(run.status_reason), run.error_code, run.error_message].filter(Boolean).join(" · ")],
-      ["Answer", run.answer || ""],
+      ["Status", badge(run.status)], ["Agent", h("a", { href: `#/c/${companyId}/agents/${agent.id}` }, agent.name)], ["Issue", issueLink],
+      ["What happened", h("div", {}, h("span", { class: run.status === "failed" ? "run-words failed" : "run-words" }, runSummary(run)),
+        run.status === "failed" ? failureDetails(run) : "",
+        run.status === "failed" && !retried ? retryButton(companyId, run.id, { onDone: () => { retried = true; } }) : "")],
+      ["Started", when(run.started_at)],
+      ...(run.finished_at ? [["Finished", when(run.finished_at)], ["Took", took(run.started_at, run.finished_at)]]
+        : run.started_at ? [["Running", runningFor(run.started_at, "for ")]] : []),
+      ...(run.answer ? [["Answer", run.answer]] : []),
       ...usageFacts(run.usage),
-      ["Phase", statusName(run.phase)], ["Controller", `${run.controller_instance || "none"} · epoch ${run.controller_epoch}`],
     ];
-    clear(summary).append(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+    const sig = JSON.stringify([run, retried]);
+    if (summary.dataset.sig !== sig) {
+      summary.dataset.sig = sig;
+      clear(summary).append(...facts.flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+      const open = tech.open;
+      // What only an operator looking for a cause needs: folded.
+      clear(tech).append(h("summary", {}, "Technical details"), h("dl", { class: "facts-tech" },
+        ...[["Provider", run.provider], ["Phase", statusName(run.phase)], ["How it ended", run.status_reason || ""],
+          ["Error code", run.error_code || "none"], ["Controller", `${run.controller_instance || "none"} (epoch ${run.controller_epoch})`],
+          ["Session", run.session_ref || "none"]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+      tech.open = open;
+    }
     summary.dataset.status = run.status;
     // A run a budget stopped says so, with the budget to raise.
     if (run.error_code === "budget_exceeded" && whyShown !== run.status) {
@@ -92,7 +109,7 @@ export async function runView(companyId, runId, signal) {
   signal.addEventListener("abort", () => { stop(); clearInterval(timer); });
 
   return h("div", { class: "run", "data-run": runId },
-    h("h1", {}, `Run ${runId.slice(0, 8)}`, issue ? h("span", { class: "muted" }, ` · ${issue.identifier}`) : ""), why, summary,
+    h("h1", {}, `Run ${runId.slice(0, 8)}`, issue ? h("span", { class: "muted" }, ` · ${issue.identifier}`) : ""), why, summary, tech,
     h("div", { class: "columns" },
       h("section", { class: "panel", "aria-label": "Transcript" }, h("h2", {}, "Transcript ", state), log),
       h("div", {},

@@ -100,30 +100,24 @@ function facts(companyId, ws) {
  * called on each re-read of the page, does when the issue or its runs changed (a run placed,
  * a run ended, the issue closed), and otherwise every few seconds.
  */
-export function workspacePanel(companyId, issueId) {
+export function workspacePanel(companyId, issueId, { onLoaded = async () => {} } = {}) {
   const path = `/companies/${companyId}/issues/${issueId}/workspace`;
   let issue = null;
   let shown = null; // the workspace on the page
-  let diffKey = null; // which work product's diff is on the page
   let followed = null;
   let readAt = 0;
   let found = false; // whether the last read found a workspace
 
   const summary = h("dl", { class: "facts" });
   const files = h("div", { class: "work-product" });
-  const diffNote = h("div");
-  const diffCode = h("code");
-  const diffBlock = h("pre", { class: "diff", tabindex: 0, "aria-label": "Diff" }, diffCode);
-  const diffSummary = h("summary", {}, "Diff");
-  const diff = h("details", { class: "diff-block" }, diffSummary, diffNote, diffBlock);
-  const body = h("div", { class: "workspace-body" }, summary, files, diff);
+  const body = h("div", { class: "workspace-body" }, summary, files);
   const empty = h("p", { class: "muted" });
   const problem = h("div", { "aria-live": "polite" });
 
   // Forget: a second press confirms; the API's refusal (run_active, insufficient_role) shows here.
   const forgetStatus = h("div", { "aria-live": "polite" });
   let armed = false;
-  const forget = h("button", { type: "button" }, "Forget worktree");
+  const forget = h("button", { type: "button", class: "btn danger" }, "Forget worktree");
   const forgetPanel = h("div", { class: "forget" },
     h("p", { class: "muted hint" }, "For admins, when the runner host holding it is gone for good: the issue's next run "
       + "makes a new worktree on any runner; this one and its branch stay on their host."),
@@ -150,25 +144,6 @@ export function workspacePanel(companyId, issueId) {
 
   const node = h("section", { class: "panel workspace", "aria-label": "Workspace", hidden: true },
     h("h2", {}, "Workspace"), empty, body, forgetPanel, problem);
-
-  async function loadDiff(ws) {
-    const key = `${ws.state_at}|${ws.head_commit}`;
-    if (key === diffKey) return;
-    const got = await get(`${path}/diff`);
-    diffKey = key;
-    const lines = got.diff ? got.diff.split("\n").length - (got.diff.endsWith("\n") ? 1 : 0) : 0;
-    clear(diffSummary).append("Diff against the base commit ", h("span", { class: "muted" },
-      lines ? `(${plural(lines, "line")}${got.truncated ? ", cut" : ""})` : "(empty)"));
-    clear(diffNote);
-    if (got.truncated) {
-      diffNote.append(h("p", { class: "muted", "data-diff-truncated": "" },
-        "The diff was cut at the runner's limit (PAPERCLIP_RUNNER_DIFF_LIMIT_BYTES); the rest is in the worktree."));
-    }
-    if (lines > DIFF_LINES_SHOWN) diffNote.append(h("p", { class: "muted" }, `The first ${DIFF_LINES_SHOWN} lines are shown.`));
-    clear(diffCode).append(...diffLines(got.diff));
-    diffBlock.hidden = !lines;
-    if (!lines) diffNote.append(h("p", { class: "muted" }, "No change against the base commit."));
-  }
 
   function show(ws) {
     clear(problem);
@@ -209,9 +184,7 @@ export function workspacePanel(companyId, issueId) {
     }
     found = Boolean(ws);
     show(ws);
-    if (ws) {
-      try { await loadDiff(ws); } catch (error) { clear(diffNote).append(errorBox(error)); }
-    }
+    await onLoaded(ws);
   }
 
   // One read at a time; what is asked for meanwhile is one more read after it.
