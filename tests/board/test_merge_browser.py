@@ -1,8 +1,7 @@
 """Review and merge on the issue page, in Chromium against real processes and a real git
 repository (a runner of its own that allows it): a line comment in the diff reaches the agent's
 next prompt with its ``path:line``; Merge of a branch one commit ahead makes the base branch
-point at it, and a conflicting merge changes nothing and names the files. The merge route
-(``POST …/issues/{issue_id}/workspace/merge``) is built apart: its test runs once it exists."""
+point at it, and a conflicting merge changes nothing and names the files."""
 
 from __future__ import annotations
 
@@ -23,21 +22,6 @@ COMMITTER = {"approval_policy": "on-request", "approvals": "approve"}
 WIDE = {"width": 1400, "height": 900}
 
 
-def merge_route_exists() -> bool:
-    """Whether this tree serves ``POST …/issues/{issue_id}/workspace/merge`` (built apart)."""
-    from paperclip.app import create_app
-    from paperclip.settings import Settings
-
-    app = create_app(Settings(database_url="postgresql://unused@127.0.0.1/unused"))
-    paths = app.openapi_schema.to_schema()["paths"]
-    return any(p.endswith("/workspace/merge") for p in paths)
-
-
-needs_merge_route = pytest.mark.skipif(
-    not merge_route_exists(), reason="POST …/workspace/merge is not in this tree yet"
-)
-
-
 def committed(command: str) -> dict:
     """A shell step outside Codex's sandbox (approved): the way a commit goes."""
     return {"shell": {"command": command, "escalate": True}}
@@ -54,16 +38,24 @@ def workspace_stack(stack, repos):
     wait_until(connected, 60, message="the local runner connected")
 
 
-def issue_in_repo(stack, repos, name: str, steps: list, title: str) -> tuple[dict, dict, dict]:
-    """A company, an agent that commits, a project on a new repository, and an issue of it
-    assigned; returns (company, agent, issue) once its first run ended."""
+def issue_in_repo(
+    stack, repos, name: str, steps: list, title: str, strategy: str = "fast_forward"
+) -> tuple[dict, dict, dict]:
+    """A company, an agent that commits, a project on a new repository (merged by
+    ``strategy``), and an issue of it assigned; returns (company, agent, issue) once its
+    first run ended."""
     make_repo(repos / name, {"README.md": "hello\nworld\n", "app.py": "print('hi')\n"})
     acme = daily.company(stack, f"Review {name}", name.upper()[:6])
     coder = daily.agent(stack, acme["id"], {"turns": [steps]}, **COMMITTER)
     with stack.api() as api:
         project = api.post(
             f"/companies/{acme['id']}/projects",
-            json={"name": "App", "repo_path": str(repos / name), "default_branch": "main"},
+            json={
+                "name": "App",
+                "repo_path": str(repos / name),
+                "default_branch": "main",
+                "merge_strategy": strategy,
+            },
         )
         assert project.status_code == 201, project.text
         task = api.post(
@@ -126,13 +118,9 @@ def test_a_line_comment_reaches_the_agents_next_prompt(stack, page, screenshots)
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 
-@needs_merge_route
 def test_merge_moves_the_base_branch_and_a_conflict_changes_nothing(stack, page):
     repos = stack.tmp / "repos"
     workspace_stack(stack, repos)
-    with stack.api() as api:
-        if "/workspace/merge" not in str(api.get("/docs/openapi.json").json()["paths"]):
-            pytest.skip("the served API has no merge route")
     edit = committed("printf 'merged\\n' > NOTES.md && git add -A && git commit -qm 'Add notes'")
     acme, _, task = issue_in_repo(stack, repos, "merge", [edit, FINISH], "Add notes")
     branch_head = daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}/workspace")[
@@ -144,9 +132,12 @@ def test_merge_moves_the_base_branch_and_a_conflict_changes_nothing(stack, page)
     expect(review.locator("[data-merge='merged']")).to_contain_text("Merged")
     assert git(repos / "merge", "rev-parse", "main") == branch_head
 
-    # A conflicting change: the base changed the same line; nothing moves, the file is named.
+    # A conflicting change: the base changed the same line; nothing moves, the file is named
+    # (a merge commit is asked for: a fast-forward would be refused before any merge).
     edit = committed("printf 'ours\\n' > README.md && git add -A && git commit -qm 'Ours'")
-    acme, _, task = issue_in_repo(stack, repos, "conflict", [edit, FINISH], "Conflict")
+    acme, _, task = issue_in_repo(
+        stack, repos, "conflict", [edit, FINISH], "Conflict", strategy="merge_commit"
+    )
     commit(repos / "conflict", {"README.md": "theirs\n"}, "Theirs")
     before = git(repos / "conflict", "rev-parse", "main")
     page.goto(stack.board(f"/#/c/{acme['id']}/issues/{task['identifier']}"))
