@@ -82,7 +82,10 @@ async def test_the_page_and_its_files_carry_a_strict_policy(paperclip_client):
 VENDORED = {
     "/board/vendor/marked/marked.esm.js": ("marked v18.2.1", "vendor/marked/LICENSE"),
     "/board/vendor/dompurify/purify.es.mjs": ("DOMPurify 3.4.18", "vendor/dompurify/LICENSE"),
-    "/board/vendor/highlight/highlight.min.js": ("Highlight.js v11.12.0", "vendor/highlight/LICENSE"),
+    "/board/vendor/highlight/highlight.min.js": (
+        "Highlight.js v11.12.0",
+        "vendor/highlight/LICENSE",
+    ),
 }
 
 
