@@ -347,7 +347,9 @@ class RunEventOut(msgspec.Struct):
     type: str
     payload: JsonObject
     turn: int
-    """The run's turn when the event was stored."""
+    """The run turn the event belongs to: the one whose provider emitted it, as its runner
+    says (else the run's turn when the event was stored). A lost turn's events stay under
+    it, so two ``turn/completed`` of one run under turns 1 and 2 are two turns' ends."""
     source_instance: str
     source_seq: int
     created_at: datetime

@@ -17,6 +17,7 @@ import httpx
 
 from paperclip.chaos import cluster as procs
 from paperclip.chaos import report
+from paperclip.chaos.completions import turn_completions
 from paperclip.chaos.db import live_turns, next_events, settled_issues, unfinished_runs
 from paperclip.chaos.faults import INJECTED, Fault, inject, parse_mix, pick
 from paperclip.chaos.invariants import Violation, active_twice, check_all
@@ -108,6 +109,7 @@ class ChaosRun:
         self.started = self.progress_at = 0.0
         self.steer_next: dict[str, float] = {}
         self.violations: list[Violation] = []
+        self.replayed_lost_turns: list[dict[str, Any]] = []
         self.http_5xx: list[str] = []
         self.unplanned_exits: list[str] = []
         self.awaiting: list[tuple[Fault, str]] = []
@@ -139,6 +141,11 @@ class ChaosRun:
                     [c.log_path for c in [*self.cluster.control_planes, *self.cluster.runners]],
                 )
             )
+            completions = asyncio.run(
+                turn_completions(self.cluster.postgres.url, self.workload.company_id)
+            )
+            self.violations += completions.violations
+            self.replayed_lost_turns = completions.replayed
             self._next_event_times()
             self.http_5xx += self.workload.server_errors
             if self.http_5xx:

@@ -62,6 +62,11 @@ POINTS: tuple[Point, ...] = (
         RUNNER,
         "the runner recorded and started a turn; its acknowledgement is not sent yet",
     ),
+    Point(
+        "runner.turn_finished.before_send",
+        RUNNER,
+        "the provider completed a turn and its events were sent; the turn's end is not",
+    ),
 )
 
 BY_NAME = {point.name: point for point in POINTS}

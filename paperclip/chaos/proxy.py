@@ -5,6 +5,11 @@ network does); ``stall(seconds)`` keeps them open but lets no byte through
 for a while (a link that hangs); ``stall(seconds, down_only=True)`` holds
 only what the control plane sends (the runner's bytes still arrive). The proxy runs its own event loop in a
 thread of the harness.
+
+A side that ends its link, by a close or by a reset (a killed process with
+bytes unread resets it), still has what it sent before passed on, as the
+kernel passes it on a direct link: a runner's last messages before a SIGKILL
+reach the control plane.
 """
 
 from __future__ import annotations
@@ -12,6 +17,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from typing import Any
+
+
+class _Reader(asyncio.StreamReader):
+    """A link's reader whose end, even a reset, comes after the bytes that arrived before it.
+
+    asyncio's reader raises a reset at the next read, dropping what it holds
+    unread; a process killed with bytes unread resets its links, so the bytes
+    it sent just before would be lost here, where a direct link delivers them.
+    """
+
+    def set_exception(self, exc: BaseException) -> None:
+        self.feed_eof()
+
+
+def _accepting(loop: asyncio.AbstractEventLoop, accept: Any) -> asyncio.StreamReaderProtocol:
+    """What ``asyncio.start_server`` makes for each link, with a ``_Reader``."""
+    return asyncio.StreamReaderProtocol(_Reader(limit=2**16, loop=loop), accept, loop=loop)
+
+
+async def _dial(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """``asyncio.open_connection`` to the loopback ``port``, with a ``_Reader``."""
+    loop = asyncio.get_running_loop()
+    reader = _Reader(limit=2**16, loop=loop)
+    protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+    transport, _ = await loop.create_connection(lambda: protocol, "127.0.0.1", port)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
 
 
 class LinkProxy:
@@ -60,7 +92,9 @@ class LinkProxy:
         self._flowing.set()
         self._down_flowing.set()
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._accept, "127.0.0.1", self.port)
+            self._loop.create_server(
+                lambda: _accepting(self._loop, self._accept), "127.0.0.1", self.port
+            )
         )
         self._ready.set()
         try:
@@ -73,7 +107,7 @@ class LinkProxy:
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+            up_reader, up_writer = await _dial(self.upstream_port)
         except OSError:
             writer.close()  # the control plane is down: the runner sees a refused link
             return

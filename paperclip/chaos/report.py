@@ -62,6 +62,10 @@ def result(run: ChaosRun, seconds: float) -> dict[str, Any]:
         "steered": sum(len(item.steered) for item in run.workload.items),
         "recovery_seconds": recovery,
         "unplanned_exits": run.unplanned_exits[:50],
+        "replayed_lost_turns": {
+            "count": len(run.replayed_lost_turns),
+            "turns": run.replayed_lost_turns[:50],
+        },
         "violations": [{"kind": v.kind, "detail": v.detail} for v in run.violations],
         "ok": not run.violations,
     }

@@ -176,6 +176,11 @@ def show(result: dict[str, Any]) -> None:
     for name, fired in points["fired"].items():
         console.print(f"failpoint {name}: armed {points['armed'][name]}, fired {fired}")
     console.print("runs: " + ", ".join(f"{k} {v}" for k, v in result["runs"].items()))
+    replayed = result["replayed_lost_turns"]
+    console.print(
+        f"replayed lost turns: {replayed['count']} (completed by the provider, lost with "
+        "the runner before their end was stored; the run went on in its next turn)"
+    )
     if result["violations"]:
         console.print(f"[bold red]{len(result['violations'])} violation(s)[/]")
         for v in result["violations"][:30]:

@@ -410,6 +410,9 @@ class RunnerProcess:
             answer=result.answer,
             provider_turn_id=result.provider_turn_id,
         )
+        # The provider completed the turn and its events are sent (or held behind a steer);
+        # its end is not: a runner lost here leaves a completion its next turn follows.
+        failpoint("runner.turn_finished.before_send")
         # Behind a steer in flight, as the run's events are: the turn's end closes its
         # log, so an event held back (a steer the model read as the turn ended) must go first.
         await hosted.order.emit(finished, self._send_data)

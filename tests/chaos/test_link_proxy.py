@@ -108,3 +108,44 @@ def test_a_one_way_stall_holds_only_what_the_control_plane_sends():
         link.close()
         server.shutdown()
         server.server_close()
+
+
+class Collect(socketserver.BaseRequestHandler):
+    """Sends a word its client leaves unread (so the client's close is a reset), then keeps
+    what arrives."""
+
+    received: list[bytes] = []
+
+    def handle(self) -> None:
+        self.request.sendall(b"unread")
+        try:
+            while data := self.request.recv(1024):
+                Collect.received.append(data)
+        except ConnectionResetError:
+            pass
+
+
+def test_what_a_process_sent_before_it_died_is_passed_on():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Collect)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    link = LinkProxy(server.server_address[1], free_port()).start()
+    Collect.received.clear()
+    try:
+        sock = socket.create_connection(("127.0.0.1", link.port), timeout=5)
+        assert sock.recv(16, socket.MSG_PEEK) == b"unread"  # arrived, and left unread
+        link.stall(1.0)  # the proxy holds the first bytes; the last ones wait in its reader
+        time.sleep(0.1)
+        sock.sendall(b"first ")
+        time.sleep(0.2)
+        sock.sendall(b"last")
+        time.sleep(0.2)
+        sock.close()  # with bytes unread: a reset, as when a runner is SIGKILLed
+        deadline = time.monotonic() + 5
+        while b"".join(Collect.received) != b"first last" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert b"".join(Collect.received) == b"first last"
+    finally:
+        link.close()
+        server.shutdown()
+        server.server_close()

@@ -73,6 +73,7 @@ class LeaseKeeper:
         async with self.sessions.begin() as session:
             held = await renew(session, owned, instance=self.instance, ttl=self.ttl)
         for run_id in set(owned) - held:
+            # Adopted elsewhere, ended, or waiting for a runner to go on (nobody's).
             log.warning("lost the lease of run %s", run_id)
             self.ownership.release(run_id, epoch=owned[run_id])
 

@@ -79,11 +79,21 @@ def in_id_order(*where: ColumnElement[bool]) -> Select[tuple[uuid.UUID]]:
 async def renew(
     session: AsyncSession, owned: dict[uuid.UUID, int], *, instance: str, ttl: float
 ) -> set[uuid.UUID]:
-    """Extend the leases this controller still holds; return the runs it holds."""
+    """Extend the leases this controller still holds; return the runs it holds.
+
+    A run waiting for a runner to go on (phase ``resuming``) is nobody's: its
+    lease is not extended, so it lapses and any replica's scheduler takes the
+    run. A replica that adopted such a run (a runner's ``hello`` listed it
+    before its lost turn was settled) would otherwise keep it from every
+    scheduler, for as long as it runs.
+    """
     if not owned:
         return set()
     held = in_id_order(
-        Run.id.in_(list(owned)), Run.controller_instance == instance, Run.status.in_(ACTIVE)
+        Run.id.in_(list(owned)),
+        Run.controller_instance == instance,
+        Run.status.in_(ACTIVE),
+        Run.phase != "resuming",
     )
     rows = await session.execute(
         update(Run)
