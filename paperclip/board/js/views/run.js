@@ -16,6 +16,26 @@ const took = (from, to) => (from && to ? duration(Date.parse(to) - Date.parse(fr
 const fold = (label, value) => h("details", { class: "fold" }, h("summary", {}, label),
   h("pre", { class: "out" }, JSON.stringify(value, null, 2)));
 
+/** Where the run is, in words (the API's `phase`). */
+const STAGES = {
+  created: "Not started yet", turn: "Working in turns with the agent", resuming: "Waiting for a runner to go on",
+  finished: "Finished",
+};
+
+/** What an operator looking for a cause reads, in words; the codes stay as they are. */
+function techFacts(run) {
+  const epoch = run.controller_epoch || 0;
+  const keeper = run.controller_instance
+    ? [`the server ${run.controller_instance}`, epoch > 1 ? ` (taken over ${epoch - 1 === 1 ? "once" : `${epoch - 1} times`})` : ""]
+    : "no server yet";
+  return [
+    ["Provider", run.provider], ["Stage", STAGES[run.phase] || statusName(run.phase)],
+    ["How it ended", run.status_reason ? statusName(run.status_reason) : "not yet"],
+    ["Error code", run.error_code ? h("code", {}, run.error_code) : "none"], ["Looked after by", keeper],
+    ["Provider session", run.session_ref ? h("code", {}, run.session_ref) : "none yet"],
+  ];
+}
+
 /** The run's tool journal as a table: what the model asked, what it got, and how long it took. */
 export function journalRows(calls) {
   if (!calls.length) return [h("tr", {}, h("td", { colspan: 5, class: "muted" }, "No tool call journaled yet."))];
@@ -69,9 +89,7 @@ export async function runView(companyId, runId, signal) {
       const open = tech.open;
       // What only an operator looking for a cause needs: folded.
       clear(tech).append(h("summary", {}, "Technical details"), h("dl", { class: "facts-tech" },
-        ...[["Provider", run.provider], ["Phase", statusName(run.phase)], ["How it ended", run.status_reason || ""],
-          ["Error code", run.error_code || "none"], ["Controller", `${run.controller_instance || "none"} (epoch ${run.controller_epoch})`],
-          ["Session", run.session_ref || "none"]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+        ...techFacts(run).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
       tech.open = open;
     }
     summary.dataset.status = run.status;
