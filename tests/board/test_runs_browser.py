@@ -283,17 +283,25 @@ def test_a_providers_protocol_is_told_in_words(stack, page):
     """A request for approval and an event no reader knows: words, never the protocol's names
     (those stay in the raw events)."""
     ask = {
-        "command": "git commit -qm 'Greet visitors by name'",
+        "command": "/bin/bash -lc \"git commit -qm 'Greet visitors by name'\"",
+        "commandActions": [
+            {"type": "unknown", "command": "git commit -qm 'Greet visitors by name'"}
+        ],
         "reason": "The command needs to leave the sandbox.",
         "itemId": "call_1",
     }
     events = [
         {"seq": 1, "turn": 1, "type": "turn/started", "payload": {"turn": {"id": "t1"}}},
         {"seq": 2, "turn": 1, "type": "item/commandExecution/requestApproval", "payload": ask},
-        {"seq": 3, "turn": 1, "type": "item/fileChange/requestApproval", "payload": {}},
-        {"seq": 4, "turn": 1, "type": "item/someNewThing/happened", "payload": {}},
-        {"seq": 5, "turn": 1, "type": "run.finished", "payload": {"status": "failed",
-                                                                  "error_code": "turn_timeout"}},
+        {"seq": 3, "turn": 1, "type": "serverRequest/resolved", "payload": {"requestId": 0}},
+        {"seq": 4, "turn": 1, "type": "item/fileChange/requestApproval", "payload": {}},
+        {"seq": 5, "turn": 1, "type": "item/someNewThing/happened", "payload": {}},
+        {
+            "seq": 6,
+            "turn": 1,
+            "type": "run.finished",
+            "payload": {"status": "failed", "error_code": "turn_timeout"},
+        },
     ]
     page.goto(stack.board("/#/"))
     entries = page.evaluate(READ, {"events": events, "calls": []})
@@ -308,5 +316,5 @@ def test_a_providers_protocol_is_told_in_words(stack, page):
     ], texts
     assert not any("item/" in t or "requestApproval" in t or "_" in t for t in texts), texts
     page.get_by_role("button", name="Raw events").click()
-    expect(page.get_by_role("list", name="Run events").locator("li")).to_have_count(5)
+    expect(page.get_by_role("list", name="Run events").locator("li")).to_have_count(6)
     expect(page.locator("li[data-type='item/commandExecution/requestApproval']")).to_have_count(1)

@@ -18,6 +18,7 @@ const QUIET = new Set([
   "item/commandExecution/outputDelta", "account/rateLimits/updated", "turn/diff/updated", "turn/plan/updated",
   "session.created", "session.updated", "message.updated", "session.diff", "session.compacted", "file.edited",
   "turn_start", "turn_end", "tool_execution_update", "agent.usage", "chat.final", "chat.delta",
+  "serverRequest/resolved",
 ]);
 
 /** Events of a provider's protocol in a person's words; the raw type stays behind "Raw". */
@@ -343,7 +344,8 @@ export function transcript(runId, { compact = false } = {}) {
       : /permissions/.test(type) ? "Asked for more permissions"
         : /requestUserInput/.test(type) ? "Asked a question (answered: nobody answers during a run)"
           : "Asked to run a command outside its sandbox";
-    const command = p.command ? (Array.isArray(p.command) ? p.command.join(" ") : String(p.command)) : "";
+    const raw = dig(p, "commandActions", 0, "command") || p.command;
+    const command = raw ? (Array.isArray(raw) ? raw.join(" ") : String(raw)) : "";
     const reason = typeof p.reason === "string" && p.reason !== "fake" ? p.reason : "";
     return line("approval", event.seq, h("span", { class: "who" }, "Approval"), " ", what,
       command ? [": ", h("code", { class: "cmd" }, firstLine(command))] : null,

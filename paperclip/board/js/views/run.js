@@ -4,7 +4,7 @@
 import { all, get } from "../api.js";
 import { badge, clear, duration, h, runningFor, scrollTable, statusName, when } from "../dom.js";
 import { retryButton } from "../retry.js";
-import { failureDetails, runSummary } from "./thread.js";
+import { endedBecause, failureDetails, runSummary } from "./thread.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
@@ -30,7 +30,7 @@ function techFacts(run) {
     : "no server yet";
   return [
     ["Provider", run.provider], ["Stage", STAGES[run.phase] || statusName(run.phase)],
-    ["How it ended", run.status_reason ? statusName(run.status_reason) : "not yet"],
+    ["How it ended", run.status_reason ? endedBecause(run.status_reason) : "not yet"],
     ["Error code", run.error_code ? h("code", {}, run.error_code) : "none"], ["Looked after by", keeper],
     ["Provider session", run.session_ref ? h("code", {}, run.session_ref) : "none yet"],
   ];
@@ -101,11 +101,14 @@ export async function runView(companyId, runId, signal) {
         projectId: issue ? issue.project_id : null,
       }));
     }
-    clear(turns).append(...items.map((t) => h("tr", { "data-turn": t.number, "data-status": t.status },
-      h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
-      h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
-      h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ") || (t.status === "completed" ? "Ended normally" : "")),
-      h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""))));
+    // The runner and the provider's turn id on hover: an operator's, not a reader's.
+    clear(turns).append(...items.map((t) => h("tr", {
+      "data-turn": t.number, "data-status": t.status,
+      title: [t.runner_id ? `Runner ${t.runner_id}` : "", t.provider_turn_id ? `provider turn ${t.provider_turn_id}` : ""].filter(Boolean).join(", ") || null,
+    },
+    h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
+    h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
+    h("td", {}, t.error_message || (t.error_code ? statusName(t.error_code) : "") || (t.status === "completed" ? "Ended normally" : "")))));
     clear(calls).append(...journalRows(journal));
     log.journal(journal);
     const running = items.find((t) => t.status === "running") || null;
@@ -133,7 +136,7 @@ export async function runView(companyId, runId, signal) {
       h("div", {},
         h("section", { class: "panel", "aria-label": "Turns" }, h("h2", {}, "Turns"),
           scrollTable(h("table", {},
-            h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Took", "How it ended", "Runner", "Provider turn"].map((t) => h("th", { scope: "col" }, t)))),
+            h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Took", "How it ended"].map((t) => h("th", { scope: "col" }, t)))),
             turns), "Turns")),
         steer)),
     h("section", { class: "panel", "aria-label": "Tool calls" }, h("h2", {}, "Tool calls"),
