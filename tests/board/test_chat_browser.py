@@ -83,7 +83,7 @@ def test_chat_messages_are_markdown_and_their_html_is_sanitised(stack, page):
     expect(mine.first.locator(".body strong")).to_have_text("now")
     expect(mine.first.locator(".body")).to_have_text("Ship it now, please.")
 
-    payload = "<img src=x onerror=\"document.title='pwned'\"><b onclick=\"alert(1)\">Hello</b>"
+    payload = '<img src=x onerror="document.title=\'pwned\'"><b onclick="alert(1)">Hello</b>'
     box.fill(payload)
     chat.get_by_role("button", name="Send").click()
     expect(mine).to_have_count(2)

@@ -173,7 +173,9 @@ def test_kanban_on_a_phone_is_sections_without_sideways_scroll(stack, acme, page
     card.get_by_role("button", name=f"Change status of {task['identifier']}").click()
     page.get_by_role("menuitemradio", name="In progress").click()
     expect(page.locator("[data-column='in_progress']").locator(card)).to_be_visible()
-    assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "in_progress"
+    assert (
+        daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "in_progress"
+    )
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 

@@ -33,7 +33,7 @@ export function kanbanCard(companyId, issue, { agentName, move, drag, onMenu }) 
   live ? h("div", { class: "card-state" }, live) : null,
   h("div", { class: "card-meta" },
     h("span", { class: `priority priority-${issue.priority}`, "data-priority": issue.priority }, statusName(issue.priority)),
-    assignee ? h("span", { class: "assignee" }, assignee) : h("span", { class: "assignee muted" }, "nobody")),
+    assignee ? h("span", { class: "assignee" }, assignee) : h("span", { class: "assignee muted" }, "Unassigned")),
   status.menu);
   node.addEventListener("dragstart", (e) => {
     drag.start(issue);
