@@ -189,7 +189,9 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
                     row = page.locator("tr[data-issue]", has_text=title)
                     expect(row).to_have_attribute("data-live", state)
             expect(page.locator("[role=alert], [data-problem]")).to_have_count(0)  # no refusal
-            page.wait_for_timeout(300)  # the relative times and live dots settle
+            # Nothing loading, the fonts in, and a frame drawn with them: then the picture.
+            expect(page.locator("[aria-busy=true]")).to_have_count(0)
+            page.evaluate("document.fonts.ready.then(() => new Promise(requestAnimationFrame))")
             # Wide, the whole page; on a phone, its first screen (what a person sees first).
             screenshots(page, f"daily-{name}{suffix}", full_page=not suffix)
             if suffix:
