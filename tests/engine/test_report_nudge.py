@@ -17,7 +17,6 @@ from paperclip_hookspecs.providers import ProviderCapabilities
 from paperclip_hookspecs.runs import RunView
 from sqlalchemy import select
 
-from paperclip.api.schemas import RunTurnOut
 from paperclip.models import RunEvent, RunTurn
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, call, finished, make_world, started
