@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.processes import RunnerProcess, ServerProcess, free_port, wait_until
 
-FAKE_CODEX = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+FAKE_CODEX = [sys.executable, "-m", "paperclip_codex_testing.fake_app_server"]
 FAKE_PROFILE = "fake"
 """The runner's launch profile for the fake app-server; agents select it by name."""
 
