@@ -6,6 +6,7 @@ its merge: test_merge_browser.py, with a runner of its own that allows the repos
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -21,11 +22,14 @@ FINISH = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summ
 
 
 def retry_wakes(stack, task: dict) -> list[uuid.UUID]:
-    rows = query(
-        stack.database_url,
-        "SELECT id FROM wake_requests WHERE issue_id = $1 AND source = 'retry'",
-        uuid.UUID(task["id"]),
-    )
+    """The issue's retry wakes, read in a thread of its own: the page's loop owns this one."""
+    with ThreadPoolExecutor(1) as pool:
+        rows = pool.submit(
+            query,
+            stack.database_url,
+            "SELECT id FROM wake_requests WHERE issue_id = $1 AND source = 'retry'",
+            uuid.UUID(task["id"]),
+        ).result()
     return [r["id"] for r in rows]
 
 
