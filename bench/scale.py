@@ -5,7 +5,7 @@ For each size (20, then 200 runs by default) on a fresh control plane:
 1. ``paperclip serve --no-runner`` (embedded PostgreSQL in a temp dir, or
    PAPERCLIP_DATABASE_URL) and two ``paperclip runner`` processes, each with
    its own credential, offering the fake Codex app-server
-   (``paperclip_codex.fake_app_server``) as a launch profile: real OS
+   (``paperclip_codex_testing.fake_app_server``) as a launch profile: real OS
    processes, one provider process per run, as in production.
 2. One agent per run (its model names its script) and one issue; the script
    makes ``--calls`` ``report_progress`` tool calls (journaled write tools,
@@ -74,7 +74,7 @@ def script(label: str, calls: int) -> dict[str, Any]:
 
 def launch(script_dir: Path, log: Path) -> str:
     """``PAPERCLIP_RUNNER_LAUNCH``: the fake app-server, each agent's model naming its script."""
-    argv = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+    argv = [sys.executable, "-m", "paperclip_codex_testing.fake_app_server"]
     argv += ["--script-dir", str(script_dir), "--log", str(log)]
     return json.dumps({"codex": {FAKE_PROFILE: argv}})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from dependency_injector import containers, providers
 
@@ -110,6 +110,16 @@ def engine_options(settings: Settings) -> EngineOptions:
     )
 
 
+def setting_all(*events: asyncio.Event) -> Callable[[], None]:
+    """A call that sets every one of ``events``."""
+
+    def set_all() -> None:
+        for event in events:
+            event.set()
+
+    return set_all
+
+
 def ends_abandoned(plugins: PluginHost) -> bool:
     """Whether the lease keeper ends runs no runner came back for.
 
@@ -128,7 +138,8 @@ class EngineParts(containers.DeclarativeContainer):
     database = providers.Dependency(default=None)
     """The engine a held ``LISTEN`` for wakes uses (None: the scheduler polls)."""
     journal = providers.Dependency(default=providers.Object(None))
-    """The engine of the tool journal's statements (None: the sessions')."""
+    """The engine whose connections plan each statement once (None: the sessions'): the tool
+    journal's statements, and the claims of wakes."""
     numbers = providers.Dependency(instance_of=IssueNumbers)
     """Where the issues' numbers come from (a pool of its own)."""
     clock = providers.Dependency(default=system_clock)
@@ -140,6 +151,10 @@ class EngineParts(containers.DeclarativeContainer):
     # not the scheduler's method: the scheduler stands on the connections, which nudge it.
     wakes_nudged = providers.Singleton(asyncio.Event)
     nudge = wakes_nudged.provided.set
+    # Set when a lost run's queued turn may wait for a runner here (one connected): the
+    # scheduler's next pass looks for queued turns (it does not on every pass).
+    resumptions_nudged = providers.Singleton(asyncio.Event)
+    runner_connected = providers.Callable(setting_all, wakes_nudged, resumptions_nudged)
 
     boots = providers.Singleton(
         BootRegistry, sessions, instance=instance, lease_seconds=lease_seconds
@@ -215,7 +230,7 @@ class EngineParts(containers.DeclarativeContainer):
         inbox,
         instance=instance,
         lease_seconds=lease_seconds,
-        nudge=nudge,
+        nudge=runner_connected,
         on_lost=reconciler.provided.nudge,
     )
     scheduler = providers.Singleton(
@@ -231,7 +246,9 @@ class EngineParts(containers.DeclarativeContainer):
         runners_here=connections.provided.runner_ids,
         clock=clock,
         nudged=wakes_nudged,
+        resumptions=resumptions_nudged,
         prompt_ownership=options.provided.prompt_ownership,
+        plans_once=journal,
     )
     budgets = providers.Singleton(
         BudgetKeeper, sessions, pass_seconds=options.provided.budget_sweep_seconds, clock=clock
@@ -299,7 +316,8 @@ class Container(containers.DeclarativeContainer):
     database_url = providers.Resource(database_url, settings=settings)
     engine = providers.Singleton(create_engine, database_url)
     sessions = providers.Singleton(create_session_factory, engine)
-    # The tool journal's statements: a pool of their own, each statement planned once.
+    # The tool journal's and the wake claims' statements: a pool of their own, each statement
+    # planned once.
     journal_engine = providers.Singleton(
         create_engine, database_url, pool_size=JOURNAL_POOL_SIZE, generic_plans=True
     )

@@ -24,7 +24,7 @@ import psutil
 from paperclip.db.embedded import EmbeddedPostgres
 
 PAPERCLIP = [sys.executable, "-m", "paperclip"]
-FAKE_CODEX = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+FAKE_CODEX = [sys.executable, "-m", "paperclip_codex_testing.fake_app_server"]
 FAKE_PROFILE = "fake"
 """The runners' launch profile for the fake app-server; the chaos agents select it by name."""
 _FIRED = re.compile(r"failpoint (\S+) fired")
@@ -171,7 +171,7 @@ def provider_processes(script_dir: Path) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if "paperclip_codex.fake_app_server" in cmdline and str(script_dir) in cmdline:
+        if "paperclip_codex_testing.fake_app_server" in cmdline and str(script_dir) in cmdline:
             found.append(proc)
     return found
 

@@ -107,9 +107,12 @@ def chaos(
     from paperclip.chaos.points import POINTS
 
     try:
-        import paperclip_codex.fake_app_server  # noqa: F401
+        import paperclip_codex_testing.fake_app_server  # noqa: F401
     except ImportError:
-        fail("the chaos workload needs the codex plugin (paperclip-codex) installed")
+        fail(
+            "the chaos workload runs the fake Codex, and paperclip-codex-testing is not installed",
+            hint="install the codex plugin with its fake: pip install 'paperclip-codex[testing]'",
+        )
     options = ChaosOptions(
         runs=runs,
         concurrency=concurrency,

@@ -41,13 +41,15 @@ def engine_of(sessions: async_sessionmaker[AsyncSession]) -> AsyncEngine:
 
 @asynccontextmanager
 async def plain_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
-    """A pooled connection's asyncpg connection, for statements that each commit on their own.
+    """A pooled connection's asyncpg connection, for statements that each commit on their own
+    (or in a ``transaction()`` block of asyncpg's, which ends before this one does).
 
     No session and no SQLAlchemy connection around it: for a one-statement
-    read those cost about twice what the statement does. Do not begin a
-    transaction on it, and raise nothing of your own under it: only an error
-    PostgreSQL answered a statement with leaves the connection to the pool.
-    Any other (a cancellation, a lost or broken connection) discards it.
+    read those cost about twice what the statement does. Begin no transaction
+    on it that could outlive the block, and raise nothing of your own under
+    it: only an error PostgreSQL answered a statement with leaves the
+    connection to the pool. Any other (a cancellation, a lost or broken
+    connection) discards it.
     """
     raw = await engine.raw_connection()
     connection = cast(asyncpg.Connection, raw.driver_connection)

@@ -25,14 +25,16 @@ def async_url(url: str) -> str:
 
 
 JOURNAL_POOL_SIZE = 5
-"""The tool journal's connections: one statement at a time per runner connected here."""
+"""The tool journal's connections (one statement at a time per runner connected here), which
+a wake claim pass uses too (one pass at a time)."""
 
 
 def create_engine(url: str, *, pool_size: int = 10, generic_plans: bool = False) -> AsyncEngine:
     """An engine whose pool holds ``pool_size`` connections, and as many more under load.
 
     ``generic_plans``: each prepared statement is planned once, not at every
-    execution. For the tool journal's statements (``paperclip.engine.logs.journal``):
+    execution. For the tool journal's statements (``paperclip.engine.logs.journal``)
+    and a claim pass's (``paperclip.engine.scheduling.claims``, ``new_runs``):
     PostgreSQL's default plans a statement anew at each execution when the plan
     for its actual parameters looks cheaper than one for any; over arrays it
     sees their lengths only then, and on a running server's tables it planned

@@ -21,7 +21,7 @@ RETRY_SECONDS = 2.0
 async def hold_listener(
     engine: AsyncEngine,
     channel: str,
-    on_notify: Callable[[], None],
+    on_notify: Callable[[str], None],
     on_listening: Callable[[bool], None],
     log: logging.Logger,
     *,
@@ -29,12 +29,13 @@ async def hold_listener(
 ) -> None:
     """LISTEN on ``channel`` until cancelled, re-establishing the connection when it breaks.
 
+    ``on_notify(payload)`` for each notification.
     ``on_listening(True)`` once the LISTEN is in place (anything committed
     before it was not notified), ``on_listening(False)`` when it is lost.
     """
 
-    def notified(*_: Any) -> None:
-        on_notify()
+    def notified(_connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        on_notify(payload)
 
     while True:
         try:

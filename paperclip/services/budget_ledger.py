@@ -18,9 +18,10 @@ order), so the decisions are the database's, whatever replica makes them:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import and_, delete, or_, select, update
@@ -168,36 +169,33 @@ async def months_of(
     return {row.budget_id: row for row in (await session.execute(stmt)).scalars()}
 
 
-def _refusal(budget: Budget, row: BudgetMonth, month: str, *, reserve: int) -> Refusal | None:
+class MonthFigures(Protocol):
+    spent_micros: int
+    reserved_micros: int
+
+
+def refusal_of(budget: Budget, row: MonthFigures, month: str, *, reserve: int) -> Refusal | None:
+    """Why ``budget`` refuses a run that would reserve ``reserve`` in its month ``row``, or
+    None."""
     limit = budget.monthly_limit_micros
     if row.spent_micros >= limit or row.spent_micros + row.reserved_micros + reserve > limit:
         return Refusal(budget, month, row.spent_micros, row.reserved_micros)
     return None
 
 
-async def admit(
-    session: AsyncSession, budgets: Sequence[Budget], run_id: uuid.UUID, *, month: str
+def admit(
+    budgets: Sequence[Budget], months: Mapping[uuid.UUID, MonthFigures], month: str
 ) -> Refusal | None:
-    """Whether a new run under ``budgets`` (``budgets_of`` its scope) may start; None: yes,
-    and its reservations are made."""
-    if not budgets:
-        return None
-    months = await months_of(session, budgets, month, lock=True)
+    """Whether a new run under ``budgets`` (``budgets_of`` its scope, or their rows as a claim
+    read them) may start, given each one's ``month`` row, locked by the caller; None: yes,
+    and each row's ``reserved_micros`` now holds what the run reserves of it (the caller
+    writes the rows and the run's reservations)."""
     for budget in budgets:
-        refused = _refusal(budget, months[budget.id], month, reserve=budget.run_reserve_micros)
+        refused = refusal_of(budget, months[budget.id], month, reserve=budget.run_reserve_micros)
         if refused is not None:
             return refused
     for budget in budgets:
-        if budget.run_reserve_micros > 0:
-            months[budget.id].reserved_micros += budget.run_reserve_micros
-            session.add(
-                RunReservation(
-                    run_id=run_id,
-                    budget_id=budget.id,
-                    month=month,
-                    micros=budget.run_reserve_micros,
-                )
-            )
+        months[budget.id].reserved_micros += budget.run_reserve_micros
     return None
 
 

@@ -7,7 +7,7 @@ interval on, whatever this one does:
 - paused: nothing (it is not woken while paused);
 - busy (a run of it is queued or running): nothing, so a busy agent is never
   woken twice (and a heartbeat wake is not claimed while its agent is busy:
-  ``claimable_wakes``);
+  ``engine.scheduling.claims``);
 - a wake of it already queued: the beat folds into that wake
   (``coalesced_count`` + 1);
 - otherwise: a wake with source ``heartbeat`` and no issue. At most one such

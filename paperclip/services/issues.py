@@ -47,10 +47,9 @@ OUTCOME_STATUS = {
 """What a run's reported outcome makes of its issue."""
 
 
-def start_work(issue: Issue) -> None:
-    """A run was claimed for the issue (its row locked by the caller): it is in progress now."""
-    if issue.status in WORK_STARTS_FROM:
-        issue.status = IssueStatus.IN_PROGRESS
+def working_status(status: str) -> str:
+    """The status of an issue (of ``status``) once a run was claimed for it: in progress."""
+    return IssueStatus.IN_PROGRESS if status in WORK_STARTS_FROM else status
 
 
 async def settle_after_run(

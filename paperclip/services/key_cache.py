@@ -70,4 +70,4 @@ class KeyCache:
 
     async def listen(self, engine: AsyncEngine) -> None:
         """Until cancelled: forget at every notification; remember only while listening."""
-        await hold_listener(engine, CHANNEL, self.forget, self._listening, log)
+        await hold_listener(engine, CHANNEL, lambda _payload: self.forget(), self._listening, log)

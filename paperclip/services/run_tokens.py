@@ -16,12 +16,18 @@ from paperclip.services.api_keys import hash_key
 RUN_TOKEN_PREFIX = "pcr_"
 
 
+def mint_run_token() -> tuple[str, str]:
+    """A new run token and the hash of it that is stored (the token itself never is)."""
+    token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return token, hash_key(token)
+
+
 def new_run_token(session: AsyncSession, run: Run) -> str:
     """Mint a token for ``run`` in the caller's transaction; only its hash is stored."""
-    token = RUN_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token, token_hash = mint_run_token()
     session.add(
         RunToken(
-            token_hash=hash_key(token),
+            token_hash=token_hash,
             run_id=run.id,
             company_id=run.company_id,
             agent_id=run.agent_id,

@@ -5,29 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, text, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError
 from paperclip.models import (
-    ACTIVE_RUN_STATUSES,
     Agent,
-    AgentStatus,
-    HoldStatus,
     Issue,
-    IssueWorkspace,
-    Run,
-    TaskHold,
     WakeKey,
     WakeRequest,
     WakeStatus,
-    WorkspaceStatus,
 )
 from paperclip.services.activity import activity_row, record_activity
 from paperclip.services.actor import Actor
@@ -35,13 +28,24 @@ from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
 
 WAKES_CHANNEL = "paperclip_wakes"
-"""Every replica's scheduler LISTENs here; a queued wake or an ended run notifies it (triggers)."""
+"""Every replica's scheduler LISTENs here; a queued wake or an ended run notifies it (triggers),
+and so does a lost run's queued turn (``notify_resumption``)."""
+
+
+RESUMPTION = "resume"
+"""The payload that tells the schedulers a lost run's next turn is queued (a runner may take it)."""
 
 
 async def notify_wakes(session: AsyncSession) -> None:
     """Tell every scheduler, when the caller's transaction commits, that a queued wake may be
     claimable now (for a change no trigger sees, such as a hold settled without a new wake)."""
     await session.execute(select(func.pg_notify(WAKES_CHANNEL, "")))
+
+
+async def notify_resumption(session: AsyncSession) -> None:
+    """Tell every scheduler, when the caller's transaction commits, that a lost run's next
+    turn waits for a runner: only then (or on a slow poll) do they look for one."""
+    await session.execute(select(func.pg_notify(WAKES_CHANNEL, RESUMPTION)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,71 +220,6 @@ async def queue_wakes_for_new_issues(
         for row in rows
     ]
     return [row["id"] for row in rows]
-
-
-async def claimable_wakes(
-    session: AsyncSession, limit: int, *, runners: Collection[uuid.UUID] | None = None
-) -> list[tuple[WakeRequest, Agent]]:
-    """Queued wakes that may start a run now, oldest first, each locked for this transaction.
-
-    Skipped: wakes other transactions hold (``SKIP LOCKED``: replicas claim
-    side by side), wakes of paused agents, wakes of an issue that already
-    has an active run (they wait for it to end), heartbeats of an agent with an
-    active run, wakes of a held issue (they wait for the hold to be resolved), and, when ``runners`` is given,
-    wakes of an issue whose worktree lives on a runner not among them or is
-    being removed (they wait for that runner, and never hold up the others).
-    """
-    pinned = (
-        []
-        if runners is None
-        else [
-            ~exists().where(
-                and_(
-                    IssueWorkspace.issue_id == WakeRequest.issue_id,
-                    or_(
-                        IssueWorkspace.status == WorkspaceStatus.RELEASING,
-                        and_(
-                            IssueWorkspace.status.in_(
-                                (WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)
-                            ),
-                            IssueWorkspace.runner_id.not_in(list(runners)),
-                        ),
-                    ),
-                )
-            )
-        ]
-    )
-    rows = await session.execute(
-        select(WakeRequest, Agent)
-        .join(Agent, Agent.id == WakeRequest.agent_id)
-        .where(WakeRequest.status == WakeStatus.QUEUED, Agent.status == AgentStatus.ACTIVE)
-        .where(
-            ~exists().where(
-                and_(Run.issue_id == WakeRequest.issue_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-            )
-        )
-        .where(
-            ~exists().where(
-                and_(
-                    TaskHold.issue_id == WakeRequest.issue_id, TaskHold.status == HoldStatus.ACTIVE
-                )
-            )
-        )
-        .where(
-            # A heartbeat is for an idle agent: it waits while a run of the agent is active.
-            or_(
-                WakeRequest.source != "heartbeat",
-                ~exists().where(
-                    and_(Run.agent_id == WakeRequest.agent_id, Run.status.in_(ACTIVE_RUN_STATUSES))
-                ),
-            )
-        )
-        .where(*pinned)
-        .order_by(WakeRequest.created_at)
-        .limit(limit)
-        .with_for_update(of=WakeRequest, skip_locked=True)
-    )
-    return [(wake, agent) for wake, agent in rows.all()]
 
 
 def mark_claimed(wake: WakeRequest, run_id: uuid.UUID) -> None:

@@ -66,3 +66,42 @@ def test_chat_with_the_agent_answer_its_card_and_see_each_reply_once(stack, page
         [keyed] = pool.submit(query, stack.database_url, sql).result()
     assert keyed["idempotency_key"]
     screenshots(page, "issue-chat", full_page=True)
+
+
+def test_chat_messages_are_markdown_and_their_html_is_sanitised(stack, page):
+    stack.start_server()  # no runner: the messages wait for their turn, which never comes
+    ctx = stack.setup_issue({"turns": []})
+    stack.assign(ctx)
+    page.goto(stack.board(f"/#/c/{ctx['company']['id']}/issues/{ctx['issue']['id']}"))
+    chat = page.get_by_role("region", name="Chat")
+    chat.get_by_role("button", name="Start a chat").click()
+    box = chat.get_by_label("Message to the agent")
+    box.fill("Ship it **now**, please.")
+    chat.get_by_role("button", name="Send").click()
+    mine = chat.locator("li[data-role='user']")
+    expect(mine).to_have_count(1)
+    expect(mine.first.locator(".body strong")).to_have_text("now")
+    expect(mine.first.locator(".body")).to_have_text("Ship it now, please.")
+
+    payload = '<img src=x onerror="document.title=\'pwned\'"><b onclick="alert(1)">Hello</b>'
+    box.fill(payload)
+    chat.get_by_role("button", name="Send").click()
+    expect(mine).to_have_count(2)
+    second = mine.nth(1).locator(".body")
+    expect(second).to_have_text("Hello")
+    expect(chat.locator("img")).to_have_count(0)
+    assert second.locator("b").get_attribute("onclick") is None
+    assert page.title() == "Paperclip board"
+    # The API keeps what was written; only the page leaves the markup out.
+    with stack.api() as api:
+        cid = ctx["company"]["id"]
+        [conversation] = api.get(
+            f"/companies/{cid}/conversations", params={"issue_id": ctx["issue"]["id"]}
+        ).json()["items"]
+        bodies = [
+            m["body"]
+            for m in api.get(
+                f"/companies/{cid}/conversations/{conversation['id']}/messages"
+            ).json()["items"]
+        ]
+    assert bodies == ["Ship it **now**, please.", payload]

@@ -1,8 +1,11 @@
 """Finding and moving issues in Chromium against a real server: search, filters and sort (the
-API's list parameters, kept in the URL); the kanban board, by drag and by keyboard; the keyboard
-shortcuts; the dark theme; a phone's width; the company's links on every page."""
+API's list parameters, kept in the URL); the kanban board, by drag, by keyboard and by each card's
+status menu, and on a phone; the keyboard shortcuts; the dark theme; a phone's width; the
+company's links on every page."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
@@ -102,12 +105,78 @@ def test_kanban_moves_an_issue_by_drag_and_by_keyboard(stack, acme, page, screen
         f"{task['identifier']} moved to In review."
     )
     assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "in_review"
-    # Or its own menu.
-    page.get_by_label(f"Status of {task['identifier']}").select_option("done")
-    expect(
-        page.locator("[data-column='done']").locator(f"[data-issue='{task['id']}']")
-    ).to_be_visible()
+    # Or its menu button: a menu of every status, the current one checked.
+    done = page.locator("[data-column='done']")
+    expect(done).to_have_class(re.compile(r"\bfolded\b"))  # closed columns start folded
+    menu_button = card.get_by_role("button", name=f"Change status of {task['identifier']}")
+    menu_button.click()
+    menu = page.get_by_role("menu", name=f"Move {task['identifier']} to")
+    expect(menu).to_be_visible()
+    expect(menu.get_by_role("menuitemradio", name="In review")).to_have_attribute(
+        "aria-checked", "true"
+    )
+    expect(menu.get_by_role("menuitemradio", name="In review")).to_be_focused()
+    screenshots(page, "kanban-menu")
+    page.keyboard.press("Escape")  # closes it, the focus back on the button
+    expect(menu).to_be_hidden()
+    expect(menu_button).to_be_focused()
+    assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "in_review"
+    page.keyboard.press("Enter")
+    expect(menu).to_be_visible()
+    page.keyboard.press("ArrowDown")  # Blocked
+    expect(menu.get_by_role("menuitemradio", name="Blocked")).to_be_focused()
+    page.keyboard.press("c")  # a letter: the next choice it starts
+    expect(menu.get_by_role("menuitemradio", name="Cancelled")).to_be_focused()
+    page.keyboard.press("ArrowUp")  # Done
+    expect(menu.get_by_role("menuitemradio", name="Done")).to_be_focused()
+    page.keyboard.press("Enter")
+    # The folded column opens, the card keeps the focus there; the API has it.
+    expect(done.locator(f"[data-issue='{task['id']}']")).to_be_focused()
+    expect(page.locator("[data-announce]")).to_have_text(f"{task['identifier']} moved to Done.")
     assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "done"
+    # From the mouse, back to Todo.
+    done.get_by_role("button", name=f"Change status of {task['identifier']}").click()
+    page.get_by_role("menuitemradio", name="Todo").click()
+    expect(todo.locator(f"[data-issue='{task['id']}']")).to_be_visible()
+    assert daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "todo"
+    # A column's name folds and unfolds it; the board remembers it.
+    todo.get_by_role("button", name="Todo").click()
+    expect(todo.locator(f"[data-issue='{task['id']}']")).to_be_hidden()
+    page.reload()
+    expect(todo).to_have_class(re.compile(r"\bfolded\b"))
+    todo.get_by_role("button", name="Todo").click()
+    expect(todo.locator(f"[data-issue='{task['id']}']")).to_be_visible()
+
+
+def test_kanban_on_a_phone_is_sections_without_sideways_scroll(stack, acme, page, screenshots):
+    task = daily.issue(stack, acme["id"], "Answer the phone survey", priority="urgent")
+    page.set_viewport_size(PHONE)
+    page.goto(stack.board(f"/#/c/{acme['id']}/kanban"))
+    card = page.locator(f".kanban-card[data-issue='{task['id']}']")
+    expect(card).to_be_visible()
+    # Nothing wider than the screen: the columns are sections, one under the other.
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    boxes = [page.locator(f"[data-column='{s}']").bounding_box() for s in ("backlog", "todo")]
+    assert boxes[1]["y"] >= boxes[0]["y"] + boxes[0]["height"], boxes
+    assert boxes[0]["width"] == boxes[1]["width"] <= PHONE["width"]
+    expect(page.locator("#kanban-help")).to_be_hidden()  # no keyboard hints on a phone
+    # A section folds by its name.
+    todo = page.locator("[data-column='todo']")
+    toggle = todo.get_by_role("button", name="Todo")
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    screenshots(page, "kanban-phone", full_page=True)
+    toggle.click()
+    expect(card).to_be_hidden()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    # The status from the card's menu, as on a wide screen.
+    card.get_by_role("button", name=f"Change status of {task['identifier']}").click()
+    page.get_by_role("menuitemradio", name="In progress").click()
+    expect(page.locator("[data-column='in_progress']").locator(card)).to_be_visible()
+    assert (
+        daily.get(stack, f"/companies/{acme['id']}/issues/{task['id']}")["status"] == "in_progress"
+    )
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
 
 
 def test_shortcuts_dark_theme_phone_width_and_the_company_links(stack, acme, page, screenshots):

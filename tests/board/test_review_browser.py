@@ -5,9 +5,12 @@ its merge: test_merge_browser.py, with a runner of its own that allows the repos
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from tests.board import daily
+from tests.support.db import query
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.browser]
@@ -15,6 +18,15 @@ pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.br
 expect = pytest.importorskip("playwright.sync_api").expect
 
 FINISH = {"call_tool": {"name": "finish", "arguments": {"outcome": "done", "summary": "Done"}}}
+
+
+def retry_wakes(stack, task: dict) -> list[uuid.UUID]:
+    rows = query(
+        stack.database_url,
+        "SELECT id FROM wake_requests WHERE issue_id = $1 AND source = 'retry'",
+        uuid.UUID(task["id"]),
+    )
+    return [r["id"] for r in rows]
 
 
 def test_a_failed_runs_retry_starts_exactly_one_run(shared_stack, page, screenshots):
@@ -43,7 +55,8 @@ def test_a_failed_runs_retry_starts_exactly_one_run(shared_stack, page, screensh
     with stack.api() as api:
         again = api.post(f"/companies/{acme['id']}/runs/{failed['id']}/retry")
         assert again.status_code == 200, again.text
-    page.wait_for_timeout(1500)
+    # One retry wake, the one the repeat answered: no wake is left to make a third run.
+    assert [str(w) for w in retry_wakes(stack, task)] == [again.json()["wake_request_id"]]
     assert len(daily.runs(stack, acme["id"], task["id"])) == 2
     expect(page.locator("ol.thread li[data-run]")).to_have_count(2)
     expect(page.locator("#issue-status")).to_have_attribute("data-status", "done")

@@ -89,6 +89,12 @@ def test_a_run_reads_as_a_transcript_while_it_works_and_after(stack, page, scree
     expect(journal.locator("tr[data-tool='finish']")).to_contain_text("Settled")
     log.evaluate("list => { list.scrollTop = 0; }")  # the picture shows the start
     screenshots(page, "run", full_page=True)
+    # The technical details are words too: where the run is, which server looked after it.
+    page.get_by_text("Technical details").click()
+    tech = page.locator("dl.facts-tech")
+    expect(tech).to_contain_text("Finished")
+    expect(tech).to_contain_text("Looked after by")
+    expect(tech).not_to_contain_text("epoch")
 
     # The raw log stays a click away, one line per stored event.
     stored = daily.get(stack, f"/companies/{acme['id']}/runs/{run['id']}/events", limit=1000)
@@ -264,10 +270,51 @@ def test_each_providers_log_reads_as_the_same_transcript(stack, page, provider):
         assert command["status"] == ("failed" if provider == "codex" else "completed")
     assert [e["text"] for e in entries if e["kind"] == "progress"] == ["Progress Read the task"]
     assert kinds.count("turn") == 2 and entries[-1]["kind"] == "finished"
-    assert entries[-1]["text"] == "Run finished:Succeeded"
+    assert entries[-1]["text"] == "Run finished: Succeeded"
     # The journal fills in what a provider leaves out: the gateway reports no arguments.
     [posted] = [e for e in entries if e["tool"] == "post_comment" and e["status"] == "completed"]
     assert posted["journaled"] and '"body": "Looking at it."' in posted["args"]
     [refused] = [e for e in entries if e["tool"] == "post_comment" and e["status"] == "failed"]
     assert not refused["journaled"]  # refused before the journal: no row of another call taken
     assert not [e for e in entries if e["kind"] == "other"], entries  # every type understood
+
+
+def test_a_providers_protocol_is_told_in_words(stack, page):
+    """A request for approval and an event no reader knows: words, never the protocol's names
+    (those stay in the raw events)."""
+    ask = {
+        "command": "/bin/bash -lc \"git commit -qm 'Greet visitors by name'\"",
+        "commandActions": [
+            {"type": "unknown", "command": "git commit -qm 'Greet visitors by name'"}
+        ],
+        "reason": "The command needs to leave the sandbox.",
+        "itemId": "call_1",
+    }
+    events = [
+        {"seq": 1, "turn": 1, "type": "turn/started", "payload": {"turn": {"id": "t1"}}},
+        {"seq": 2, "turn": 1, "type": "item/commandExecution/requestApproval", "payload": ask},
+        {"seq": 3, "turn": 1, "type": "serverRequest/resolved", "payload": {"requestId": 0}},
+        {"seq": 4, "turn": 1, "type": "item/fileChange/requestApproval", "payload": {}},
+        {"seq": 5, "turn": 1, "type": "item/someNewThing/happened", "payload": {}},
+        {
+            "seq": 6,
+            "turn": 1,
+            "type": "run.finished",
+            "payload": {"status": "failed", "error_code": "turn_timeout"},
+        },
+    ]
+    page.goto(stack.board("/#/"))
+    entries = page.evaluate(READ, {"events": events, "calls": []})
+    texts = [e["text"] for e in entries]
+    assert texts == [
+        "Turn 1 started",
+        "Approval Asked to run a command outside its sandbox: git commit -qm 'Greet visitors"
+        " by name' · The command needs to leave the sandbox.",
+        "Approval Asked to change files outside its sandbox",
+        "Provider event",
+        "Run finished: Failed · Turn timeout",
+    ], texts
+    assert not any("item/" in t or "requestApproval" in t or "_" in t for t in texts), texts
+    page.get_by_role("button", name="Raw events").click()
+    expect(page.get_by_role("list", name="Run events").locator("li")).to_have_count(6)
+    expect(page.locator("li[data-type='item/commandExecution/requestApproval']")).to_have_count(1)

@@ -2,7 +2,9 @@
 status, runs that succeeded, failed, asked a question and still run, a budget, a routine, an
 approval and a change under review. Each main page is taken at 1400 px and at 390 px
 (``daily-*.png``, the pictures of docs/board.md), and what they show is checked: each row's
-state is the API's, nothing is wider than a phone, the phone's header folds into a menu."""
+state is the API's, nothing is wider than a phone, a question waiting on you is the first
+thing of its issue's page with its answers in the first screen, the phone's header folds into
+a menu."""
 
 from __future__ import annotations
 
@@ -171,7 +173,9 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
             f"#/c/{cid}/issues/{review['identifier']}",
             "details.file-diff .hljs-keyword",
         ),
+        ("issue-waiting", f"#/c/{cid}/issues/{asking['identifier']}", "[data-waiting] button"),
         ("run-live", f"#/c/{cid}/runs/{live_run['id']}", "li[data-kind='progress']"),
+        ("routines", f"#/c/{cid}/routines", "tr[data-routine] .schedule"),
         ("agent", f"#/c/{cid}/agents/{broken['id']}", "[data-retry]"),
         ("inbox", f"#/c/{cid}/inbox", "li[data-run] [data-retry]"),
     ]
@@ -185,11 +189,27 @@ def test_a_days_board_at_1400_and_390_px(stack, page, screenshots):
                     row = page.locator("tr[data-issue]", has_text=title)
                     expect(row).to_have_attribute("data-live", state)
             expect(page.locator("[role=alert], [data-problem]")).to_have_count(0)  # no refusal
-            page.wait_for_timeout(300)  # the relative times and live dots settle
+            # Nothing loading, the fonts in, and a frame drawn with them: then the picture.
+            expect(page.locator("[aria-busy=true]")).to_have_count(0)
+            page.evaluate("document.fonts.ready.then(() => new Promise(requestAnimationFrame))")
             # Wide, the whole page; on a phone, its first screen (what a person sees first).
             screenshots(page, f"daily-{name}{suffix}", full_page=not suffix)
             if suffix:
                 assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"], name
+            if name == "kanban" and not suffix:  # readable columns, a menu and no select
+                widths = page.locator(".kanban-column:not(.folded)").evaluate_all(
+                    "columns => columns.map((c) => c.getBoundingClientRect().width)"
+                )
+                assert len(widths) == 5 and min(widths) >= 200, widths
+                expect(page.locator(".kanban select")).to_have_count(0)
+                expect(page.locator(".kanban-column:not(.folded) .menu-trigger")).to_have_count(11)
+            if name == "issue-waiting":  # the question first, its answers in the first screen
+                waiting = page.get_by_role("region", name="Waiting on you")
+                title = page.locator(".issue-head h1")
+                assert waiting.bounding_box()["y"] < title.bounding_box()["y"]
+                option = waiting.get_by_role("button", name="Dock A (cheaper)")
+                box = option.bounding_box()
+                assert box["y"] + box["height"] <= size["height"], box
     # On a phone the header is a menu.
     expect(page.get_by_role("link", name="Dashboard")).to_be_hidden()
     page.get_by_role("button", name="Menu").click()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,7 +16,7 @@ import pytest
 
 from tests.support.processes import RunnerProcess, ServerProcess, free_port, wait_until
 
-FAKE_CODEX = [sys.executable, "-m", "paperclip_codex.fake_app_server"]
+FAKE_CODEX = [sys.executable, "-m", "paperclip_codex_testing.fake_app_server"]
 FAKE_PROFILE = "fake"
 """The runner's launch profile for the fake app-server; agents select it by name."""
 
@@ -290,6 +292,33 @@ async def steer_world(paperclip_container, paperclip_plugin_host, paperclip_regi
     try:
         yield built
     finally:
+        await engine.stop()
+
+
+@pytest.fixture
+async def quiet_world(paperclip_container, paperclip_plugin_host, paperclip_register_plugin):
+    """A world whose engine is not started: its wake listener alone runs, and one runner is
+    connected; the passes the connection and the listener ask for have run."""
+    from tests.engine.memory_world import make_world
+
+    world, engine = await make_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin
+    )
+    listener = asyncio.create_task(engine.scheduler.listen())
+    try:
+        await asyncio.wait_for(engine.scheduler.listening.wait(), 10)
+        engine.scheduler.resumptions.clear()
+        world.peer, task = await world.connect(await world.new_runner())
+        # The runner's connection asks the next pass to look for queued turns of lost runs.
+        await asyncio.wait_for(engine.scheduler.resumptions.wait(), 10)
+        assert await engine.claim_wakes() == 0
+        yield world
+        world.peer.transport.hang_up()
+        await asyncio.wait_for(task, 10)
+    finally:
+        listener.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener
         await engine.stop()
 
 

@@ -97,7 +97,10 @@ def fake_processes(stack) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmdline = proc.info["cmdline"] or []
-        if "paperclip_codex.fake_app_server" in cmdline and str(stack.script_dir) in cmdline:
+        if (
+            "paperclip_codex_testing.fake_app_server" in cmdline
+            and str(stack.script_dir) in cmdline
+        ):
             found.append(proc)
     return found
 

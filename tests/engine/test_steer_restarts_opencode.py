@@ -22,7 +22,7 @@ from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
-MODULE = "paperclip_opencode.fake_server"
+MODULE = "paperclip_opencode_testing.fake_server"
 
 
 def held(reached) -> list[dict]:

@@ -56,7 +56,7 @@ def kill_runner_and_pi(stack) -> None:
     fakes = [
         p
         for p in psutil.process_iter(["cmdline"])
-        if "paperclip_pi.fake_pi" in (p.info["cmdline"] or [])
+        if "paperclip_pi_testing.fake_pi" in (p.info["cmdline"] or [])
         and str(stack.script_dir) in (p.info["cmdline"] or [])
     ]
     stack.runner.proc.send_signal(signal.SIGKILL)

@@ -60,7 +60,7 @@ def open_stack(paperclip_database_url):
 def fake_as(python: str, stack: Stack, *prefix: str) -> dict:
     """Launch profiles offering the fake, started with ``python`` (after ``prefix``)."""
     stack.script_dir.mkdir(parents=True, exist_ok=True)
-    argv = [*prefix, python, "-m", "paperclip_codex.fake_app_server"]
+    argv = [*prefix, python, "-m", "paperclip_codex_testing.fake_app_server"]
     return {"codex": {FAKE_PROFILE: [*argv, "--script-dir", str(stack.script_dir)]}}
 
 

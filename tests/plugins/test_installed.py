@@ -13,8 +13,10 @@ from paperclip.plugin_host import PluginStatus
 pytestmark = pytest.mark.installed_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
-LIBRARIES = frozenset({"provider-kit", "recovery-kit"})
-"""Distributions under plugins/ that plugins share, registering no hooks themselves."""
+TESTING = frozenset(p.parent.name for p in (ROOT / "plugins").glob("*-testing/pyproject.toml"))
+"""The providers' fakes, each its provider's testing distribution: no plugin either."""
+LIBRARIES = frozenset({"provider-kit", "recovery-kit"}) | TESTING
+"""Distributions under plugins/ that plugins share or test with, registering no hooks themselves."""
 PLUGIN_FOLDERS = sorted(
     p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml") if p.parent.name not in LIBRARIES
 )

@@ -3,7 +3,9 @@
 
 paperclip-codex 0.2.0 predates durable sessions (hook API 1.3): it never reports
 its session while a turn runs, nor its turn's id. The current core still loads
-it, lists its version, and completes a real run with it.
+it, lists its version, and completes a real run with it. The fake Codex the run plays
+against is this tree's (paperclip-codex-testing, installed by the environment without its
+dependency on the current plugin), as a real CLI does not come with the plugin either.
 """
 
 from __future__ import annotations

@@ -48,9 +48,15 @@ export function renderChat({ companyId, issue }) {
     }
     if (conversation) {
       const messages = await all(`${base}/conversations/${conversation.id}/messages`);
-      clear(list).append(...messages.map((m) => h("li", { "data-role": m.role, "data-message": m.id },
-        h("div", { class: "meta" }, m.role === "agent" ? "agent" : "you", m.delivery === "steer" ? " · steered" : ""),
-        h("div", { class: "body" }, m.body))));
+      // Drawn again only when they changed: a selection or an open link stays.
+      const sig = JSON.stringify(messages.map((m) => [m.id, m.body, m.delivery]));
+      if (list.dataset.sig !== sig) {
+        list.dataset.sig = sig;
+        // Each message's Markdown, rendered and sanitised (as comments are).
+        clear(list).append(...messages.map((m) => h("li", { "data-role": m.role, "data-message": m.id },
+          h("div", { class: "meta" }, m.role === "agent" ? "Agent" : "You", m.delivery === "steer" ? " · steered into the running turn" : ""),
+          markdown(m.body, { cls: "body" }))));
+      }
     }
     show();
   }

@@ -18,6 +18,7 @@ const QUIET = new Set([
   "item/commandExecution/outputDelta", "account/rateLimits/updated", "turn/diff/updated", "turn/plan/updated",
   "session.created", "session.updated", "message.updated", "session.diff", "session.compacted", "file.edited",
   "turn_start", "turn_end", "tool_execution_update", "agent.usage", "chat.final", "chat.delta",
+  "serverRequest/resolved",
 ]);
 
 /** Events of a provider's protocol in a person's words; the raw type stays behind "Raw". */
@@ -336,14 +337,31 @@ export function transcript(runId, { compact = false } = {}) {
     }
   }
 
-  // Paperclip's own types, and a line for anything else.
+  // A provider asking its client (us) for leave: answered at once by the agent's settings.
+  function approval(event, p) {
+    const type = event.type;
+    const what = /fileChange|applyPatch/.test(type) ? "Asked to change files outside its sandbox"
+      : /permissions/.test(type) ? "Asked for more permissions"
+        : /requestUserInput/.test(type) ? "Asked a question (answered: nobody answers during a run)"
+          : "Asked to run a command outside its sandbox";
+    const raw = dig(p, "commandActions", 0, "command") || p.command;
+    const command = raw ? (Array.isArray(raw) ? raw.join(" ") : String(raw)) : "";
+    const reason = typeof p.reason === "string" && p.reason !== "fake" ? p.reason : "";
+    return line("approval", event.seq, h("span", { class: "who" }, "Approval"), " ", what,
+      command ? [": ", h("code", { class: "cmd" }, firstLine(command))] : null,
+      reason ? h("span", { class: "muted" }, ` · ${firstLine(reason)}`) : null);
+  }
+
+  // Paperclip's own types, and a line for anything else: in words (the type is in Raw events).
   function other(event, p) {
     if (QUIET.has(event.type)) return undefined;
+    if (/requestApproval$|Approval$|requestUserInput$/.test(event.type)) return approval(event, p);
     const brief = p.message || p.text || p.summary || p.status || p.reason || "";
     const said = typeof brief === "string" ? firstLine(brief) : firstLine(json(brief));
-    return line("other", event.seq, h("span", { class: "who" }, eventWords(event.type)), " ",
-      said ? h("span", { class: "muted" }, said) : null,
-      h("details", { class: "code" }, h("summary", {}, "Raw"), h("code", { class: "type" }, event.type)));
+    const li = line("other", event.seq, h("span", { class: "who" }, eventWords(event.type)),
+      said ? [" ", h("span", { class: "muted" }, said)] : null);
+    li.dataset.type = event.type;
+    return li;
   }
 
   function add(event) {
@@ -355,8 +373,8 @@ export function transcript(runId, { compact = false } = {}) {
     if (type === "steering_acknowledgement") return void line("steer", event.seq, h("span", { class: "who" }, "Steer"), " taken by the provider");
     if (type === "steer_refused") return void line("steer", event.seq, h("span", { class: "who" }, "Steer"), " refused by the runner");
     if (type === "run.finished") {
-      return void line("finished", event.seq, h("span", { class: "who" }, "Run finished:"), statusName(p.status),
-        p.error_code ? h("span", { class: "muted" }, ` · ${p.error_code}`) : null).setAttribute("data-status", p.status || "");
+      return void line("finished", event.seq, h("span", { class: "who" }, "Run finished:"), " ", statusName(p.status),
+        p.error_code ? h("span", { class: "muted" }, ` · ${statusName(p.error_code)}`) : null).setAttribute("data-status", p.status || "");
     }
     if (type.startsWith("item/") || type.startsWith("turn/") || type === "error" || type.startsWith("thread/")) return void codex(event, p);
     if (type.startsWith("message.") || type.startsWith("session.")) return void opencode(event, p);

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from paperclip_hookspecs.prompts import (
     AuthorKind,
@@ -35,7 +36,6 @@ from paperclip.models import (
 )
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
-from paperclip.services.comments import issue_comments
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
@@ -85,7 +85,7 @@ def build_execution_input(
     run_id: str,
     hooks: Any = None,
     workspace: ExecutionWorkspace | None = None,
-    queue: list[Issue] | None = None,
+    queue: Sequence[QueuedIssue] | None = None,
     ownership: bool = True,
 ) -> AssembledInput:
     """Assemble a fresh session's input (``queue``: a heartbeat's open assigned issues).
@@ -143,32 +143,28 @@ def task_source(
 QUEUE_SHOWN = 50
 """A heartbeat's brief lists at most this many of the agent's open issues."""
 OPEN = ("backlog", "todo", "in_progress", "in_review", "blocked")
+"""The statuses of the issues a heartbeat's brief lists."""
+QUEUE_RANK = {"urgent": 0, "high": 1, "medium": 2, "low": 3}
 
 
-def queue_brief(queue: list[Issue] | None) -> str:
-    """A heartbeat's task: the agent's open assigned issues, most urgent first."""
+class QueuedIssue(Protocol):
+    identifier: str
+    status: str
+    priority: str
+    title: str
+
+
+def queue_brief(queue: Sequence[QueuedIssue] | None) -> str:
+    """A heartbeat's task: the agent's open assigned issues (the most recently updated
+    ``QUEUE_SHOWN``), most urgent first."""
     if queue is None:
         return ""
     if not queue:
         return "You have no open assigned issue."
-    lines = [f"Your open assigned issues ({len(queue)}, most urgent first):"]
-    lines += [f"- {i.identifier} [{i.status}, {i.priority}] {i.title}" for i in queue]
+    ranked = sorted(queue, key=lambda i: QUEUE_RANK.get(i.priority, 4))
+    lines = [f"Your open assigned issues ({len(ranked)}, most urgent first):"]
+    lines += [f"- {i.identifier} [{i.status}, {i.priority}] {i.title}" for i in ranked]
     return "\n".join(lines)
-
-
-async def open_assigned(session: AsyncSession, agent: Agent) -> list[Issue]:
-    rank = {"urgent": 0, "high": 1, "medium": 2, "low": 3}
-    rows = await session.execute(
-        select(Issue)
-        .where(
-            Issue.company_id == agent.company_id,
-            Issue.assignee_agent_id == agent.id,
-            Issue.status.in_(OPEN),
-        )
-        .order_by(Issue.updated_at.desc())
-        .limit(QUEUE_SHOWN)
-    )
-    return sorted(rows.scalars(), key=lambda i: rank.get(i.priority, 4))
 
 
 def carriers_of(hooks: Any, provider: str) -> ProviderCarriers:
@@ -184,39 +180,28 @@ class RunInput:
     """A new run's assembled input, and every current wake comment it stands on."""
 
     assembled: AssembledInput
-    current: list[Comment]
+    current: list[Any]
     """All of them, not only the window the prompt rendered: the wake snapshot's comments."""
 
 
-async def assemble_for_run(
-    session: AsyncSession,
+def assemble_run_input(
     *,
-    agent: Agent,
-    issue: Issue | None,
-    wake: WakeRequest,
+    agent: Any,
+    issue: Any,
+    parent: Any,
+    comments: list[Any],
+    since: datetime | None,
+    wake: Any,
+    agent_names: dict[Any, str],
     run_id: str,
     hooks: Any = None,
     workspace: ExecutionWorkspace | None = None,
+    queue: Sequence[QueuedIssue] | None = None,
     ownership: bool = True,
 ) -> RunInput:
-    """Read what the prompt stands on (comments, parent, the agent's previous run) and assemble it."""
-    comments: list[Comment] = []
-    parent = since = None
-    if issue is not None:
-        comments = await issue_comments(session, issue.id)
-        parent = await session.get(Issue, issue.parent_id) if issue.parent_id else None
-        since = (
-            await session.execute(
-                select(Run.started_at)
-                .where(
-                    Run.agent_id == agent.id, Run.issue_id == issue.id, Run.started_at.is_not(None)
-                )
-                .order_by(Run.started_at.desc())
-                .limit(1)
-            )
-        ).scalar_one_or_none()
-    names = await agent_names(session, comments)
-    queue = await open_assigned(session, agent) if wake.source == "heartbeat" else None
+    """A new run's input, from what its claim read (the issue's comments, oldest first, its
+    parent, when the agent's previous run on it started, the comments' authors' names, a
+    heartbeat's queue): the rows or anything with their attributes."""
     assembled = build_execution_input(
         queue=queue,
         agent=agent,
@@ -225,7 +210,7 @@ async def assemble_for_run(
         comments=comments,
         since=since,
         wake=wake,
-        agent_names=names,
+        agent_names=agent_names,
         run_id=run_id,
         hooks=hooks,
         workspace=workspace,

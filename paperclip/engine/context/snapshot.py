@@ -1,6 +1,7 @@
 """The wake snapshot: the exact comments a run was woken for, and how far the run has read them.
 
-Recorded with the run, in the transaction that creates it: every current wake
+Recorded with the run, in the transaction that creates it (the claim's, which
+writes it with the run: ``wake_snapshot`` makes it): every current wake
 comment (all of them, not only the window the prompt rendered), in order, with
 its revision. The snapshot's *revision* is a hash over the comments' current
 state (revision, edit and deletion marks), so it moves when one of them is
@@ -18,19 +19,18 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from paperclip_hookspecs.prompts import SourceBlock, SourceKind
-from sqlalchemy import exists, func, insert, select, true
+from sqlalchemy import func, select, true
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from paperclip.models import (
     Comment,
-    ConversationTurnRecord,
     Run,
     WakeCommentRead,
     WakeCommentSnapshot,
-    WakeRequest,
     WakeSnapshotComment,
 )
 
@@ -109,67 +109,43 @@ def read_reason(
     return CHAT if source in CHAT_WAKE_SOURCES else reason
 
 
-async def snapshot_source(session: AsyncSession, wake: WakeRequest) -> str:
+def snapshot_source(source: str, *, chat: bool) -> str:
     """The wake's source as the read rule sees it: ``chat`` for a conversation turn's wake
-    (a chat message wakes the agent through its comment), else the wake's own source."""
-    chat = await session.scalar(
-        select(
-            exists().where(
-                ConversationTurnRecord.wake_request_id == wake.id,
-                ConversationTurnRecord.company_id == wake.company_id,
-            )
-        )
-    )
-    return CHAT if chat else wake.source
+    (a chat message wakes the agent through its comment: ``chat`` says a conversation turn
+    names the wake), else the wake's own source."""
+    return CHAT if chat else source
 
 
-async def record_wake_snapshot(
-    session: AsyncSession,
-    run: Run,
-    source: str,
-    comments: Sequence[Comment],
-    rendered: Sequence[SourceBlock],
-) -> WakeCommentSnapshot | None:
-    """Record the run's wake snapshot (call in the transaction that creates the run).
+@dataclass(frozen=True, slots=True)
+class NewSnapshot:
+    """A new run's wake snapshot, as the claim that creates the run writes it."""
+
+    id: uuid.UUID
+    revision: str
+    read_reason: str | None
+    entries: list[SnapshotEntry]
+
+    @property
+    def read_required(self) -> bool:
+        return self.read_reason is not None
+
+
+def wake_snapshot(
+    source: str, comments: Sequence[Any], rendered: Sequence[SourceBlock]
+) -> NewSnapshot:
+    """The wake snapshot of a new run of a task (written in the transaction that creates it).
 
     ``comments`` are the run's current wake comments, all of them, oldest
-    first; ``rendered`` the sources its prompt rendered. A run without a task
-    has no snapshot.
+    first (each with ``id``, ``revision``, ``edited_at``, ``deleted_at``);
+    ``rendered`` the sources its prompt rendered. A run without a task has no
+    snapshot.
     """
-    if run.issue_id is None:
-        return None
     entries = [
         SnapshotEntry(n, c.id, c.revision, c.edited_at, c.deleted_at is not None)
         for n, c in enumerate(comments, 1)
     ]
     reason = read_reason(source, [str(c.id) for c in comments], rendered)
-    snapshot = WakeCommentSnapshot(
-        id=uuid.uuid4(),
-        company_id=run.company_id,
-        run_id=run.id,
-        issue_id=run.issue_id,
-        agent_id=run.agent_id,
-        revision=state_revision(entries),
-        comment_count=len(entries),
-        read_required=reason is not None,
-        read_reason=reason,
-    )
-    session.add(snapshot)
-    await session.flush()
-    if entries:
-        await session.execute(
-            insert(WakeSnapshotComment),
-            [
-                {
-                    "snapshot_id": snapshot.id,
-                    "position": e.position,
-                    "comment_id": e.comment_id,
-                    "revision": e.revision,
-                }
-                for e in entries
-            ],
-        )
-    return snapshot
+    return NewSnapshot(uuid.uuid4(), state_revision(entries), reason, entries)
 
 
 async def run_snapshot(session: AsyncSession, run: Run) -> RunSnapshot | None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from paperclip_hookspecs.prompts import TaskSource
 from paperclip_hookspecs.runs import RunView
@@ -83,7 +84,7 @@ async def nudge(
 ) -> tuple[int, StartTurn] | None:
     """Open and queue a nudge turn for ``run``, locked, whose turn ended as ``message`` says:
     its outbox seq and ``start_turn``; None when the run ends as it is."""
-    if nudges.limit <= 0 or not _unreported(run, message):
+    if nudges.limit <= 0 or not unreported(run, message):
         return None
     given = await session.scalar(
         select(func.count())
@@ -145,7 +146,7 @@ async def nudge(
     return await queue_later_turn(session, run, turn, link)
 
 
-def _unreported(run: Run, message: TurnFinished) -> bool:
+def unreported(run: Any, message: TurnFinished) -> bool:
     """The turn completed, and the run has no report: the case ``finish_not_called`` names."""
     return message.status == "completed" and run.result is None and run.budget_stop_at is None
 

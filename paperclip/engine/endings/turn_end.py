@@ -21,9 +21,10 @@ from paperclip_hookspecs.completion import CompletionStage
 from paperclip_hookspecs.presentation import (
     PresentationPath,
 )
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from paperclip import tracing
+from paperclip.db.driver import engine_of
 from paperclip.engine.context.completion import (
     check_completion,
     report_of,
@@ -31,7 +32,13 @@ from paperclip.engine.context.completion import (
 )
 from paperclip.engine.context.snapshot import SnapshotBindingError
 from paperclip.engine.endings import drain
-from paperclip.engine.endings.nudge import ReportNudges, nudge
+from paperclip.engine.endings.nudge import ReportNudges, nudge, unreported
+from paperclip.engine.endings.plain_end import (
+    EndingRun,
+    StatusDecision,
+    finish_plainly,
+    lock_ending,
+)
 from paperclip.engine.endings.presentation import Presenter
 from paperclip.engine.links.gate import ControlGate
 from paperclip.engine.links.link import RunnerLink
@@ -41,7 +48,7 @@ from paperclip.engine.ownership.fence import lock_run
 from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.engine.turns.lifecycle import end_turn, is_lost
 from paperclip.failpoints import failpoint
-from paperclip.models import ConversationState, Run, RunStatus, TurnStatus
+from paperclip.models import ConversationState, IssueStatus, Run, RunStatus, TurnStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
 from paperclip.services import chat_turns
@@ -49,7 +56,7 @@ from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
 from paperclip.services.holds import hold_task
-from paperclip.services.issues import settle_after_run
+from paperclip.services.issues import OUTCOME_STATUS, settle_after_run
 from paperclip.services.run_tokens import revoke_run_tokens
 from paperclip.wire.messages import Close, StartTurn, TurnFinished
 from paperclip.wire.workspace_rules import WORKSPACE_NOT_ALLOWED, WORKSPACE_UNAVAILABLE
@@ -147,6 +154,36 @@ async def finish_run(
     return True
 
 
+def plain_decision(
+    run: EndingRun, message: TurnFinished, status: RunStatus, code: str | None, text: str | None
+) -> StatusDecision:
+    """What ``finish_run`` and ``end_turn`` decide for a run whose end is plain."""
+    outcome = (run.result or {}).get("outcome") if status is RunStatus.SUCCEEDED else None
+    issue_status = issue_from = None
+    if run.issue_id is not None:
+        # As ``settle_after_run``: its outcome decides; a failure puts it back to todo.
+        if status is RunStatus.SUCCEEDED and outcome is not None:
+            issue_status = OUTCOME_STATUS.get(outcome)
+        elif status is not RunStatus.SUCCEEDED:
+            issue_status, issue_from = IssueStatus.TODO, IssueStatus.IN_PROGRESS
+    return StatusDecision(
+        status=status.value,
+        error_code=code,
+        error_message=text,
+        status_reason=STATUS_REASONS.get(outcome or "", code or status.value),
+        turn=run.turn,
+        turn_status=TurnStatus.COMPLETED if message.status == "completed" else TurnStatus.FAILED,
+        turn_error_code=message.error_code,
+        turn_error_message=message.error,
+        provider_turn_id=message.provider_turn_id[:200] if message.provider_turn_id else None,
+        session_ref=message.session_ref or None,
+        answer=message.answer or None,
+        issue_status=issue_status,
+        issue_status_from=issue_from,
+        details={"error_code": code} if code else {"outcome": outcome},
+    )
+
+
 class RunEndings:
     def __init__(
         self,
@@ -179,36 +216,44 @@ class RunEndings:
         run_id = message.run_id
         if not await self.gate.controls(link, run_id):
             return  # already ended (a replay): it ends once
+        epoch = self.ownership.epoch(run_id)
         nudged: tuple[int, StartTurn] | None = None
-        async with self.sessions.begin() as session:
-            run = await lock_run(
-                session, run_id, instance=self.instance, epoch=self.ownership.epoch(run_id)
-            )
-            number = message.turn or run.turn
-            if number != run.turn or run.phase != "turn":
+        async with engine_of(self.sessions).connect() as connection, connection.begin():
+            ending = await lock_ending(connection, run_id, instance=self.instance, epoch=epoch)
+            number = message.turn or ending.turn
+            if number != ending.turn or ending.phase != "turn":
                 return  # the end of an earlier turn of the run, replayed: settled already
-            if message.status != "completed" and is_lost(message.error_code):
-                await self._lose_turn(session, run, message)
-                lost = True
-            else:
-                lost = False
-                pending = await drain.pending_callbacks(session, run_id)
-                if pending:
-                    # Close must prove the drain: it cannot, so the session stays suspended.
-                    ended, status = await self._quarantine(session, run, link, message, pending)
-                elif nudged := await nudge(
-                    session,
-                    run,
-                    link,
-                    message,
-                    self.plugins,
-                    self.report_nudges,
-                    instance=self.instance,
-                ):
-                    ended, status = False, RunStatus.RUNNING
+            lost = message.status != "completed" and is_lost(message.error_code)
+            session: AsyncSession | None = None
+            try:
+                decided = None if lost else self._plain(ending, message)
+                if decided is not None and decided[0] is RunStatus.SUCCEEDED:
+                    session = self._joined(connection)
+                    decided = await self._terminal_guard(session, ending)
+                    if decided[1] in HELD_BY_WORKSPACE or decided[1] == BUDGET_EXCEEDED:
+                        decided = None  # a hold to set: the ORM's
+                if decided is not None:
+                    ended, status = True, decided[0]
+                    raw = await connection.get_raw_connection()
+                    await finish_plainly(
+                        raw.driver_connection,
+                        ending,
+                        plain_decision(ending, message, *decided),
+                        now=datetime.now(UTC),
+                        runner_id=link.runner_id,
+                        source_instance=link.instance,
+                        source_seq=message.seq,
+                    )
                 else:
-                    ended, status = await self._end_run(session, run, link, message)
-                    await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))
+                    session = session or self._joined(connection)
+                    run = await lock_run(session, run_id, instance=self.instance, epoch=epoch)
+                    lost, nudged, ended, status = await self._end_in_session(
+                        session, run, link, message, lost=lost
+                    )
+                    await session.flush()
+            finally:
+                if session is not None:
+                    await session.close()  # leaves the transaction to the block above
         tracing.turn_ended(
             run_id, number, status="lost" if lost else message.status, error=message.error_code
         )
@@ -232,6 +277,58 @@ class RunEndings:
         self.nudge()
         if ended and status is RunStatus.SUCCEEDED:
             await self.present(run_id, PresentationPath.LIVE)
+
+    def _joined(self, connection: AsyncConnection) -> AsyncSession:
+        """A session in the turn end's transaction; it never commits it (its rollback does)."""
+        return self.sessions(bind=connection, join_transaction_mode="rollback_only")
+
+    def _plain(
+        self, run: EndingRun, message: TurnFinished
+    ) -> tuple[RunStatus, str | None, str | None] | None:
+        """The decision of a plain end (``plain_end``; a success still to pass the terminal
+        guard), or None: the turn's end is the ORM's (a drain to report, a report nudge to
+        ask, a chat turn's decision, reservations to give back, a hold to set)."""
+        if run.pending or run.chat or run.reserved or run.status != RunStatus.RUNNING:
+            return None
+        if self.report_nudges.limit > 0 and unreported(run, message):
+            return None  # it may be asked for its report in its session
+        status, code, text = decide(run, message)  # type: ignore[arg-type]
+        if code in HELD_BY_WORKSPACE or code == BUDGET_EXCEEDED:
+            return None
+        return status, code, text
+
+    async def _end_in_session(
+        self,
+        session: AsyncSession,
+        run: Run,
+        link: RunnerLink,
+        message: TurnFinished,
+        *,
+        lost: bool,
+    ) -> tuple[bool, tuple[int, StartTurn] | None, bool, RunStatus]:
+        """A turn's end that is not plain, through the ORM: lost, nudged, ended, status."""
+        if lost:
+            await self._lose_turn(session, run, message)
+            return True, None, False, RunStatus.RUNNING
+        pending = await drain.pending_callbacks(session, run.id)
+        if pending:
+            # Close must prove the drain: it cannot, so the session stays suspended.
+            ended, status = await self._quarantine(session, run, link, message, pending)
+            return False, None, ended, status
+        nudged = await nudge(
+            session,
+            run,
+            link,
+            message,
+            self.plugins,
+            self.report_nudges,
+            instance=self.instance,
+        )
+        if nudged is not None:
+            return False, nudged, False, RunStatus.RUNNING
+        ended, status = await self._end_run(session, run, link, message)
+        await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run.id))
+        return False, None, ended, status
 
     async def _lose_turn(self, session: AsyncSession, run: Run, message: TurnFinished) -> None:
         """The provider process, not the model, failed: the run is not over.
@@ -376,7 +473,7 @@ class RunEndings:
         return ended, status
 
     async def _terminal_guard(
-        self, session: AsyncSession, run: Run
+        self, session: AsyncSession, run: Run | EndingRun
     ) -> tuple[RunStatus, str | None, str | None]:
         """The completion guards again, after the provider ended its turn, against the exact
         wake snapshot as it is now: a refusal fails the run with its code."""

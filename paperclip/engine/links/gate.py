@@ -25,17 +25,24 @@ class ControlGate:
 
         A message about a run that has ended (or never existed) is answered by
         telling the runner to close it, not by dropping the link: a runner that
-        replays after a restart must not be disconnected in a loop. An active
-        run controlled by another replica means this link is stale:
+        replays after a restart must not be disconnected in a loop. One about a
+        run waiting for a runner to go on (phase ``resuming``) is dropped and
+        the link kept: its turn was settled lost while the runner was away, what
+        the runner replays of that turn is late, and the run is nobody's until a
+        scheduler takes it, which needs this very link up. An active run
+        controlled by another replica means this link is stale:
         StaleEpochError, and the caller closes the link.
         """
         if run_id in self.ownership:
             return True
         async with self.sessions.begin() as session:
-            status = (
-                await session.execute(select(Run.status).where(Run.id == run_id))
-            ).scalar_one_or_none()
+            found = (
+                await session.execute(select(Run.status, Run.phase).where(Run.id == run_id))
+            ).one_or_none()
+            status = found.status if found is not None else None
             if status is not None and not RunStatus(status).terminal:
+                if found.phase == "resuming":
+                    return False
                 raise StaleEpochError(f"this replica does not control run {run_id}")
             if status is not None:
                 await outbox.enqueue_one(session, link.runner_id, Close(seq=0, run_id=run_id))

@@ -44,6 +44,39 @@ def append_cte(*, runner: str, types: str, run_ids: str, payloads: str) -> str:
     return _APPEND.format(runner=runner, types=types, run_ids=run_ids, payloads=payloads)
 
 
+_APPEND_EACH = """
+outbox_messages AS (
+    SELECT m.runner_id, m.type, m.run_id, m.payload,
+        row_number() OVER (PARTITION BY m.runner_id ORDER BY m.ord) AS n
+    FROM unnest({runners}::uuid[], {types}::text[], {run_ids}::uuid[], {payloads}::jsonb[])
+        WITH ORDINALITY AS m(runner_id, type, run_id, payload, ord)
+    WHERE {keep}
+), outbox_counters AS (
+    UPDATE runners SET out_seq = runners.out_seq + c.n
+    FROM (SELECT runner_id, count(*) AS n FROM outbox_messages GROUP BY runner_id) AS c
+    WHERE runners.id = c.runner_id
+    RETURNING runners.id, runners.out_seq - c.n AS base
+), outbox_appended AS (
+    INSERT INTO runner_outbox (runner_id, seq, type, run_id, payload)
+    SELECT m.runner_id, c.base + m.n, m.type, m.run_id, m.payload
+    FROM outbox_messages m JOIN outbox_counters c ON c.id = m.runner_id
+    RETURNING run_id, seq
+)"""
+
+
+def append_each_cte(*, runners: str, types: str, run_ids: str, payloads: str, keep: str) -> str:
+    """The append of messages to several runners' outboxes (``runners``: each message's), as
+    common table expressions; only the messages ``keep`` (a condition on ``m.run_id``, ...)
+    holds for. Each runner's counter row moves once, by its messages' count, and stays
+    locked until the transaction commits, as in ``append_cte``.
+
+    ``outbox_appended`` returns each new row's run and seq.
+    """
+    return _APPEND_EACH.format(
+        runners=runners, types=types, run_ids=run_ids, payloads=payloads, keep=keep
+    )
+
+
 ENQUEUE = (
     "WITH "
     + append_cte(runner="$1", types="$2", run_ids="$3", payloads="$4")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
@@ -131,7 +131,21 @@ def _fenced(
     return locked, refused
 
 
-def _fence_error(run: Run | LockedRun, instance: str, epoch: int) -> StaleEpochError | None:
+class Fenced(Protocol):
+    id: uuid.UUID
+    controller_instance: str | None
+    controller_epoch: int
+
+
+def check_fence(run: Fenced, *, instance: str, epoch: int) -> None:
+    """Raise StaleEpochError unless ``instance`` at ``epoch`` controls ``run`` (read under its
+    row lock)."""
+    error = _fence_error(run, instance, epoch)
+    if error is not None:
+        raise error
+
+
+def _fence_error(run: Fenced, instance: str, epoch: int) -> StaleEpochError | None:
     if run.controller_epoch == epoch and run.controller_instance == instance:
         return None
     return StaleEpochError(

@@ -8,7 +8,9 @@ run fails and its task is held with a reason a person can act on.
 
 Starting the queued turn is a claim like a wake's: whichever replica holds a
 link to a runner offering the provider adopts the run (the epoch moves) and
-sends ``start_turn``.
+sends ``start_turn``. The settlement notifies the schedulers when it commits
+(``notify_resumption``): they look for queued turns only when told so, when a
+runner connects, or on a slow poll.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from paperclip.prompts.restart import fresh_retry, restart_continuation
 from paperclip.prompts.run_record import render_run_record
 from paperclip.services.actor import SYSTEM
 from paperclip.services.holds import hold_task
+from paperclip.services.wakes import notify_resumption
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +138,7 @@ async def settle_lost_run(
     run.resumable_since = datetime.now(UTC)
     run.resume_attempts += 1
     run.lease_expires_at = datetime.now(UTC)  # any replica with a runner may take it now
+    await notify_resumption(session)  # at commit: the schedulers look for it then
     return "resuming"
 
 
@@ -215,6 +219,16 @@ def resumable(limit: int) -> Any:
         .order_by(Run.resumable_since)
         .limit(limit)
         .with_for_update(skip_locked=True)
+    )
+
+
+def leased_resumable() -> Any:
+    """Seconds until the first queued turn whose run's lease still runs may be taken (its
+    settling controller's lease, renewed once more as it let go), or NULL: none waits so."""
+    return select(func.extract("epoch", func.min(Run.lease_expires_at) - func.now())).where(
+        Run.phase == "resuming",
+        Run.status == RunStatus.RUNNING,
+        Run.lease_expires_at > func.now(),
     )
 
 

@@ -2,7 +2,14 @@
 
 A committed wake (or a run that ended and freed its issue) makes PostgreSQL
 ``NOTIFY`` every replica (a trigger, migration 0004), which claims at once; a
-slow poll stays as the fallback for a lost notification or listener.
+slow poll stays as the fallback for a lost notification or listener. A pass
+is one transaction for its wakes (``wake_claims``).
+
+The queued turns of lost runs are looked for only when one may wait for a
+runner here: a lost run's settlement notifies on the same channel (payload
+``resume``), a runner connected here, the listener was (re)established, a
+lease that held one back runs out; or every ``RESUME_POLL_SECONDS`` (every
+pass while no LISTEN is in place).
 """
 
 from __future__ import annotations
@@ -12,69 +19,42 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Collection
-from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from datetime import UTC, datetime
 
 import msgspec
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from paperclip import log_context, tracing
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
-from paperclip.engine.context.prompt import assemble_for_run
-from paperclip.engine.context.snapshot import record_wake_snapshot, snapshot_source
-from paperclip.engine.costs.admission import (
-    BudgetRefused,
-    admit_run,
-    end_for_budget,
-    next_turn_refusal,
-    wait_for_budget,
-)
+from paperclip.engine.costs.admission import end_for_budget, next_turn_refusal
 from paperclip.engine.links.link import RunnerLink
-from paperclip.engine.logs import outbox
 from paperclip.engine.ownership.leases import take_over
 from paperclip.engine.ownership.owned_runs import RunOwnership
-from paperclip.engine.recovery.resumption import queued_turn, resumable
-from paperclip.engine.turns.lifecycle import open_turn
+from paperclip.engine.recovery.resumption import leased_resumable, queued_turn, resumable
+from paperclip.engine.scheduling.wake_claims import CLAIM_BATCH, LinkPicker, WakeClaims
 from paperclip.engine.turns.starts import queue_later_turn
-from paperclip.engine.workspaces.placement import (
-    WorkspaceElsewhere,
-    open_workspace,
-    placement_of,
-)
-from paperclip.models import Agent, Issue, Run, RunStatus, TurnKind, WakeRequest
+from paperclip.engine.workspaces.placement import placement_of
+from paperclip.models import Run
 from paperclip.plugin_host import PluginHost
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
-from paperclip.services.issues import ISSUE_LOCK, start_work
-from paperclip.services.run_tokens import new_run_token
-from paperclip.services.wakes import WAKES_CHANNEL, claimable_wakes, mark_claimed
+from paperclip.services.wakes import RESUMPTION, WAKES_CHANNEL
 from paperclip.wire.messages import StartTurn
 
 log = logging.getLogger(__name__)
 
 CHANNEL = WAKES_CHANNEL
-CLAIM_BATCH = 20
 FALLBACK_POLL_SECONDS = 5.0
 """How often to look for wakes when no notification came (a lost listener, a missed one)."""
+RESUME_POLL_SECONDS = 30.0
+"""How often to look for queued turns of lost runs when nothing said one may wait (a missed
+notification, a runner's offers that changed)."""
 LISTEN_RETRY_SECONDS = 2.0
-
-
-class LinkPicker(Protocol):
-    """The connected runner link that offers a provider (None: any connected runner), only
-    ``runner_id`` when given, only one that speaks workspaces when asked; or None."""
-
-    def __call__(
-        self,
-        provider: str | None,
-        *,
-        runner_id: uuid.UUID | None = None,
-        workspaces: bool = False,
-    ) -> RunnerLink | None: ...
+LEASE_MARGIN_SECONDS = 0.05
+"""How long after a lease's expiry its run's queued turn is looked for (clocks round)."""
 
 
 class WakeScheduler:
+    """This replica's scheduler: claim passes, when nudged or notified, until stopped."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -89,7 +69,9 @@ class WakeScheduler:
         runners_here: Callable[[], Collection[uuid.UUID]],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         nudged: asyncio.Event | None = None,
+        resumptions: asyncio.Event | None = None,
         prompt_ownership: bool = True,
+        plans_once: AsyncEngine | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -97,8 +79,6 @@ class WakeScheduler:
         self.plugins = plugins
         self.pick_link = pick_link
         self.clock = clock
-        self.prompt_ownership = prompt_ownership
-        """New runs' prompts carry ownership metadata (v5); off is the rollback (v4)."""
         """Now, for budget months (injectable: tests move it)."""
         self.runners_here = runners_here
         """The runners connected to this replica: none, nothing to claim; a wake pinned to
@@ -111,14 +91,42 @@ class WakeScheduler:
         """Set by whoever may have made work claimable (the parts get its ``set``)."""
         self.listening = asyncio.Event()
         """Set while this replica's LISTEN is in place."""
+        self.wakes = WakeClaims(
+            sessions,
+            ownership,
+            plugins,
+            pick_link,
+            instance=instance,
+            lease_seconds=lease_seconds,
+            clock=clock,
+            prompt_ownership=prompt_ownership,
+            plans_once=plans_once,
+        )
+        self.resumptions = resumptions if resumptions is not None else asyncio.Event()
+        """Set by whoever may have queued a lost run's next turn for a runner here (a runner
+        connected, a settlement notified): the next pass looks for it. The first one does."""
+        self.resumptions.set()
+        self._resumptions_looked = float("-inf")
+        self._look_again: asyncio.TimerHandle | None = None
 
     def nudge(self) -> None:
         """Something may be claimable now (a wake, a finished run, a runner)."""
         self._nudge.set()
 
+    def nudge_resumptions(self) -> None:
+        """A lost run's next turn may be queued now: the next pass looks for it."""
+        self.resumptions.set()
+        self._nudge.set()
+
+    def _notified(self, payload: str) -> None:
+        if payload == RESUMPTION:
+            self.nudge_resumptions()
+        else:
+            self.nudge()
+
     async def run(self) -> None:
         """Claim whenever nudged or notified, or every FALLBACK_POLL_SECONDS; until cancelled."""
-        listener = asyncio.create_task(self._listen(), name="wake-listener")
+        listener = asyncio.create_task(self.listen(), name="wake-listener")
         try:
             while True:
                 # asyncio.timeout, not wait_for: on 3.11 a cancel that races wait_for's own
@@ -128,7 +136,8 @@ class WakeScheduler:
                         await self._nudge.wait()
                 self._nudge.clear()
                 try:
-                    if await self.claim_wakes():
+                    await self.claim_wakes()
+                    if self.wakes.full:
                         self.nudge()  # a full batch may have left more
                 except asyncio.CancelledError:
                     raise
@@ -136,18 +145,21 @@ class WakeScheduler:
                     log_failure(log, "claiming wakes failed", exc)
                     await asyncio.sleep(LISTEN_RETRY_SECONDS)
         finally:
+            if self._look_again is not None:
+                self._look_again.cancel()
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await listener
 
-    async def _listen(self) -> None:
-        """Hold a connection that LISTENs on the wake channel; re-establish it when it breaks."""
+    async def listen(self) -> None:
+        """Hold a connection that LISTENs on the wake channel; re-establish it when it breaks
+        (``listening`` is set while it is in place). ``run`` runs it; a test may alone."""
         if self.engine is None:
             return
         await hold_listener(
             self.engine,
             CHANNEL,
-            self.nudge,
+            self._notified,
             self._listening,
             log,
             retry_seconds=LISTEN_RETRY_SECONDS,
@@ -156,7 +168,7 @@ class WakeScheduler:
     def _listening(self, listening: bool) -> None:
         if listening:
             self.listening.set()
-            self.nudge()  # anything committed before LISTEN took effect
+            self.nudge_resumptions()  # anything committed before LISTEN took effect
         else:
             self.listening.clear()
 
@@ -165,14 +177,57 @@ class WakeScheduler:
         a loss, then runs for queued wakes; how many turns started."""
         # Not ``pick_link``: a pick moves the rotation, and one per pass would send every
         # run claimed alone in its pass to the same runner.
-        if not self.runners_here():
+        self.wakes.full = False
+        here = self.runners_here()
+        if not here:
             return 0  # no runner here: a replica with one (or a runner still to come) claims
-        return await self._claim_resumptions() + await self._claim_new_runs()
+        resumed = await self._claim_resumptions() if self._resumptions_wanted() else 0
+        return resumed + await self.wakes.claim(here)
+
+    def _resumptions_wanted(self) -> bool:
+        """Whether this pass looks for queued turns of lost runs: one may wait for a runner
+        here (a settlement notified, a runner connected), nothing would have told (no LISTEN
+        in place), or the slow poll is due."""
+        now = asyncio.get_running_loop().time()
+        if (
+            self.resumptions.is_set()
+            or not self.listening.is_set()
+            or now - self._resumptions_looked >= RESUME_POLL_SECONDS
+        ):
+            self.resumptions.clear()
+            self._resumptions_looked = now
+            return True
+        return False
+
+    def _look_again_in(self, seconds: object) -> None:
+        """Look for queued turns again once the first one a lease still holds may be taken."""
+        if seconds is None:
+            return
+        loop = asyncio.get_running_loop()
+        when = loop.time() + float(seconds) + LEASE_MARGIN_SECONDS  # type: ignore[arg-type]
+        if self._look_again is not None and self._look_again.when() <= when:
+            return
+        if self._look_again is not None:
+            self._look_again.cancel()
+        self._look_again = loop.call_at(when, self._looked_again)
+
+    def _looked_again(self) -> None:
+        self._look_again = None
+        self.nudge_resumptions()
 
     async def _claim_resumptions(self) -> int:
+        """Start the queued turns of lost runs (their runs adopted here); how many."""
+        try:
+            return await self._resume_queued_turns()
+        except BaseException:
+            self.resumptions.set()  # the next pass looks again
+            raise
+
+    async def _resume_queued_turns(self) -> int:
         started: list[tuple[RunnerLink, int, StartTurn, int]] = []
         async with self.sessions.begin() as session:
-            for run in (await session.execute(resumable(CLAIM_BATCH))).scalars():
+            listed = list((await session.execute(resumable(CLAIM_BATCH))).scalars())
+            for run in listed:
                 refusal = await next_turn_refusal(session, run, self.clock())
                 if run.budget_stop_at is not None or refusal is not None:
                     # Taken over (the fence moves) to end it: its earlier controller writes no
@@ -189,6 +244,10 @@ class WakeScheduler:
                 resumed = await self._resume(session, run, link)
                 if resumed is not None:
                     started.append((link, *resumed))
+            if len(listed) == CLAIM_BATCH:
+                self.nudge_resumptions()  # a full batch may have left more
+            else:
+                self._look_again_in(await session.scalar(leased_resumable()))
         for link, seq, start, epoch in started:
             self.ownership.own(start.run_id, epoch)
             await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
@@ -210,162 +269,3 @@ class WakeScheduler:
         seq, start = await queue_later_turn(session, run, turn, link)
         log.info("run %s goes on in turn %s (%s)", run.id, turn.number, turn.kind)
         return seq, start, epoch
-
-    async def _claim_new_runs(self) -> int:
-        started: list[tuple[RunnerLink, int, StartTurn]] = []
-        claims: dict[uuid.UUID, tuple[int, uuid.UUID, str]] = {}  # when, the wake (a span's)
-        async with self.sessions.begin() as session:
-            here = self.runners_here()
-            for wake, agent in await claimable_wakes(session, CLAIM_BATCH, runners=here):
-                if not any(kind.name == agent.provider for kind in self.plugins.providers()):
-                    await self._refuse(session, wake, agent)
-                    continue
-                place = await placement_of(session, wake.issue_id)
-                link = self.pick_link(
-                    agent.provider, runner_id=place.runner_id, workspaces=place.workspace
-                )
-                if link is None or place.wait:
-                    continue  # another replica's runner, or a runner still to come, may take it
-                claimed = tracing.now()
-                try:
-                    with log_context.about(issue_id=wake.issue_id, company_id=wake.company_id):
-                        async with session.begin_nested():
-                            seq, start = await self._create_run(session, wake, agent, link)
-                except (IntegrityError, WorkspaceElsewhere):
-                    continue  # another replica started a run for this issue first
-                except BudgetRefused as refused:
-                    await wait_for_budget(session, wake, refused.refusal)
-                    continue
-                started.append((link, seq, start))
-                claims[start.run_id] = (claimed, wake.id, wake.source)
-        for link, seq, start in started:
-            claimed, wake_id, source = claims[start.run_id]
-            tracing.record("paperclip.wake", start.run_id, claimed, wake_id=wake_id, source=source)
-            self.ownership.own(start.run_id, 1)
-            with log_context.about(run_id=start.run_id):
-                log.info("run %s started on runner %s", start.run_id, link.runner_id)
-            # Committed: send it now rather than when the link next reads its outbox.
-            await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
-        return len(started)
-
-    async def _refuse(self, session: AsyncSession, wake: WakeRequest, agent: Agent) -> None:
-        """The core has no plugin for this provider: fail the run at once and say which."""
-        run = Run(
-            id=uuid.uuid4(),
-            company_id=wake.company_id,
-            agent_id=agent.id,
-            issue_id=wake.issue_id,
-            status=RunStatus.FAILED,
-            phase="finished",
-            provider=agent.provider,
-            wake_request_id=wake.id,
-            error_code="provider_not_installed",
-            status_reason="provider_not_installed",
-            error_message=f"no installed plugin provides the provider {agent.provider!r}; "
-            f"install its distribution (e.g. paperclip-{agent.provider}) and restart",
-            finished_at=datetime.now(UTC),
-        )
-        session.add(run)
-        await session.flush()
-        mark_claimed(wake, run.id)
-        record_activity(
-            session,
-            SYSTEM,
-            "run.failed",
-            entity_type="run",
-            entity_id=run.id,
-            company_id=run.company_id,
-            details={"error_code": "provider_not_installed"},
-        )
-
-    async def _create_run(
-        self, session: AsyncSession, wake: WakeRequest, agent: Agent, link: RunnerLink
-    ) -> tuple[int, StartTurn]:
-        """The run of a claimed wake, its token and its ``start_turn`` (queued: its seq)."""
-        issue = (
-            await session.get(Issue, wake.issue_id, with_for_update=ISSUE_LOCK)
-            if wake.issue_id
-            else None
-        )
-        workspace = None
-        if issue is not None:
-            # First, so the prompt shows the status the agent works in.
-            start_work(issue)
-            workspace = await open_workspace(
-                session, issue, runner_id=link.runner_id, workspace_dir=link.workspace_dir
-            )
-        run_id = uuid.uuid4()
-        prepared = await assemble_for_run(
-            session,
-            agent=agent,
-            issue=issue,
-            wake=wake,
-            run_id=str(run_id),
-            hooks=self.plugins,
-            workspace=workspace.view if workspace is not None else None,
-            ownership=self.prompt_ownership,
-        )
-        assembled = prepared.assembled
-        now = datetime.now(UTC)
-        log_context.remember(run_id, issue_id=wake.issue_id, company_id=wake.company_id)
-        run = Run(
-            id=run_id,
-            company_id=wake.company_id,
-            agent_id=agent.id,
-            issue_id=wake.issue_id,
-            status=RunStatus.RUNNING,
-            phase="turn",
-            provider=agent.provider,
-            execution_input=assembled.envelope,
-            execution_input_schema=assembled.schema,
-            controller_instance=self.instance,
-            controller_epoch=1,
-            lease_expires_at=now + timedelta(seconds=self.ttl),
-            runner_id=link.runner_id,
-            wake_request_id=wake.id,
-            started_at=now,
-        )
-        session.add(run)
-        await session.flush()  # the one-active-run-per-issue index decides here
-        await admit_run(
-            session,
-            company_id=wake.company_id,
-            agent_id=agent.id,
-            issue=issue,
-            run_id=run.id,
-            now=self.clock(),
-        )
-        await open_turn(session, run, kind=TurnKind.INITIAL, runner_id=link.runner_id)
-        await record_wake_snapshot(
-            session,
-            run,
-            await snapshot_source(session, wake),
-            prepared.current,
-            assembled.execution_input.model.rendered_sources,
-        )
-        token = new_run_token(session, run)
-        mark_claimed(wake, run.id)
-        start = StartTurn(
-            seq=0,
-            run_id=run.id,
-            provider=agent.provider,
-            config=agent.provider_config,
-            prompt=assembled.prompt,
-            system=assembled.system,
-            session_ref=None,
-            token=token,
-            issue_id=run.issue_id,
-            workspace=workspace.spec if workspace is not None else None,
-            agent_name=agent.name,
-        )
-        seq = await outbox.enqueue_one(session, link.runner_id, start)
-        record_activity(
-            session,
-            SYSTEM,
-            "run.started",
-            entity_type="run",
-            entity_id=run.id,
-            company_id=run.company_id,
-            details={"wake_request_id": str(wake.id)},
-        )
-        return seq, start

@@ -13,17 +13,16 @@ from __future__ import annotations
 import posixpath
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.models import Issue, IssueWorkspace, Project, WorkspaceStatus
 from paperclip.wire.messages import WorkspaceSpec
 
 LIVE = (WorkspaceStatus.REQUESTED, WorkspaceStatus.READY)
-PROJECT_LOCK = {"read": True, "key_share": True}
 """A worktree that exists (or is being made) on its runner host."""
 
 
@@ -60,7 +59,14 @@ async def placement_of(session: AsyncSession, issue_id: uuid.UUID | None) -> Pla
     ).one_or_none()
     if row is None:
         return SCRATCH
-    project_id, status, runner_id = row
+    return placement_from(*row)
+
+
+def placement_from(
+    project_id: uuid.UUID | None, status: str | None, runner_id: uuid.UUID | None
+) -> Placement:
+    """Where a run of an issue of ``project_id`` may start, given its worktree's ``status``
+    and ``runner_id`` (both None: it has none)."""
     if status in LIVE and runner_id is not None:
         return Placement(workspace=True, runner_id=runner_id)
     if status == WorkspaceStatus.RELEASING:
@@ -81,60 +87,94 @@ def workspace_key(issue: Issue) -> str:
     return f"{issue.company_id}/{issue.identifier}"
 
 
-async def open_workspace(
-    session: AsyncSession, issue: Issue, *, runner_id: uuid.UUID, workspace_dir: str
-) -> TurnWorkspace | None:
-    """The worktree a new run of ``issue`` (locked by the caller) works in, made on
-    ``runner_id`` unless it already lives there; None for an issue without a project."""
-    row = await session.get(IssueWorkspace, issue.id, with_for_update=True)
-    # FOR KEY SHARE: shared with other runs, not with a change of its source (which waits,
-    # then sees this worktree and is refused): no worktree is made from a source just replaced.
-    project = (
-        await session.get(Project, issue.project_id, with_for_update=PROJECT_LOCK)
-        if issue.project_id
-        else None
-    )
+@dataclass(frozen=True, slots=True)
+class ProjectSource:
+    """What a worktree is made from: a project's row, as a claim read it (``FOR KEY SHARE``)."""
+
+    id: uuid.UUID
+    name: str
+    repo_path: str | None
+    repo_url: str | None
+    default_branch: str | None
+    branch_prefix: str
+    hooks_enabled: bool
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceRow:
+    """An issue's worktree row: as a claim read it (locked), or as the claim writes it."""
+
+    issue_id: uuid.UUID
+    company_id: uuid.UUID
+    status: str
+    runner_id: uuid.UUID | None
+    project_id: uuid.UUID | None
+    key: str
+    branch: str
+    repo_path: str | None
+    repo_url: str | None
+    base_ref: str | None
+    base_commit: str | None
+    hooks_enabled: bool
+    path: str | None
+
+
+class IssueSource(Protocol):
+    id: uuid.UUID
+    company_id: uuid.UUID
+    identifier: str
+
+
+def open_workspace(
+    issue: IssueSource,
+    row: WorkspaceRow | None,
+    project: ProjectSource | None,
+    *,
+    row_project: str | None,
+    runner_id: uuid.UUID,
+    workspace_dir: str,
+) -> tuple[TurnWorkspace | None, WorkspaceRow | None]:
+    """The worktree a new run of ``issue`` works in, made on ``runner_id`` unless it already
+    lives there (None for an issue without a project), and the row to write for it (None:
+    the row stays as it is).
+
+    ``row`` is the issue's worktree row and ``project`` the issue's project, both locked by
+    the caller (the row ``FOR UPDATE``; the project ``FOR KEY SHARE``: shared with other
+    runs, not with a change of its source, which waits, then sees this worktree and is
+    refused: no worktree is made from a source just replaced); ``row_project`` is the name
+    of the project the live row was made from.
+    """
     if row is not None and row.status in LIVE:
         if row.runner_id != runner_id:
             raise WorkspaceElsewhere(issue.id)
-        project = await session.get(Project, row.project_id) if row.project_id else None
-        return _turn_workspace(row, project, workspace_dir)
+        return _turn_workspace(row, row_project or "", workspace_dir), None
     if row is not None and row.status == WorkspaceStatus.RELEASING:
         raise WorkspaceElsewhere(issue.id)
     if project is None:
-        return None
-    if row is None:
-        await session.execute(
-            insert(IssueWorkspace)
-            .values(
-                issue_id=issue.id,
-                company_id=issue.company_id,
-                status=WorkspaceStatus.REQUESTED,
-                key=workspace_key(issue),
-                branch=project.branch_prefix + issue.identifier,
-                diff_truncated=False,
-                hooks_enabled=project.hooks_enabled,
-            )
-            .on_conflict_do_nothing()
-        )
-        row = await session.get(
-            IssueWorkspace, issue.id, with_for_update=True, populate_existing=True
-        )
-        assert row is not None
+        return None, None
+    key = row.key if row is not None else workspace_key(issue)
     # Made (again) from the project as it is now: a released worktree's branch is kept,
     # and so is its base commit when the source did not change.
-    if (row.repo_path, row.repo_url) != (project.repo_path, project.repo_url):
-        row.base_commit = None
-    row.project_id = project.id
-    row.repo_path, row.repo_url = project.repo_path, project.repo_url
-    row.base_ref = project.default_branch
-    row.hooks_enabled = project.hooks_enabled
-    row.runner_id = runner_id
-    row.status = WorkspaceStatus.REQUESTED
-    row.path = posixpath.join(workspace_dir, row.key) if workspace_dir else None
-    row.release_after = row.released_at = row.saved_ref = None
-    row.error_code = row.error_message = None
-    return _turn_workspace(row, project, workspace_dir)
+    same_source = row is not None and (row.repo_path, row.repo_url) == (
+        project.repo_path,
+        project.repo_url,
+    )
+    written = WorkspaceRow(
+        issue_id=issue.id,
+        company_id=row.company_id if row is not None else issue.company_id,
+        status=WorkspaceStatus.REQUESTED,
+        runner_id=runner_id,
+        project_id=project.id,
+        key=key,
+        branch=row.branch if row is not None else project.branch_prefix + issue.identifier,
+        repo_path=project.repo_path,
+        repo_url=project.repo_url,
+        base_ref=project.default_branch,
+        base_commit=row.base_commit if row is not None and same_source else None,
+        hooks_enabled=project.hooks_enabled,
+        path=posixpath.join(workspace_dir, key) if workspace_dir else None,
+    )
+    return _turn_workspace(written, project.name, workspace_dir), written
 
 
 async def workspace_of(
@@ -147,10 +187,10 @@ async def workspace_of(
     if row is None or row.status not in LIVE:
         return None
     project = await session.get(Project, row.project_id) if row.project_id else None
-    return _turn_workspace(row, project, workspace_dir)
+    return _turn_workspace(row, project.name if project is not None else "", workspace_dir)
 
 
-def spec_of(row: IssueWorkspace) -> WorkspaceSpec:
+def spec_of(row: IssueWorkspace | WorkspaceRow) -> WorkspaceSpec:
     return WorkspaceSpec(
         key=row.key,
         branch=row.branch,
@@ -163,7 +203,7 @@ def spec_of(row: IssueWorkspace) -> WorkspaceSpec:
 
 
 def _turn_workspace(
-    row: IssueWorkspace, project: Project | None, workspace_dir: str
+    row: IssueWorkspace | WorkspaceRow, project: str, workspace_dir: str
 ) -> TurnWorkspace:
     path = row.path or (posixpath.join(workspace_dir, row.key) if workspace_dir else row.key)
     view = ExecutionWorkspace(
@@ -171,7 +211,7 @@ def _turn_workspace(
         branch=row.branch,
         base_ref=row.base_ref or "",
         base_commit=row.base_commit or "",
-        project=project.name if project is not None else "",
+        project=project,
         repository=row.repo_path or row.repo_url or "",
     )
     return TurnWorkspace(spec_of(row), view)

@@ -71,7 +71,7 @@ class FakeCodex:
         return (
             sys.executable,
             "-m",
-            "paperclip_codex.fake_app_server",
+            "paperclip_codex_testing.fake_app_server",
             "--script",
             str(self.script_path),
             "--log",

@@ -21,8 +21,8 @@ from paperclip_codex.config import (
     toml_value,
     write_config,
 )
-from paperclip_codex.fake_app_server import load_config
 from paperclip_codex.schema import CONFIG_SCHEMA
+from paperclip_codex_testing.fake_app_server import load_config
 from paperclip_hookspecs.providers import McpEndpoint
 
 

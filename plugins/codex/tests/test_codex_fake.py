@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from codex_testing import PLUGIN_ROOT, WAIT
-from paperclip_codex.fake_script import Script, ScriptError, load_script
+from paperclip_codex_testing.fake_script import Script, ScriptError, load_script
 
 pytestmark = pytest.mark.process
 
@@ -55,7 +55,7 @@ async def test_fake_answers_the_handshake_and_refuses_unknown_methods(tmp_path: 
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "paperclip_codex.fake_app_server",
+        "paperclip_codex_testing.fake_app_server",
         "--script",
         str(script),
         stdin=asyncio.subprocess.PIPE,
@@ -95,7 +95,7 @@ async def test_a_script_dir_gives_each_model_its_own_script(tmp_path: Path) -> N
     command = (
         sys.executable,
         "-m",
-        "paperclip_codex.fake_app_server",
+        "paperclip_codex_testing.fake_app_server",
         "--script-dir",
         str(scripts),
     )

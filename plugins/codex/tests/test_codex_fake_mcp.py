@@ -4,7 +4,7 @@ the process, as Codex keeps its clients, and each timeout bounding what Codex bo
 from __future__ import annotations
 
 from codex_testing import TOKEN, ToolServer
-from paperclip_codex.fake_tools import McpClient
+from paperclip_codex_testing.fake_tools import McpClient
 
 
 def settings(server: ToolServer, **timeouts: float) -> dict[str, object]:

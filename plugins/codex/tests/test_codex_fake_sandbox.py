@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from codex_testing import Events, FakeCodex, bounded, driver_context
 from paperclip_codex.driver import CodexDriver
-from paperclip_codex.fake_sandbox import looks_denied, protected_paths, sandbox_argv
+from paperclip_codex_testing.fake_sandbox import looks_denied, protected_paths, sandbox_argv
 from paperclip_hookspecs.providers import DriverContext, TurnInput
 
 pytestmark = pytest.mark.process

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from codex_testing import Events, FakeCodex, ToolServer, bounded
 from paperclip_codex.driver import CodexDriver
-from paperclip_codex.fake_script import ScriptError, load_script
+from paperclip_codex_testing.fake_script import ScriptError, load_script
 from paperclip_hookspecs.providers import TurnInput
 
 pytestmark = pytest.mark.process

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from codex_testing import PLUGIN_ROOT
-from paperclip_codex import __version__
 from paperclip_codex.probe import probe, version_command
+from paperclip_codex_testing import __version__ as fake_version
 
 pytestmark = pytest.mark.process
 
@@ -60,7 +60,13 @@ def test_the_fake_app_server_profile_reports_its_own_version(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PYTHONPATH", f"{PLUGIN_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    command = (sys.executable, "-m", "paperclip_codex.fake_app_server", "--script-dir", "/x")
+    command = (
+        sys.executable,
+        "-m",
+        "paperclip_codex_testing.fake_app_server",
+        "--script-dir",
+        "/x",
+    )
     assert version_command(command) == [*command[:3], "--version"]
     found = probe(command)
-    assert found.found and found.version == __version__, found.hint
+    assert found.found and found.version == fake_version, found.hint

@@ -70,7 +70,7 @@ def gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGat
         [
             sys.executable,
             "-m",
-            "paperclip_gateway.fake_gateway",
+            "paperclip_gateway_testing.fake_gateway",
             "--port",
             str(fake.port),
             "--token-env",

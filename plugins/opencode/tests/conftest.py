@@ -18,7 +18,7 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def fake(tmp_path: Path) -> ScriptFolder:
     """The fake server's files: a script per model, and its log."""
-    return script_folder(tmp_path, "paperclip_opencode.fake_server")
+    return script_folder(tmp_path, "paperclip_opencode_testing.fake_server")
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def test_the_schema_and_the_driver_agree_on_a_good_config():
 
 
 def test_probe_reports_the_fakes_version_and_a_missing_cli():
-    found = probe((sys.executable, "-m", "paperclip_opencode.fake_server"))
+    found = probe((sys.executable, "-m", "paperclip_opencode_testing.fake_server"))
     assert found.found and found.version is not None
     missing = probe(("no-such-opencode-binary", "serve"))
     assert not missing.found and "npm install -g opencode-ai@" in missing.hint

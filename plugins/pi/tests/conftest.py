@@ -18,7 +18,7 @@ PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def fake(tmp_path: Path) -> ScriptFolder:
     """The fake Pi's files: a script per model, and its log."""
-    return script_folder(tmp_path, "paperclip_pi.fake_pi")
+    return script_folder(tmp_path, "paperclip_pi_testing.fake_pi")
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ def test_the_extension_ships_with_the_plugin():
 
 
 def test_probe_reports_the_fakes_version_and_a_missing_cli():
-    found = probe((sys.executable, "-m", "paperclip_pi.fake_pi"))
+    found = probe((sys.executable, "-m", "paperclip_pi_testing.fake_pi"))
     assert found.found and found.version is not None
     missing = probe(("no-such-pi-binary",))
     assert not missing.found and "@mariozechner/pi-coding-agent@" in missing.hint

@@ -145,7 +145,7 @@ def fake_sent(log: Path) -> list[dict[str, int]]:
 
 
 def fake_command(scripts: Path, log: Path) -> tuple[str, ...]:
-    module = "paperclip_codex.fake_app_server"
+    module = "paperclip_codex_testing.fake_app_server"
     return (sys.executable, "-m", module, "--script-dir", str(scripts), "--log", str(log))
 
 

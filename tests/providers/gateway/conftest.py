@@ -193,7 +193,7 @@ def start_fake_gateway(tmp: Path, script_dir: Path, gateway: Gateway | None = No
         [
             sys.executable,
             "-m",
-            "paperclip_gateway.fake_gateway",
+            "paperclip_gateway_testing.fake_gateway",
             "--port",
             str(gateway.port),
             "--token-env",

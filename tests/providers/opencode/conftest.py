@@ -13,7 +13,7 @@ from tests.providers.opencode.cli import OPENCODE
 from tests.support.model_endpoint import ModelEndpoint
 
 MODEL_KEY_VARIABLE = "SCRIPTED_MODEL_API_KEY"
-FAKE = [sys.executable, "-m", "paperclip_opencode.fake_server"]
+FAKE = [sys.executable, "-m", "paperclip_opencode_testing.fake_server"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

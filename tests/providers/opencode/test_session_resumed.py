@@ -22,4 +22,4 @@ def test_a_runner_and_opencode_killed_mid_turn_resume_the_same_session(opencode_
     launch = {"opencode": {"fake": argv}}
     stack.start_runner(launch=launch)
     ctx = fake_agent_for(stack, "opencode", lost_turn_script(stack.tmp / "reached"))
-    assert_resumed_in_the_same_session(stack, ctx, "paperclip_opencode.fake_server", launch)
+    assert_resumed_in_the_same_session(stack, ctx, "paperclip_opencode_testing.fake_server", launch)

@@ -13,7 +13,7 @@ from tests.providers.pi.cli import PI
 from tests.support.model_endpoint import ModelEndpoint
 
 MODEL_KEY_VARIABLE = "SCRIPTED_MODEL_API_KEY"
-FAKE = [sys.executable, "-m", "paperclip_pi.fake_pi"]
+FAKE = [sys.executable, "-m", "paperclip_pi_testing.fake_pi"]
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -137,7 +137,7 @@ async def test_the_fake_behaves_like_the_recorded_real_cli(tmp_path: Path) -> No
     scripts.mkdir()
     (scripts / "conformance.json").write_text(json.dumps(FAKE_SCRIPT))
     log = tmp_path / "fake.log"
-    module = "paperclip_pi.fake_pi"
+    module = "paperclip_pi_testing.fake_pi"
     command = (sys.executable, "-m", module, "--script-dir", str(scripts), "--log", str(log))
     config = {
         "base_url": "http://127.0.0.1:9/v1",

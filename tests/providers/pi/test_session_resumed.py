@@ -21,4 +21,4 @@ def test_a_runner_and_pi_killed_mid_turn_resume_the_same_session(pi_stack):
     launch = {"pi": {"fake": argv}}
     pi_stack.start_runner(launch=launch)
     ctx = fake_agent_for(pi_stack, "pi", lost_turn_script(pi_stack.tmp / "reached"))
-    assert_resumed_in_the_same_session(pi_stack, ctx, "paperclip_pi.fake_pi", launch)
+    assert_resumed_in_the_same_session(pi_stack, ctx, "paperclip_pi_testing.fake_pi", launch)

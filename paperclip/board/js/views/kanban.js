@@ -1,13 +1,31 @@
 // A company's issues as a kanban board: one column per status. A card dragged to another column
 // changes the issue's status (PATCH, as the issue page does); from the keyboard, a focused card
-// moves with Shift+Left and Shift+Right, or with its own status menu. The API's refusal is shown.
+// moves with Shift+Left and Shift+Right; its menu button offers every status. The API's refusal
+// is shown. Any column folds to a narrow rail (Done and Cancelled start folded: they only grow,
+// and are read least); on a phone the columns are sections, one under the other.
 
 import { all, patch, q } from "../api.js";
 import { clear, errorBox, h, statusName } from "../dom.js";
-import { liveFollower, liveState } from "../live.js";
-import { ISSUE_STATUSES, issueFilters, issueHref } from "./issues.js";
+import { liveFollower } from "../live.js";
+import { ISSUE_STATUSES, issueFilters } from "./issues.js";
+import { kanbanCard } from "./kanban_card.js";
 
 const REFRESH_MS = 5000;
+const FOLDED_KEY = "paperclip.kanban.folded";
+const FOLDED_FIRST = ["done", "cancelled"];
+
+/** The folded columns, as this browser left them. */
+function foldedColumns() {
+  try {
+    const saved = JSON.parse(localStorage.getItem(FOLDED_KEY));
+    if (Array.isArray(saved)) return new Set(saved.filter((s) => ISSUE_STATUSES.includes(s)));
+  } catch { /* none saved, or storage refused */ }
+  return new Set(FOLDED_FIRST);
+}
+
+function saveFolded(folded) {
+  try { localStorage.setItem(FOLDED_KEY, JSON.stringify([...folded])); } catch { /* storage refused: this visit only */ }
+}
 
 export async function kanbanView(companyId, signal) {
   const base = `/companies/${companyId}`;
@@ -16,24 +34,28 @@ export async function kanbanView(companyId, signal) {
   const announce = h("p", { class: "sr-only", role: "status", "aria-live": "polite", "data-announce": "" });
   const problem = h("div", { "aria-live": "assertive" });
   const columns = new Map();
+  const folded = foldedColumns();
   let issues = [];
   let params = {};
   let dragging = null;
+  let menuOpen = false;
+  let shown = null; // what the board shows, to draw it again only when it changed
 
-  async function move(issue, status) {
+  async function move(issue, status, { follow = false } = {}) {
     if (issue.status === status) return;
     const before = issue.status;
     clear(problem);
     issue.status = status; // shown at once; put back if the API refuses
+    if (follow && folded.has(status)) fold(status, false); // the focus follows the card there
     draw();
-    focusCard(issue.id);
+    if (follow) focusCard(issue.id);
     try {
       Object.assign(issue, await patch(`${base}/issues/${issue.id}`, { status }));
       clear(announce).append(`${issue.identifier} moved to ${statusName(status)}.`);
     } catch (error) {
       issue.status = before;
       draw();
-      focusCard(issue.id);
+      if (follow) focusCard(issue.id);
       problem.append(errorBox(error));
     }
   }
@@ -43,43 +65,29 @@ export async function kanbanView(companyId, signal) {
     if (card) card.focus();
   }
 
-  function card(issue) {
-    const menu = h("select", { class: "card-status", "aria-label": `Status of ${issue.identifier}` },
-      ISSUE_STATUSES.map((s) => h("option", { value: s, selected: s === issue.status }, statusName(s))));
-    menu.addEventListener("change", () => move(issue, menu.value));
-    const node = h("li", {
-      class: "kanban-card", draggable: "true", tabindex: 0, "data-issue": issue.id, "data-identifier": issue.identifier,
-      "data-status": issue.status, "aria-label": `${issue.identifier} ${issue.title}`,
-      "data-live": issue.live ? issue.live.state : null,
-      "aria-describedby": "kanban-help",
-    },
-    h("a", { href: issueHref(companyId, issue), draggable: "false" }, issue.identifier), " ",
-    h("span", { class: "card-title" }, issue.title),
-    issue.live && issue.live.state !== "idle" ? h("div", { class: "card-state" }, liveState(issue.live, { compact: true })) : null,
-    h("div", { class: "muted small" }, statusName(issue.priority), issue.assignee_agent_id ? ` · ${agentName(issue.assignee_agent_id)}` : ""),
-    menu);
-    node.addEventListener("dragstart", (e) => {
-      dragging = issue;
-      e.dataTransfer.setData("text/plain", issue.id);
-      e.dataTransfer.effectAllowed = "move";
-      node.classList.add("dragging");
-    });
-    node.addEventListener("dragend", () => { dragging = null; node.classList.remove("dragging"); });
-    node.addEventListener("keydown", (e) => {
-      if (e.target !== node || !e.shiftKey || !["ArrowLeft", "ArrowRight"].includes(e.key)) return;
-      e.preventDefault();
-      const at = ISSUE_STATUSES.indexOf(issue.status) + (e.key === "ArrowRight" ? 1 : -1);
-      if (at >= 0 && at < ISSUE_STATUSES.length) move(issue, ISSUE_STATUSES[at]);
-    });
-    return node;
+  function fold(status, yes) {
+    if (yes) folded.add(status); else folded.delete(status);
+    saveFolded(folded);
+    const { column, toggle } = columns.get(status);
+    column.classList.toggle("folded", yes);
+    toggle.setAttribute("aria-expanded", String(!yes));
   }
+
+  const drag = { start: (issue) => { dragging = issue; }, end: () => { dragging = null; } };
+  const card = (issue) => kanbanCard(companyId, issue, { agentName, move, drag, onMenu: (open) => { menuOpen = open; } });
 
   const board = h("div", { class: "kanban", "data-kanban": "" },
     ISSUE_STATUSES.map((status) => {
-      const list = h("ul", { class: "kanban-cards", "aria-label": statusName(status) });
-      const count = h("span", { class: "muted" });
-      const column = h("section", { class: "kanban-column", "data-column": status, "aria-label": statusName(status) },
-        h("h2", {}, statusName(status), " ", count), list);
+      const list = h("ul", { class: "kanban-cards", "aria-label": statusName(status), id: `kanban-${status}` });
+      const count = h("span", { class: "count" });
+      const toggle = h("button", {
+        type: "button", class: "column-toggle", "aria-expanded": String(!folded.has(status)), "aria-controls": list.id,
+        title: `Fold or unfold ${statusName(status)}`,
+      }, h("span", { class: "column-name" }, statusName(status)), " ", count);
+      toggle.addEventListener("click", () => fold(status, !folded.has(status)));
+      const column = h("section", {
+        class: `kanban-column${folded.has(status) ? " folded" : ""}`, "data-column": status, "aria-label": statusName(status),
+      }, h("h2", {}, toggle), list);
       column.addEventListener("dragover", (e) => {
         if (!dragging) return;
         e.preventDefault();
@@ -94,7 +102,7 @@ export async function kanbanView(companyId, signal) {
         const issue = issues.find((i) => i.id === id) || dragging;
         if (issue) move(issue, status);
       });
-      columns.set(status, { list, count });
+      columns.set(status, { column, list, count, toggle });
       return column;
     }));
 
@@ -104,6 +112,7 @@ export async function kanbanView(companyId, signal) {
       clear(list).append(...mine.map(card));
       if (!mine.length) list.append(h("li", { class: "muted empty" }, "None"));
       clear(count).append(`(${mine.length})`);
+      count.dataset.count = String(mine.length);
     }
   }
 
@@ -111,10 +120,18 @@ export async function kanbanView(companyId, signal) {
     const { status, ...rest } = params; // every column shows: the status filter does not apply
     issues = await all(`${base}/issues${q({ ...rest, sort: "-updated" })}`);
     follower.track(issues);
-    if (dragging || (board.contains(document.activeElement) && document.activeElement.tagName === "SELECT")) return;
-    const focused = board.contains(document.activeElement) ? document.activeElement.closest("[data-issue]") : null;
+    if (dragging || menuOpen) return; // drawn again at the next pass
+    const sig = JSON.stringify(issues);
+    if (sig === shown) return; // nothing changed: the focus stays where it is
+    shown = sig;
+    const active = document.activeElement;
+    const focused = board.contains(active) ? active.closest("[data-issue]") : null;
+    const part = focused && active !== focused ? [...active.classList].find((c) => ["menu-trigger", "card-title"].includes(c)) : null;
     draw();
-    if (focused) focusCard(focused.dataset.issue);
+    if (!focused) return;
+    focusCard(focused.dataset.issue);
+    const again = part && board.querySelector(`[data-issue="${focused.dataset.issue}"] .${part}`);
+    if (again) again.focus();
   }
   const follower = liveFollower(companyId, () => load().catch(() => {}));
   const filters = issueFilters(agents, projects, (wanted) => { params = wanted; load().catch(() => {}); }, { sort: false });
@@ -127,6 +144,7 @@ export async function kanbanView(companyId, signal) {
   return h("div", { class: "kanban-page" },
     h("div", { class: "title-row" }, h("h1", {}, "Kanban"), h("a", { href: `#/c/${companyId}`, class: "button-link" }, "List view")),
     filters,
-    h("p", { class: "muted keyboard-only", id: "kanban-help" }, "Drag a card to another column to change its status; or focus a card and press Shift+→ or Shift+←, or pick its status."),
+    h("p", { class: "muted keyboard-only small", id: "kanban-help" },
+      "Drag a card to another column, or focus it and press Shift+→ or Shift+←, or use its ⋯ button to change its status. A column's name folds it."),
     problem, announce, board);
 }

@@ -4,7 +4,7 @@
 import { all, get } from "../api.js";
 import { badge, clear, duration, h, runningFor, scrollTable, statusName, when } from "../dom.js";
 import { retryButton } from "../retry.js";
-import { failureDetails, runSummary } from "./thread.js";
+import { endedBecause, failureDetails, runSummary } from "./thread.js";
 import { slots } from "../slots.js";
 import { followRun } from "../stream.js";
 import { transcript } from "../transcript.js";
@@ -15,6 +15,26 @@ const ENDED = ["succeeded", "failed", "cancelled"];
 const took = (from, to) => (from && to ? duration(Date.parse(to) - Date.parse(from)) : "");
 const fold = (label, value) => h("details", { class: "fold" }, h("summary", {}, label),
   h("pre", { class: "out" }, JSON.stringify(value, null, 2)));
+
+/** Where the run is, in words (the API's `phase`). */
+const STAGES = {
+  created: "Not started yet", turn: "Working in turns with the agent", resuming: "Waiting for a runner to go on",
+  finished: "Finished",
+};
+
+/** What an operator looking for a cause reads, in words; the codes stay as they are. */
+function techFacts(run) {
+  const epoch = run.controller_epoch || 0;
+  const keeper = run.controller_instance
+    ? [`the server ${run.controller_instance}`, epoch > 1 ? ` (taken over ${epoch - 1 === 1 ? "once" : `${epoch - 1} times`})` : ""]
+    : "no server yet";
+  return [
+    ["Provider", run.provider], ["Stage", STAGES[run.phase] || statusName(run.phase)],
+    ["How it ended", run.status_reason ? endedBecause(run.status_reason) : "not yet"],
+    ["Error code", run.error_code ? h("code", {}, run.error_code) : "none"], ["Looked after by", keeper],
+    ["Provider session", run.session_ref ? h("code", {}, run.session_ref) : "none yet"],
+  ];
+}
 
 /** The run's tool journal as a table: what the model asked, what it got, and how long it took. */
 export function journalRows(calls) {
@@ -69,9 +89,7 @@ export async function runView(companyId, runId, signal) {
       const open = tech.open;
       // What only an operator looking for a cause needs: folded.
       clear(tech).append(h("summary", {}, "Technical details"), h("dl", { class: "facts-tech" },
-        ...[["Provider", run.provider], ["Phase", statusName(run.phase)], ["How it ended", run.status_reason || ""],
-          ["Error code", run.error_code || "none"], ["Controller", `${run.controller_instance || "none"} (epoch ${run.controller_epoch})`],
-          ["Session", run.session_ref || "none"]].flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
+        ...techFacts(run).flatMap(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])));
       tech.open = open;
     }
     summary.dataset.status = run.status;
@@ -83,11 +101,14 @@ export async function runView(companyId, runId, signal) {
         projectId: issue ? issue.project_id : null,
       }));
     }
-    clear(turns).append(...items.map((t) => h("tr", { "data-turn": t.number, "data-status": t.status },
-      h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
-      h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
-      h("td", {}, [t.error_code, t.error_message].filter(Boolean).join(" · ") || (t.status === "completed" ? "Ended normally" : "")),
-      h("td", {}, t.runner_id ? t.runner_id.slice(0, 8) : ""), h("td", {}, t.provider_turn_id || ""))));
+    // The runner and the provider's turn id on hover: an operator's, not a reader's.
+    clear(turns).append(...items.map((t) => h("tr", {
+      "data-turn": t.number, "data-status": t.status,
+      title: [t.runner_id ? `Runner ${t.runner_id}` : "", t.provider_turn_id ? `provider turn ${t.provider_turn_id}` : ""].filter(Boolean).join(", ") || null,
+    },
+    h("td", {}, t.number), h("td", {}, statusName(t.kind)), h("td", {}, badge(t.status)),
+    h("td", {}, took(t.started_at || t.created_at, t.finished_at)),
+    h("td", {}, t.error_message || (t.error_code ? statusName(t.error_code) : "") || (t.status === "completed" ? "Ended normally" : "")))));
     clear(calls).append(...journalRows(journal));
     log.journal(journal);
     const running = items.find((t) => t.status === "running") || null;
@@ -115,7 +136,7 @@ export async function runView(companyId, runId, signal) {
       h("div", {},
         h("section", { class: "panel", "aria-label": "Turns" }, h("h2", {}, "Turns"),
           scrollTable(h("table", {},
-            h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Took", "How it ended", "Runner", "Provider turn"].map((t) => h("th", { scope: "col" }, t)))),
+            h("thead", {}, h("tr", {}, ["#", "Kind", "Status", "Took", "How it ended"].map((t) => h("th", { scope: "col" }, t)))),
             turns), "Turns")),
         steer)),
     h("section", { class: "panel", "aria-label": "Tool calls" }, h("h2", {}, "Tool calls"),

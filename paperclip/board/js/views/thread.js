@@ -12,10 +12,18 @@ import { transcript } from "../transcript.js";
 const ACTIVE = ["queued", "running"];
 const took = (r) => (r.started_at && r.finished_at ? duration(Date.parse(r.finished_at) - Date.parse(r.started_at)) : "");
 
+/** Why a run ended as it did (its `status_reason`), as people say it. */
+const ENDED_BECAUSE = {
+  task_completed: "the task is done", task_yielded: "the agent waits for an answer",
+  task_blocked: "the task is blocked", task_review_requested: "its changes wait for review",
+  task_neither_done_nor_held: "the task is neither done nor held",
+};
+export const endedBecause = (reason) => ENDED_BECAUSE[reason] || statusName(reason).toLowerCase();
+
 /** A run in words: "Succeeded in 12 s", "Failed: <reason>", "Running". */
 export function runSummary(r) {
   if (r.status === "failed") return r.reason || "The run failed.";
-  if (r.status === "succeeded") return `Succeeded${took(r) ? ` in ${took(r)}` : ""}${r.status_reason ? ` · ${statusName(r.status_reason)}` : ""}.`;
+  if (r.status === "succeeded") return `Succeeded${took(r) ? ` in ${took(r)}` : ""}${r.status_reason ? ` · ${endedBecause(r.status_reason)}` : ""}.`;
   if (r.status === "cancelled") return "Cancelled.";
   return r.status === "queued" ? "Starting: waiting for a runner." : "The agent is working.";
 }

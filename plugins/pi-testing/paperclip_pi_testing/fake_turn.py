@@ -21,12 +21,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-try:
-    from paperclip_provider_kit.mcp_client import call_tool
-    from paperclip_provider_kit.script import timing_step
-    from paperclip_provider_kit.usage import ScriptedUsage
-except ImportError:  # an install without the extra
-    raise SystemExit("the fake Pi needs its extra: pip install 'paperclip-pi[fake]'") from None
+from paperclip_provider_kit.mcp_client import call_tool
+from paperclip_provider_kit.script import timing_step
+from paperclip_provider_kit.usage import ScriptedUsage
 
 MODEL_STEPS = frozenset({"message", "call_tool", "shell", "fail"})
 """Steps that are a model response (a Pi "turn"); the others happen between them."""

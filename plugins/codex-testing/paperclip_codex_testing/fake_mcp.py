@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from paperclip_codex import __version__
+from paperclip_codex_testing import __version__
 
 PROTOCOL_VERSION = "2025-06-18"
 """The version the fake asks for; the server's answer is the one used after."""

@@ -23,7 +23,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from paperclip_codex.fake_mcp import McpHttpError, McpSession
+from paperclip_codex_testing.fake_mcp import McpHttpError, McpSession
 
 REFUSED_UNDER_NEVER = "MCP tool call requires approval, but approval policy is never"
 DECLINED_BY_USER = "user rejected MCP tool call"

@@ -5,7 +5,7 @@ tests compare them): items carry ``startedAtMs``/``completedAtMs``, tool calls
 are gated by approval, every server request is followed by
 ``serverRequest/resolved``, and ``turn/completed`` carries the final message.
 Shell commands run in the thread's sandbox as far as git goes
-(:mod:`paperclip_codex.fake_sandbox`); an escalated one that the client
+(:mod:`paperclip_codex_testing.fake_sandbox`); an escalated one that the client
 accepts runs outside it.
 """
 
@@ -22,9 +22,14 @@ from typing import Any, Protocol
 
 from paperclip_provider_kit.script import timing_step
 
-from paperclip_codex.fake_sandbox import SANDBOXED_MODES, TIMEOUT_SECONDS, Shell, looks_denied
-from paperclip_codex.fake_script import Script
-from paperclip_codex.fake_tools import (
+from paperclip_codex_testing.fake_sandbox import (
+    SANDBOXED_MODES,
+    TIMEOUT_SECONDS,
+    Shell,
+    looks_denied,
+)
+from paperclip_codex_testing.fake_script import Script
+from paperclip_codex_testing.fake_tools import (
     DECLINED_BY_USER,
     REFUSED_UNDER_NEVER,
     McpClient,
@@ -32,7 +37,7 @@ from paperclip_codex.fake_tools import (
     needs_approval,
     structured,
 )
-from paperclip_codex.fake_usage import ThreadUsage
+from paperclip_codex_testing.fake_usage import ThreadUsage
 
 RESPONSES = frozenset({"message", "call_tool", "shell", "request_approval"})
 """Steps that are one model response each (``page_tool`` is one per page)."""

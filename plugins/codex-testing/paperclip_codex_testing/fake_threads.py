@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from paperclip_codex.fake_turn import ThreadState
-from paperclip_codex.fake_usage import ThreadUsage
+from paperclip_codex_testing.fake_turn import ThreadState
+from paperclip_codex_testing.fake_usage import ThreadUsage
 
 _THREAD_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 

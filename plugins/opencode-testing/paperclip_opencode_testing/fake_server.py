@@ -2,7 +2,7 @@
 
 Run it as the runner's launch profile, the way the real one runs::
 
-    python -m paperclip_opencode.fake_server --script-dir DIR [--log PATH] --port P --hostname 127.0.0.1
+    python -m paperclip_opencode_testing.fake_server --script-dir DIR [--log PATH] --port P --hostname 127.0.0.1
 
 It serves the part of OpenCode's HTTP API a run uses, with OpenCode 1.18's
 shapes: ``POST /session``, ``GET /session/{id}``,
@@ -12,7 +12,7 @@ and runs after it, and stored at once, as OpenCode stores it),
 ``POST /session/{id}/abort`` and the event stream
 ``GET /event``. Like OpenCode it answers only with basic auth (``opencode`` and
 ``$OPENCODE_SERVER_PASSWORD``) and reads ``$XDG_CONFIG_HOME/opencode/opencode.json``:
-the model picks the script (:mod:`paperclip_opencode.fake_script`), ``mcp``
+the model picks the script (:mod:`paperclip_opencode_testing.fake_script`), ``mcp``
 says where the run's tools are. Sessions are kept in
 ``$XDG_DATA_HOME/fake-opencode/`` so a later process can resume them.
 """
@@ -33,9 +33,9 @@ from typing import IO, Any
 from paperclip_provider_kit.http import Request, Response, serve
 from paperclip_provider_kit.script import fake_parser, parse_fake
 
-from paperclip_opencode import __version__
-from paperclip_opencode.fake_script import ScriptError, script_for
-from paperclip_opencode.fake_turn import PromptFailed, PromptRun, new_id, now_ms
+from paperclip_opencode_testing import __version__
+from paperclip_opencode_testing.fake_script import ScriptError, script_for
+from paperclip_opencode_testing.fake_turn import PromptFailed, PromptRun, new_id, now_ms
 
 FAKE_VERSION = f"paperclip-fake-opencode {__version__}"
 _SESSION_PATH = re.compile(
@@ -287,7 +287,7 @@ def load_config() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = fake_parser("python -m paperclip_opencode.fake_server")
+    parser = fake_parser("python -m paperclip_opencode_testing.fake_server")
     parser.add_argument("--port", type=int, default=4096)
     parser.add_argument("--hostname", default="127.0.0.1")
     parser.add_argument("serve", nargs="?", help="accepted for compatibility with `opencode serve`")

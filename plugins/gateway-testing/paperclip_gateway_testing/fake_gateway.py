@@ -1,6 +1,6 @@
 """A scripted stand-in for an OpenClaw gateway, for tests.
 
-    python -m paperclip_gateway.fake_gateway --port P --token-env VAR --script-dir DIR
+    python -m paperclip_gateway_testing.fake_gateway --port P --token-env VAR --script-dir DIR
         [--mcp-url URL --mcp-token-env VAR] [--log PATH]
 
 It speaks the part of the gateway WebSocket protocol (OpenClaw 2026.9, protocol
@@ -10,7 +10,7 @@ then with the run's final status; a repeated idempotency key gets the same
 run, never a new one: its end, or ``in_flight`` and nothing more),
 ``agent.wait``, ``sessions.abort``. Runs of one session key run one after
 another. The "model" follows ``DIR/<agent id>.json``
-(:mod:`paperclip_gateway.fake_run`) and calls the run's tools through the MCP
+(:mod:`paperclip_gateway_testing.fake_run`) and calls the run's tools through the MCP
 server the gateway is configured with (``--mcp-url``, bearer token in the
 variable ``--mcp-token-env``), as a gateway's ``mcp.servers`` entry does.
 """
@@ -32,18 +32,12 @@ from typing import IO, Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from paperclip_provider_kit.mcp_client import call_tool
 from paperclip_provider_kit.script import fake_parser, parse_fake
 from websockets.asyncio.server import ServerConnection, serve
 
-from paperclip_gateway import __version__
-from paperclip_gateway.fake_run import AgentRun
-
-try:
-    from paperclip_provider_kit.mcp_client import call_tool
-except ImportError:  # an install without the extra
-    raise SystemExit(
-        "the fake gateway needs its extra: pip install 'paperclip-gateway[fake]'"
-    ) from None
+from paperclip_gateway_testing import __version__
+from paperclip_gateway_testing.fake_run import AgentRun
 
 FAKE_VERSION = f"paperclip-fake-gateway {__version__}"
 
@@ -340,7 +334,7 @@ async def _write(ws: ServerConnection, outbox: asyncio.Queue[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = fake_parser("python -m paperclip_gateway.fake_gateway")
+    parser = fake_parser("python -m paperclip_gateway_testing.fake_gateway")
     parser.add_argument("--port", type=int, default=18789)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--token-env")

@@ -2,7 +2,7 @@
 
 Run it as::
 
-    python -m paperclip_codex.fake_app_server (--script PATH | --script-dir DIR) [--log PATH]
+    python -m paperclip_codex_testing.fake_app_server (--script PATH | --script-dir DIR) [--log PATH]
         [-c key=value ...]
 
 It speaks the app-server's JSON-RPC subset as JSON lines on stdio
@@ -12,11 +12,11 @@ reads its configuration the way Codex does, from ``$CODEX_HOME/config.toml``
 and ``-c`` overrides, so a driver starts it exactly as it starts the real CLI;
 ``mcp_servers.<name>`` tells it where the run's tools are: it lists them at
 thread start (``mcpServer/startupStatus/updated``), gates each call by approval
-the way Codex does (:mod:`paperclip_codex.fake_tools`), and calls them with the
+the way Codex does (:mod:`paperclip_codex_testing.fake_tools`), and calls them with the
 official MCP client over streamable HTTP. Shell steps run in the thread's
-sandbox mode as far as git goes (:mod:`paperclip_codex.fake_sandbox`).
+sandbox mode as far as git goes (:mod:`paperclip_codex_testing.fake_sandbox`).
 
-Scripts and steps: :mod:`paperclip_codex.fake_script`. With ``--log PATH``
+Scripts and steps: :mod:`paperclip_codex_testing.fake_script`. With ``--log PATH``
 every received message, tool result and approval answer is appended there as
 a JSON line.
 """
@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from paperclip_codex import __version__
-from paperclip_codex.fake_sandbox import Shell, sandbox_mode, sandbox_policy
-from paperclip_codex.fake_script import ScriptError, ScriptSource
-from paperclip_codex.fake_threads import ThreadStore
-from paperclip_codex.fake_tools import McpClient
-from paperclip_codex.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
 from paperclip_codex.jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, decode, encode
+
+from paperclip_codex_testing import __version__
+from paperclip_codex_testing.fake_sandbox import Shell, sandbox_mode, sandbox_policy
+from paperclip_codex_testing.fake_script import ScriptError, ScriptSource
+from paperclip_codex_testing.fake_threads import ThreadStore
+from paperclip_codex_testing.fake_tools import McpClient
+from paperclip_codex_testing.fake_turn import ThreadState, TurnRun, TurnRunner, turn_shape
 
 FAKE_VERSION = f"paperclip-fake-codex {__version__}"
 
@@ -404,7 +405,7 @@ class FakeAppServer:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the command line and serve until stdin closes."""
-    parser = argparse.ArgumentParser(prog="python -m paperclip_codex.fake_app_server")
+    parser = argparse.ArgumentParser(prog="python -m paperclip_codex_testing.fake_app_server")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--script", type=Path, help="the JSON script every thread follows")
     source.add_argument(

@@ -3,7 +3,7 @@
 Run it as the runner's launch profile; the driver appends Pi's flags as it
 does to the real one::
 
-    python -m paperclip_pi.fake_pi --script-dir DIR [--log PATH] --mode rpc ... [-e EXT]
+    python -m paperclip_pi_testing.fake_pi --script-dir DIR [--log PATH] --mode rpc ... [-e EXT]
         [--session-dir D] [--session ID] [--append-system-prompt FILE]
 
 It speaks Pi 0.73's RPC (JSON lines on stdio): ``prompt``, ``steer``,
@@ -11,7 +11,7 @@ It speaks Pi 0.73's RPC (JSON lines on stdio): ``prompt``, ``steer``,
 sends (``agent_start``, ``turn_start``, ``message_start``/``update``/``end``,
 ``tool_execution_start``/``end``, ``queue_update``, ``turn_end``,
 ``agent_end``). It reads ``$PI_CODING_AGENT_DIR/settings.json`` for the model,
-which picks the script (:mod:`paperclip_pi.fake_script`). With ``-e`` and the
+which picks the script (:mod:`paperclip_pi_testing.fake_script`). With ``-e`` and the
 run's endpoint in the environment it offers the run's tools as the bundled
 extension does (``paperclip_<tool>``) and calls them for real. Sessions are
 kept in the session folder, so a later process can resume them.
@@ -30,9 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from paperclip_pi import __version__
-from paperclip_pi.fake_script import Script, ScriptError, script_for
-from paperclip_pi.fake_turn import AgentRun, Host
+from paperclip_pi_testing import __version__
+from paperclip_pi_testing.fake_script import Script, ScriptError, script_for
+from paperclip_pi_testing.fake_turn import AgentRun, Host
 
 FAKE_VERSION = f"paperclip-fake-pi {__version__}"
 
@@ -177,7 +177,7 @@ class FakePi(Host):
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m paperclip_pi.fake_pi")
+    parser = argparse.ArgumentParser(prog="python -m paperclip_pi_testing.fake_pi")
     parser.add_argument("--version", action="store_true")
     parser.add_argument("--script-dir", type=Path)
     parser.add_argument("--log")

@@ -19,14 +19,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-try:
-    from paperclip_provider_kit.mcp_client import call_tool
-    from paperclip_provider_kit.script import timing_step
-    from paperclip_provider_kit.usage import ScriptedUsage
-except ImportError:  # an install without the extra
-    raise SystemExit(
-        "the fake OpenCode server needs its extra: pip install 'paperclip-opencode[fake]'"
-    ) from None
+from paperclip_provider_kit.mcp_client import call_tool
+from paperclip_provider_kit.script import timing_step
+from paperclip_provider_kit.usage import ScriptedUsage
 
 Publish = Callable[[str, Mapping[str, Any]], None]
 _ids = itertools.count(1)

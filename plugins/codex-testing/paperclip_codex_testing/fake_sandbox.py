@@ -7,7 +7,7 @@ read-only, so ``git add`` or ``git commit`` in an issue's worktree fails
 (``fatal: Unable to create '<repo>/.git/worktrees/<name>/index.lock':
 Read-only file system``, exit 128). A commit leaves the sandbox: the model
 asks to escalate, and Codex runs the command unsandboxed once the client
-accepts (:mod:`paperclip_codex.fake_turn`).
+accepts (:mod:`paperclip_codex_testing.fake_turn`).
 
 The fake emulates that much and no more. Under ``workspace-write`` and
 ``read-only`` it bind-mounts the working directory's ``.git`` (and the git

@@ -19,7 +19,7 @@ may stand for a single list. Steps (one key each):
   continue from. ``cursor_argument`` and ``next_cursor`` rename the two.
 - ``{"shell": {"command": "...", "escalate": false}}``: a ``commandExecution``
   item, the command run in the thread's sandbox as far as git goes
-  (:mod:`paperclip_codex.fake_sandbox`); an escalated one asks the client
+  (:mod:`paperclip_codex_testing.fake_sandbox`); an escalated one asks the client
   under ``on-request`` and runs unsandboxed when accepted, and is refused
   without asking under ``never``, as Codex does.
 - ``{"sleep": seconds}``; ``{"touch_file": path}`` (writes the pid into it);
@@ -34,7 +34,7 @@ may stand for a single list. Steps (one key each):
 
 Each model response (a ``message``, ``call_tool``, ``shell`` or
 ``request_approval`` step, each page of a ``page_tool``) reports its token
-usage when it is done, as Codex does (:mod:`paperclip_codex.fake_usage`); the
+usage when it is done, as Codex does (:mod:`paperclip_codex_testing.fake_usage`); the
 step's ``usage`` option (``{"input_tokens", "cached_input_tokens",
 "output_tokens", "reasoning_tokens"}``) sets the numbers, else they are derived
 from the response's place in the thread.
@@ -57,7 +57,7 @@ from typing import Any
 from paperclip_provider_kit.script import ScriptError, StepRules, script_path
 from paperclip_provider_kit.usage import UsageError
 
-from paperclip_codex.fake_usage import check_option
+from paperclip_codex_testing.fake_usage import check_option
 
 __all__ = ["STEP_KINDS", "Script", "ScriptError", "ScriptSource", "load_script"]
 
