@@ -95,6 +95,7 @@ def create_app(
             container.init_resources()
         app.state.engine = container.engine()
         app.state.journal_engine = container.journal_engine()
+        app.state.numbers_engine = container.numbers_engine()
         app.state.api_keys = container.api_keys()
         app.state.run_tokens = container.run_tokens()
         app.state.runners = container.runners()

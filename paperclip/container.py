@@ -47,6 +47,7 @@ from paperclip.services.dashboard import DashboardQueries
 from paperclip.services.holds import HoldService
 from paperclip.services.inbox import InboxQueries
 from paperclip.services.interactions import InteractionService
+from paperclip.services.issue_numbers import NUMBERS_POOL_SIZE, IssueNumbers
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 from paperclip.services.prices import PriceService, prices_from_settings
@@ -139,6 +140,8 @@ class EngineParts(containers.DeclarativeContainer):
     journal = providers.Dependency(default=providers.Object(None))
     """The engine whose connections plan each statement once (None: the sessions'): the tool
     journal's statements, and the claims of wakes."""
+    numbers = providers.Dependency(instance_of=IssueNumbers)
+    """Where the issues' numbers come from (a pool of its own)."""
     clock = providers.Dependency(default=system_clock)
     prices = providers.Dependency(default={})
 
@@ -270,6 +273,7 @@ class EngineParts(containers.DeclarativeContainer):
     routines = providers.Singleton(
         RoutineScheduler,
         sessions,
+        numbers,
         clock=clock,
         grace_seconds=options.provided.routine_grace_seconds,
         pass_seconds=options.provided.routine_pass_seconds,
@@ -317,14 +321,17 @@ class Container(containers.DeclarativeContainer):
     journal_engine = providers.Singleton(
         create_engine, database_url, pool_size=JOURNAL_POOL_SIZE, generic_plans=True
     )
+    # Issue numbers: statements that commit on their own, on a pool of their own.
+    numbers_engine = providers.Singleton(create_engine, database_url, pool_size=NUMBERS_POOL_SIZE)
+    issue_numbers = providers.Singleton(IssueNumbers, numbers_engine)
     # What routines and heartbeats read as now: the system's clock unless a test sets one.
     clock = providers.Singleton(lambda settings: settings.clock(), settings)
 
     companies = providers.Singleton(CompanyService, sessions)
     agents = providers.Singleton(AgentService, sessions)
-    issues = providers.Singleton(IssueService, sessions)
+    issues = providers.Singleton(IssueService, sessions, issue_numbers)
     projects = providers.Singleton(ProjectService, sessions)
-    routines = providers.Singleton(RoutineService, sessions, clock)
+    routines = providers.Singleton(RoutineService, sessions, issue_numbers, clock)
     holds = providers.Singleton(HoldService, sessions)
     workspaces = providers.Singleton(WorkspaceService, sessions)
     costs = providers.Singleton(CostReports, sessions)
@@ -351,6 +358,7 @@ class Container(containers.DeclarativeContainer):
         plugins=plugin_host,
         database=engine,
         journal=journal_engine,
+        numbers=issue_numbers,
         clock=clock,
         prices=configured_prices,
     )
@@ -372,3 +380,4 @@ async def close_pools(container: Container) -> None:
     """Close the container's connection pools, on the loop that opened their connections."""
     await container.engine().dispose()
     await container.journal_engine().dispose()
+    await container.numbers_engine().dispose()

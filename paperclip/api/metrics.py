@@ -31,10 +31,15 @@ class _Figures(Collector):
     def collect(self) -> Any:
         in_use = GaugeMetricFamily(
             "paperclip_database_pool_connections",
-            "This replica's database connections, by pool (main, journal) and state (in_use, idle).",
+            "This replica's database connections, by pool (main, journal, numbers) and state "
+            "(in_use, idle).",
             labels=["pool", "state"],
         )
-        for name, engine in (("main", self.state.engine), ("journal", self.state.journal_engine)):
+        for name, engine in (
+            ("main", self.state.engine),
+            ("journal", self.state.journal_engine),
+            ("numbers", self.state.numbers_engine),
+        ):
             pool: Any = cast(AsyncEngine, engine).pool
             in_use.add_metric([name, "in_use"], pool.checkedout())
             in_use.add_metric([name, "idle"], pool.checkedin())

@@ -18,14 +18,14 @@ def companies() -> None:
 @url_option
 @json_option
 def list_companies(url: str, as_json: bool) -> None:
-    """Every company: its issue prefix, name, how many issues it has made, its id."""
+    """Every company: its issue prefix, name, its last issue number, its id."""
     rows = ApiClient(url).items("/companies")
     if as_json:
         emit_json(rows)
         return
     columns(
         [[c["issue_prefix"], c["name"], str(c["issue_counter"]), c["id"]] for c in rows],
-        header=["PREFIX", "NAME", "ISSUES", "ID"],
+        header=["PREFIX", "NAME", "LAST ISSUE", "ID"],
     )
 
 
@@ -41,7 +41,9 @@ def show(company: str, url: str, as_json: bool) -> None:
         return
     console.print(f"[bold]{escape(found['name'])}[/] ({found['issue_prefix']})", highlight=False)
     console.print(f"  id       {found['id']}", highlight=False)
-    console.print(f"  issues   {found['issue_counter']} made", highlight=False)
+    last = found["issue_counter"]
+    numbered = f"last number {found['issue_prefix']}-{last}" if last else "none yet"
+    console.print(f"  issues   {numbered}", highlight=False)
     console.print(f"  created  {when(found['created_at'])}", highlight=False)
 
 

@@ -18,7 +18,7 @@ order), so the decisions are the database's, whatever replica makes them:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -107,6 +107,41 @@ async def budgets_of(session: AsyncSession, scope: Scope) -> list[Budget]:
         .order_by(Budget.id)
     )
     return list(rows.scalars())
+
+
+async def budgets_covering(
+    session: AsyncSession, scopes: Collection[Scope]
+) -> dict[Scope, list[Budget]]:
+    """``budgets_of`` each of ``scopes``, in one statement."""
+    if not scopes:
+        return {}
+    companies = {s.company_id for s in scopes}
+    agents = {s.agent_id for s in scopes}
+    projects = {s.project_id for s in scopes if s.project_id is not None}
+    covered = [
+        and_(Budget.scope == BudgetScope.COMPANY, Budget.scope_id.in_(companies)),
+        and_(Budget.scope == BudgetScope.AGENT, Budget.scope_id.in_(agents)),
+    ]
+    if projects:
+        covered.append(and_(Budget.scope == BudgetScope.PROJECT, Budget.scope_id.in_(projects)))
+    rows = await session.execute(
+        select(Budget).where(Budget.company_id.in_(companies), or_(*covered)).order_by(Budget.id)
+    )
+    found = list(rows.scalars())
+    return {
+        scope: [
+            b
+            for b in found
+            if b.company_id == scope.company_id
+            and (b.scope, b.scope_id)
+            in {
+                (BudgetScope.COMPANY, scope.company_id),
+                (BudgetScope.AGENT, scope.agent_id),
+                (BudgetScope.PROJECT, scope.project_id),
+            }
+        ]
+        for scope in scopes
+    }
 
 
 async def months_of(

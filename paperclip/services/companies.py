@@ -10,7 +10,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import select, text
+from sqlalchemy import ColumnElement, Integer, Select, Text, cast, func, literal, select, text
+from sqlalchemy.dialects.postgresql import BIT
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -210,6 +211,28 @@ async def hold_company(session: AsyncSession, company_id: uuid.UUID) -> None:
     found = await session.execute(select(Company.id).where(Company.id == company_id))
     if found.scalar_one_or_none() is None:
         raise NotFoundError.of("company", company_id)
+
+
+async def hold_companies_of(session: AsyncSession, company_ids: Select[Any]) -> set[uuid.UUID]:
+    """Take the lock, shared, of each company ``company_ids`` (a query of one column) names,
+    in the caller's transaction and in the same statement; those companies. One that is
+    gone is not checked: the caller's next reads find its rows gone."""
+    named = company_ids.subquery()
+    (company_id,) = named.c
+    held = await session.execute(
+        select(
+            company_id,
+            func.pg_advisory_xact_lock_shared(COMPANY_LOCK_CLASS, company_lock_key(company_id)),
+        )
+    )
+    return {row[0] for row in held}
+
+
+def company_lock_key(company_id: ColumnElement[uuid.UUID]) -> ColumnElement[int]:
+    """``_lock_keys``'s second key, computed by PostgreSQL: the id's first four bytes (its
+    first eight hex digits) as a signed integer."""
+    digits = func.left(func.replace(cast(company_id, Text), "-", ""), 8)
+    return cast(cast(literal("x", Text) + digits, BIT(32)), Integer)
 
 
 def _lock_keys(company_id: uuid.UUID) -> dict[str, int]:

@@ -1,18 +1,21 @@
-"""Issues: per-company identifiers, assignment (which wakes the assignee), parent links."""
+"""Issues: per-company identifiers (``issue_numbers``), assignment (which wakes the assignee),
+parent links."""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
-from paperclip.models import Agent, Company, Issue, IssueStatus
-from paperclip.services.activity import record_activity
+from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
+from paperclip.services.activity import activity_row, record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
+from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
 from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.projects import (
     default_project,
@@ -62,11 +65,53 @@ async def settle_after_run(
         issue.status = IssueStatus.TODO
 
 
+def new_issue(
+    company_id: uuid.UUID,
+    number: IssueNumber,
+    *,
+    title: str,
+    description: str,
+    status: str,
+    priority: str,
+    assignee_id: uuid.UUID | None,
+    parent_id: uuid.UUID | None = None,
+    project_id: uuid.UUID | None = None,
+) -> dict[str, Any]:
+    """The values of a new issue's row (``create_issue`` writes one; a routine's pass writes
+    many in one statement, and records ``issue_created`` for each)."""
+    return {
+        "id": uuid.uuid4(),
+        "company_id": company_id,
+        "number": number.number,
+        "identifier": number.identifier,
+        "title": title,
+        "description": description,
+        "status": status,
+        "priority": priority,
+        "assignee_agent_id": assignee_id,
+        "parent_id": parent_id,
+        "project_id": project_id,
+    }
+
+
+def issue_created(actor: Actor, issue: Mapping[str, Any]) -> dict[str, Any]:
+    """The activity entry of a new issue (``new_issue``'s values)."""
+    return activity_row(
+        actor,
+        "issue.created",
+        entity_type="issue",
+        entity_id=issue["id"],
+        company_id=issue["company_id"],
+        details={"identifier": issue["identifier"]},
+    )
+
+
 async def create_issue(
     session: AsyncSession,
     actor: Actor,
     company_id: uuid.UUID,
     *,
+    number: IssueNumber,
     title: str,
     description: str,
     status: str,
@@ -75,53 +120,38 @@ async def create_issue(
     parent_id: uuid.UUID | None = None,
     project_id: uuid.UUID | None = None,
 ) -> Issue:
-    """Write an issue in the caller's transaction (its references checked by the caller); its
-    number comes from the company's counter row. Without a project, it gets its assignee's
-    default project (if any). Nobody is woken here."""
+    """Write an issue in the caller's transaction (its references checked by the caller).
+
+    ``number`` is taken beforehand (``IssueNumbers``), in a statement that
+    committed on its own: this transaction does not hold the company's row,
+    so issues of one company are written side by side. A transaction that
+    rolls back leaves its number unused (a gap); numbers stay unique (the
+    database refuses a company's number twice). Without a project, the issue
+    gets its assignee's default project (if any). Nobody is woken here."""
     if project_id is None and assignee is not None:
         project_id = await default_project(session, company_id, assignee)
-    # The counter row is the lock: concurrent creations get distinct numbers.
-    allocated = (
-        await session.execute(
-            update(Company)
-            .where(Company.id == company_id)
-            .values(issue_counter=Company.issue_counter + 1)
-            .returning(Company.issue_counter, Company.issue_prefix)
-        )
-    ).one_or_none()
-    if allocated is None:
-        raise NotFoundError.of("company", company_id)
-    number, prefix = allocated
-    issue = Issue(
-        id=uuid.uuid4(),
-        company_id=company_id,
-        number=number,
-        identifier=f"{prefix}-{number}",
+    values = new_issue(
+        company_id,
+        number,
         title=title,
         description=description,
         status=status,
         priority=priority,
-        assignee_agent_id=assignee.id if assignee is not None else None,
+        assignee_id=assignee.id if assignee is not None else None,
         parent_id=parent_id,
         project_id=project_id,
     )
+    issue = Issue(**values)
     session.add(issue)
     await session.flush()
-    record_activity(
-        session,
-        actor,
-        "issue.created",
-        entity_type="issue",
-        entity_id=issue.id,
-        company_id=company_id,
-        details={"identifier": issue.identifier},
-    )
+    session.add(ActivityEntry(**issue_created(actor, values)))
     return issue
 
 
 class IssueService:
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession], numbers: IssueNumbers) -> None:
         self.sessions = sessions
+        self.numbers = numbers
 
     async def create(
         self,
@@ -141,10 +171,13 @@ class IssueService:
             assignee = await _check_links(
                 session, company_id, None, assignee_agent_id, parent_id, project_id
             )
+            # Taken once the request is known good: a refused one spends no number.
+            number = await self.numbers.one(company_id)
             issue = await create_issue(
                 session,
                 actor,
                 company_id,
+                number=number,
                 title=title,
                 description=description,
                 status=status,

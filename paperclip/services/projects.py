@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -83,6 +84,25 @@ async def default_project(
         return None
     project = await find_project(session, company_id, agent.default_project_id)
     return project.id if project is not None else None
+
+
+async def default_projects(
+    session: AsyncSession, agent_ids: Collection[uuid.UUID]
+) -> dict[uuid.UUID, uuid.UUID]:
+    """``default_project`` of each of the agents that has one still, in one statement: agent
+    id -> project id."""
+    if not agent_ids:
+        return {}
+    rows = await session.execute(
+        select(Agent.id, Project.id)
+        .join(
+            Project,
+            and_(Project.id == Agent.default_project_id, Project.company_id == Agent.company_id),
+        )
+        .where(Agent.id.in_(agent_ids))
+        .with_for_update(of=Project, read=True, key_share=True)
+    )
+    return {agent_id: project_id for agent_id, project_id in rows.all()}
 
 
 async def project_on_assignment(

@@ -7,11 +7,13 @@ timestamp column, either way); a page ends at a :class:`Cursor`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-from sqlalchemy import Select, and_, or_, select
+from sqlalchemy import Select, Update, and_, bindparam, func, or_, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.errors import FieldSource, NotFoundError
@@ -102,3 +104,25 @@ async def keyset_page(
         last = rows[-1][0] if with_columns else rows[-1]
         return rows, Cursor(getattr(last, column.key), last.id)
     return rows, None
+
+
+def update_each(model: Any, names: Sequence[str]) -> Update:
+    """One ``UPDATE`` that gives each row of ``model`` (by ``id``) its own values of the
+    columns ``names``, where an ORM flush sends one statement a row. Its parameters are one
+    array per column (``each_values``): ``UPDATE ... FROM unnest(<arrays>)``, the same
+    statement whatever the number of rows, so it is compiled and planned once."""
+    table = model.__table__
+    columns = ["id", *names]
+    arrays = [bindparam(f"each_{n}", type_=ARRAY(table.c[n].type)) for n in columns]
+    given = func.unnest(*arrays).table_valued(*columns).render_derived(name="given")
+    return (
+        update(model)
+        .where(model.id == given.c.id)
+        .values({n: given.c[n] for n in names})
+        .execution_options(synchronize_session=False)
+    )
+
+
+def each_values(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, list[Any]]:
+    """``update_each``'s parameters for ``rows`` (each with ``id`` and ``names``)."""
+    return {f"each_{n}": [row[n] for row in rows] for n in ["id", *names]}

@@ -26,6 +26,7 @@ from paperclip.models import Agent, Routine, RoutineExecution, Trigger
 from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import company_writes, require_company
+from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.projects import project_ref
 from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.routine_executions import ExecutionOutcome, execute_slot
@@ -48,9 +49,13 @@ NEXT_RUNS = 5
 
 class RoutineService:
     def __init__(
-        self, sessions: async_sessionmaker[AsyncSession], clock: Clock = system_clock
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        numbers: IssueNumbers,
+        clock: Clock = system_clock,
     ) -> None:
         self.sessions = sessions
+        self.numbers = numbers
         self.clock = clock
         """Only for the next runs an answer shows: the scheduler decides from its own."""
         self._installation: bytes | None = None
@@ -199,6 +204,7 @@ class RoutineService:
             return await execute_slot(
                 session,
                 actor,
+                self.numbers,
                 routine,
                 slot_key=f"manual:{key or uuid.uuid4()}",
                 slot_at=self.clock(),
@@ -246,6 +252,7 @@ class RoutineService:
             return await execute_slot(
                 session,
                 SYSTEM,
+                self.numbers,
                 routine,
                 slot_key=f"webhook:{key}",
                 slot_at=self.clock(),

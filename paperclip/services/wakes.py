@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -21,7 +22,7 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.activity import record_activity
+from paperclip.services.activity import activity_row, record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.queries import get_scoped
@@ -163,6 +164,62 @@ async def request_wake(
         details={"source": source, "agent_id": str(agent_id)},
     )
     return WakeOutcome(wake=wake, created=created)
+
+
+@dataclass(frozen=True, slots=True)
+class NewIssueWake:
+    """A wake of an agent for an issue written in the same transaction."""
+
+    company_id: uuid.UUID
+    agent_id: uuid.UUID
+    issue_id: uuid.UUID
+    source: str
+    reason: str
+    payload: dict[str, Any]
+
+
+async def queue_wakes_for_new_issues(
+    session: AsyncSession,
+    actor: Actor,
+    wanted: Sequence[NewIssueWake],
+    activity: list[dict[str, Any]],
+) -> list[uuid.UUID]:
+    """Queue a wake for each issue of ``wanted`` (written, in this transaction, by the caller),
+    in one ``INSERT``; their ids, in ``wanted``'s order. Their activity entries are added to
+    ``activity`` (``activity_row``s), for the caller to write with its own.
+
+    What ``request_wake`` does without a key, for many at once: nothing can be
+    queued yet for an issue this transaction wrote, so none coalesces.
+    """
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "company_id": w.company_id,
+            "agent_id": w.agent_id,
+            "issue_id": w.issue_id,
+            "source": w.source,
+            "reason": w.reason,
+            "payload": w.payload,
+            "coalesced_count": 0,
+            "status": WakeStatus.QUEUED,
+        }
+        for w in wanted
+    ]
+    if rows:
+        # RETURNING makes it one multi-row INSERT; without it, a statement per row.
+        await session.execute(insert(WakeRequest).returning(WakeRequest.id), rows)
+    activity += [
+        activity_row(
+            actor,
+            "wake.requested",
+            entity_type="wake_request",
+            entity_id=row["id"],
+            company_id=row["company_id"],
+            details={"source": row["source"], "agent_id": str(row["agent_id"])},
+        )
+        for row in rows
+    ]
+    return [row["id"] for row in rows]
 
 
 def mark_claimed(wake: WakeRequest, run_id: uuid.UUID) -> None:

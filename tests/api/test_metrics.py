@@ -58,7 +58,7 @@ async def test_the_local_operator_reads_the_instance_figures_and_no_company(pape
         assert any(name == family for name, _ in after), family
     assert ("paperclip_tokens_total", (("kind", "output"),)) in after
     pools = {dict(labels)["pool"] for name, labels in after if name.endswith("pool_connections")}
-    assert pools == {"main", "journal"}
+    assert pools == {"main", "journal", "numbers"}
     # Figures of the whole instance: no company, issue or agent is named.
     for ids in made:
         for value in ids.values():

@@ -164,6 +164,7 @@ def build_engine(container: Any, plugin_host: Any, **options: Any) -> RunEngine:
         plugins=plugin_host,
         database=container.engine,
         journal=container.journal_engine,
+        numbers=container.issue_numbers,
         **given,
     )
     return parts.run_engine()

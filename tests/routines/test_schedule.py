@@ -100,6 +100,24 @@ def test_a_year_down_counts_a_bounded_number_of_missed_slots():
     assert 1_000 <= plan.missed <= 1_010
 
 
+@pytest.mark.parametrize("cron", ["*/20 * * * *", "0 * * * *", "30 1 * * *", "30 2 * * *"])
+@pytest.mark.parametrize("day", [utc(2026, 3, 8), utc(2026, 11, 1)])
+def test_a_plan_on_time_walks_forward_to_the_slots_the_catch_up_walk_finds(cron, day):
+    """A pass finding nothing late plans forward from its cursor (half the work); across both
+    changes of the clock in New York it fires what walking back from now fires."""
+    schedule = Schedule.of(cron, NY)
+    for start in range(0, 12 * 60, 25):  # cursors through the day's first twelve hours
+        since = schedule.next_after(day + timedelta(minutes=start))
+        now = since + timedelta(hours=2, minutes=10)
+        forward = schedule.plan(since, now, grace=timedelta(hours=3), catch_up="skip_missed", cap=0)
+        back = schedule.plan(since, now, grace=timedelta(0), catch_up="run_all", cap=1000)
+        assert (forward.fire, forward.missed, forward.next_slot_at) == (
+            back.fire,
+            0,
+            back.next_slot_at,
+        ), (cron, since, now)
+
+
 @pytest.mark.parametrize(
     "cron", ["", "* * * *", "* * * * * *", "61 * * * *", "@daily", "0 9 * * funday", "0 0 30 2 *"]
 )

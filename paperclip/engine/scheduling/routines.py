@@ -1,13 +1,15 @@
 """The routine scheduler: due cron slots fired, queued executions started, heartbeats beaten.
 
-Every replica runs one; they share nothing but PostgreSQL. A pass takes one
-due routine at a time, its row locked ``FOR NO KEY UPDATE SKIP LOCKED`` (so
-two replicas never hold the same routine, and neither waits for the other),
-decides every slot from ``next_slot_at`` to now with the routine's catch-up
-policy, claims each one (``execute_slot``: a unique (routine, slot) row, its
-issue and its wake) and moves ``next_slot_at`` past now, all in one
-transaction: a replica killed anywhere in it leaves the slots due for the
-next pass of any replica.
+Every replica runs one; they share nothing but PostgreSQL. A pass takes the
+due routines a batch at a time, their rows locked ``FOR NO KEY UPDATE SKIP
+LOCKED`` (so two replicas never hold the same routine, and neither waits for
+the other), decides every slot from each one's ``next_slot_at`` to now with
+its catch-up policy, claims each one (a unique (routine, slot) row, its issue
+and its wake) and moves the cursors past now, all in one transaction of a
+fixed number of statements (``paperclip.services.routine_passes``): a replica
+killed anywhere in it leaves the batch's slots due for the next pass of any
+replica. Routines due together are so decided together: fifty of one company
+are one transaction, not fifty queued on the company's row.
 
 Time is an input: the scheduler reads only ``clock``, so tests move simulated
 hours by moving it. It sleeps until the next due slot or heartbeat (at most
@@ -23,26 +25,29 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Uuid, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.clock import Clock, speed_of, system_clock
 from paperclip.db.availability import log_failure
 from paperclip.engine.loop import keep_running
-from paperclip.models import Agent, ExecutionStatus, Routine, RoutineExecution, Trigger
+from paperclip.models import Agent, ExecutionStatus, Routine, RoutineExecution
 from paperclip.services.actor import SYSTEM
+from paperclip.services.companies import hold_companies_of
 from paperclip.services.heartbeats import Beat, beat_due
-from paperclip.services.routine_executions import execute_slot, start_next_queued
-from paperclip.services.routine_schedule import Schedule
+from paperclip.services.issue_numbers import IssueNumbers
+from paperclip.services.routine_executions import start_next_queued
+from paperclip.services.routine_passes import fire_due, take_due
 from paperclip.services.routines import ROUTINE_LOCK
 
 log = logging.getLogger(__name__)
 
 BATCH = 100
-"""Routines (or agents) one pass takes before it looks again from the start."""
+"""Routines (or agents) one transaction of a pass takes before it looks again."""
 RETRY_SECONDS = 2.0
-FIRE_WORKERS = 4
-"""Due routines one replica decides at once (each in its own transaction)."""
+FIRE_WORKERS = 2
+"""Batches of due routines one replica decides at once (each in its own transaction), when
+more are due than one batch takes."""
 MIN_WAIT_SECONDS = 0.02
 DUE_MARGIN_SECONDS = 0.002
 """A due routine another replica holds is looked at again this soon, not in a busy loop."""
@@ -63,12 +68,14 @@ class RoutineScheduler:
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
+        numbers: IssueNumbers,
         *,
         clock: Clock = system_clock,
         grace_seconds: float = 60.0,
         pass_seconds: float = 1.0,
     ) -> None:
         self.sessions = sessions
+        self.numbers = numbers
         self.clock = clock
         self.grace = timedelta(seconds=grace_seconds)
         self.pass_seconds = pass_seconds
@@ -88,8 +95,10 @@ class RoutineScheduler:
         """One pass at the clock's now."""
         now = self.clock()
         done, failed = Pass(), set[uuid.UUID]()
-        # Routines due together are decided side by side: their commits overlap.
-        await asyncio.gather(*(self._fire_due(now, done, failed) for _ in range(FIRE_WORKERS)))
+        # Routines due together are decided together, a batch in one transaction; when
+        # more are due than a batch holds, batches side by side (their commits overlap).
+        if await self._fire_batch(now, done, failed) == BATCH:
+            await asyncio.gather(*(self._fire_due(now, done, failed) for _ in range(FIRE_WORKERS)))
         await self._start_queued(done)
         while True:
             async with self.sessions.begin() as session:
@@ -100,93 +109,67 @@ class RoutineScheduler:
         return done
 
     async def _fire_due(self, now: datetime, done: Pass, failed: set[uuid.UUID]) -> None:
-        while await self._fire_one(now, done, failed):
+        while await self._fire_batch(now, done, failed):
             pass
 
-    async def _fire_one(self, now: datetime, done: Pass, failed: set[uuid.UUID]) -> bool:
-        """Decide the due slots of one routine; False when none is due (or all are held).
+    async def _fire_batch(
+        self,
+        now: datetime,
+        done: Pass,
+        failed: set[uuid.UUID],
+        *,
+        limit: int = BATCH,
+        only: uuid.UUID | None = None,
+    ) -> int:
+        """Decide the due slots of up to ``limit`` routines in one transaction; how many it
+        took (0: none is due, or all are held).
 
-        A routine whose pass fails is logged and left for the next pass (its transaction
-        rolled back, its slots are still due), so it never holds up the others."""
+        A batch that fails is rolled back (its slots are still due) and its routines
+        are decided again one per transaction: a routine whose own fails is logged
+        and left for the next pass, so it never holds up the others."""
         taken: list[uuid.UUID] = []
         try:
             async with self.sessions.begin() as session:
-                stmt = (
-                    select(Routine)
-                    .where(
-                        Routine.enabled,
-                        Routine.cron.is_not(None),
-                        or_(Routine.next_slot_at.is_(None), Routine.next_slot_at <= now),
-                    )
-                    .order_by(Routine.next_slot_at.nulls_first())
-                    .limit(1)
-                    .with_for_update(skip_locked=True, **ROUTINE_LOCK)
+                routines = await take_due(session, now, limit=limit, skip=failed, only=only)
+                if not routines:
+                    return 0
+                taken = [r.id for r in routines]
+                fired = await fire_due(
+                    session, SYSTEM, self.numbers, routines, now, grace=self.grace
                 )
-                if failed:
-                    stmt = stmt.where(Routine.id.not_in(failed))
-                routine = (await session.execute(stmt)).scalar_one_or_none()
-                if routine is None:
-                    return False
-                taken.append(routine.id)
-                await self._decide(session, routine, now, done)
         except Exception as exc:
             if not taken:
                 raise
+            if len(taken) > 1:
+                for routine_id in taken:
+                    await self._fire_batch(now, done, failed, limit=1, only=routine_id)
+                return len(taken)
             failed.add(taken[0])
             log_failure(log, "firing routine %s failed", exc, taken[0])
-        return True
-
-    async def _decide(
-        self, session: AsyncSession, routine: Routine, now: datetime, done: Pass
-    ) -> None:
-        assert routine.cron is not None
-        schedule = Schedule.of(routine.cron, routine.timezone)
-        if routine.next_slot_at is None:
-            routine.next_slot_at = schedule.next_after(now)  # a new or changed schedule
-            return
-        plan = schedule.plan(
-            routine.next_slot_at,
-            now,
-            grace=self.grace,
-            catch_up=routine.catch_up,
-            cap=routine.catch_up_cap,
-        )
-        for slot in plan.fire:
-            outcome = await execute_slot(
-                session,
-                SYSTEM,
-                routine,
-                slot_key=f"cron:{slot.isoformat()}",
-                slot_at=slot,
-                trigger=Trigger.CRON,
-            )
-            done.executions.append(outcome.execution)
-        routine.missed_slots += plan.missed
-        routine.next_slot_at = plan.next_slot_at
-        done.missed += plan.missed
-        if plan.missed:
+            return 1
+        done.executions += fired.executions
+        done.missed += fired.missed
+        for routine_id, missed, catch_up in fired.late:
             log.info(
-                "routine %s: %d late slot(s) not run (catch-up %s)",
-                routine.id,
-                plan.missed,
-                routine.catch_up,
+                "routine %s: %d late slot(s) not run (catch-up %s)", routine_id, missed, catch_up
             )
+        # Routines a batch left for want of room (SLOTS_PER_TRANSACTION) count as a full one.
+        return BATCH if fired.left else len(taken)
 
     async def _start_queued(self, done: Pass) -> None:
         """Start the oldest queued execution of each routine whose open ones closed."""
         async with self.sessions() as session:
-            waiting = list(
-                (
-                    await session.execute(
-                        select(RoutineExecution.routine_id)
-                        .where(RoutineExecution.status == ExecutionStatus.QUEUED)
-                        .distinct()
-                        .limit(BATCH)
-                    )
-                ).scalars()
-            )
-        for routine_id in waiting:
+            waiting = (
+                await session.execute(
+                    select(RoutineExecution.routine_id, RoutineExecution.company_id)
+                    .where(RoutineExecution.status == ExecutionStatus.QUEUED)
+                    .distinct()
+                    .limit(BATCH)
+                )
+            ).all()
+        for routine_id, company_id in waiting:
             async with self.sessions.begin() as session:
+                await hold_companies_of(session, select(literal(company_id, Uuid)))
                 routine = (
                     await session.execute(
                         select(Routine)
@@ -196,7 +179,7 @@ class RoutineScheduler:
                 ).scalar_one_or_none()
                 if routine is None:
                     continue  # another replica holds it (or it was deleted)
-                started = await start_next_queued(session, SYSTEM, routine)
+                started = await start_next_queued(session, SYSTEM, self.numbers, routine)
                 if started is not None:
                     done.started_from_queue.append(started)
 
