@@ -1,3 +1,9 @@
+"""Issues over HTTP: create, list, read, update, assign, close.
+
+A run's way starts here (docs/runs.md tells it whole): an issue created with
+an assignee, or assigned, goes to ``services/issues.py``, which queues a wake.
+"""
+
 from __future__ import annotations
 
 import uuid

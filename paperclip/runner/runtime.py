@@ -5,6 +5,11 @@ protocol (an outbox of unacknowledged messages replayed after every
 reconnect, cumulative acks, duplicates dropped by seq), serves the run's
 server-owned tools over MCP on loopback, and forwards each tool call to the
 control plane as a durable input.
+
+A run's way: a ``start_turn`` from the control plane's link
+(``engine/links/link.py``); next, the provider's driver (the ``ProviderDriver``
+its plugin creates, e.g. ``paperclip_codex/driver.py``) runs the turn; what it
+emits goes back through ``runner/outbox.py`` to ``engine/connections/inbox.py``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """Issues: per-company identifiers (``issue_numbers``), assignment (which wakes the assignee),
-parent links."""
+parent links.
+
+A run's way: from the routes (``api/issues.py``); next, ``services/wakes.py``
+(``request_wake``) queues the assignee's wake in the same transaction.
+"""
 
 from __future__ import annotations
 

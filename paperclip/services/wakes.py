@@ -1,4 +1,9 @@
-"""Wake requests: coalesced while queued, deduplicated by idempotency key, both by the database."""
+"""Wake requests: coalesced while queued, deduplicated by idempotency key, both by the database.
+
+A run's way: from ``services/issues.py`` (or a comment, a routine, a retry);
+next, the wake's commit notifies every replica (a trigger, migration 0004) and
+``engine/scheduling/scheduler.py`` claims it.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,10 @@ A batch is whatever arrived while the previous one was processed. Its
 consecutive tool calls are admitted together (one statement), its consecutive
 events stored together (one transaction), and one cumulative ack answers the
 batch once its effects are durable.
+
+A run's way: from the runner (``paperclip/runner/runtime.py``); tool calls
+next go to ``engine/calls/pipeline.py``, a turn's end to
+``engine/endings/turn_end.py``.
 """
 
 from __future__ import annotations

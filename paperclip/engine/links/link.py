@@ -1,4 +1,9 @@
-"""A runner's live connection on this replica: ordered sending from the outbox, acknowledgements."""
+"""A runner's live connection on this replica: ordered sending from the outbox, acknowledgements.
+
+A run's way: from the outbox (``engine/logs/outbox.py``); next, the runner
+process (``paperclip/runner/runtime.py``); what it sends back is read by
+``engine/connections/inbox.py``.
+"""
 
 from __future__ import annotations
 

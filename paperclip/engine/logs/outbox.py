@@ -4,6 +4,9 @@ One append, written once (``APPEND``): it takes the seqs from the runner's
 counter row, which stays locked until the transaction commits, so messages
 commit in seq order and a reader never sees seq n+1 before n. ``enqueue`` runs
 it alone; the tool journal's settlement runs it inside its own statement.
+
+A run's way: a ``start_turn`` from ``engine/scheduling/wake_claims.py``; next,
+``engine/links/link.py`` sends it to the runner (``paperclip/runner/runtime.py``).
 """
 
 from __future__ import annotations

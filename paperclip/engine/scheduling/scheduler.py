@@ -10,6 +10,9 @@ runner here: a lost run's settlement notifies on the same channel (payload
 ``resume``), a runner connected here, the listener was (re)established, a
 lease that held one back runs out; or every ``RESUME_POLL_SECONDS`` (every
 pass while no LISTEN is in place).
+
+A run's way: from a wake's commit (``services/wakes.py``); next,
+``wake_claims.py`` makes the runs.
 """
 
 from __future__ import annotations

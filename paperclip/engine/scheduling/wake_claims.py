@@ -10,6 +10,10 @@ The pass's transaction is asyncpg's own: no session, no ORM. A wake its
 provider's plugin is missing for ends in a failed run that says which, and a
 wake its budgets refuse waits (its task held): both rare, both through the
 ORM in a transaction after the pass's, each wake locked again first.
+
+A run's way: from ``scheduler.py``; next, the ``start_turn`` committed in the
+runner's outbox (``engine/logs/outbox.py``) is sent by its link
+(``engine/links/link.py``).
 """
 
 from __future__ import annotations

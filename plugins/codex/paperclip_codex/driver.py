@@ -1,4 +1,9 @@
-"""The Codex provider driver: one ``codex app-server`` process per run, one turn at a time."""
+"""The Codex provider driver: one ``codex app-server`` process per run, one turn at a time.
+
+A run's way: the runner (``paperclip/runner/runtime.py``) hands it each turn;
+what it emits goes back through the runner's outbox to the control plane's
+``paperclip/engine/connections/inbox.py``.
+"""
 
 from __future__ import annotations
 
