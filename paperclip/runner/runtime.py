@@ -1,15 +1,12 @@
 """The runner process: hosts provider drivers, keeps them running across control-plane restarts.
 
-It connects to whichever control-plane replica answers, speaks the runner
-protocol (an outbox of unacknowledged messages replayed after every
-reconnect, cumulative acks, duplicates dropped by seq), serves the run's
-server-owned tools over MCP on loopback, and forwards each tool call to the
-control plane as a durable input.
+It speaks the runner protocol to whichever replica answers (unacknowledged
+messages replayed after a reconnect, duplicates dropped by seq), serves the
+run's tools over MCP on loopback and forwards each call as a durable input.
 
-A run's way: a ``start_turn`` from the control plane's link
-(``engine/links/link.py``); next, the provider's driver (the ``ProviderDriver``
-its plugin creates, e.g. ``paperclip_codex/driver.py``) runs the turn; what it
-emits goes back through ``runner/outbox.py`` to ``engine/connections/inbox.py``.
+A run's way: ``start_turn`` from the link (``engine/links/link.py``); next, the
+driver its provider plugin creates (e.g. ``paperclip_codex/driver.py``) runs the
+turn; its output goes through ``runner/outbox.py`` to ``engine/connections/inbox.py``.
 """
 
 from __future__ import annotations
