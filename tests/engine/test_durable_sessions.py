@@ -7,14 +7,16 @@ In memory (the real engine and PostgreSQL, runners without sockets), with the
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 
+from paperclip.engine.scheduling import scheduler
 from paperclip.models import (
     RecoverySettlement,
     Run,
@@ -310,3 +312,41 @@ async def test_two_replicas_settle_a_lost_run_once(
     finally:
         await engine.stop()
         await other_engine.stop()
+
+
+async def test_a_queued_turn_passed_over_while_its_row_was_locked_is_looked_for_again(
+    paperclip_container, paperclip_plugin_host, paperclip_register_plugin, policy, caplog
+):
+    """A scheduler looks for queued turns when told to, ``SKIP LOCKED``: a row another
+    transaction held at that moment (a lease renewal letting go of it, another replica's pass)
+    is passed over, and the notification is spent. It looks again by itself, not only on the
+    slow poll (``RESUME_POLL_SECONDS``, 30 s). Found under load: the run stayed queued."""
+    caplog.set_level(logging.DEBUG, logger=scheduler.__name__)
+    world, engine = await start_world(
+        paperclip_container, paperclip_plugin_host, paperclip_register_plugin, RESUMABLE
+    )
+    try:
+        first, first_task = await world.connect(await world.new_runner())
+        await world.assign()
+        start = await started(first)
+        first.send(finished(start, status="failed", error_code="provider_exited"))
+        first.transport.hang_up()  # no runner here: the queued turn waits, nobody looks
+        await asyncio.wait_for(first_task, 5)
+        await eventually(lambda: world.run(start.run_id), lambda run: run.phase == "resuming")
+
+        async def looked() -> int:
+            return sum("looked for queued turns" in r.getMessage() for r in caplog.records)
+
+        async with world.container.sessions().begin() as side:
+            # Locked as a concurrent pass or renewal would; the settlement wrote before it.
+            await side.execute(
+                text("SELECT 1 FROM runs WHERE id = :id FOR KEY SHARE"), {"id": start.run_id}
+            )
+            before = await looked()
+            other, _ = await world.connect(await world.new_runner())  # it looks: passed over
+            await eventually(looked, lambda count: count > before)
+            assert (await world.run(start.run_id)).phase == "resuming"
+        resumed = await started(other, within=5, turn=2)
+        assert resumed.run_id == start.run_id
+    finally:
+        await engine.stop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -222,13 +223,22 @@ def resumable(limit: int) -> Any:
     )
 
 
-def leased_resumable() -> Any:
-    """Seconds until the first queued turn whose run's lease still runs may be taken (its
-    settling controller's lease, renewed once more as it let go), or NULL: none waits so."""
-    return select(func.extract("epoch", func.min(Run.lease_expires_at) - func.now())).where(
+def leased_resumable(listed: Collection[uuid.UUID]) -> Any:
+    """Seconds until a queued turn the pass did not list may be taken (0: now), or NULL: none
+    waits so. Its run's lease still runs (its settling controller's, renewed once more as it
+    let go); or its row was locked when the pass looked (``SKIP LOCKED`` passed it over: a
+    lease renewal letting go of it at that moment, another replica's pass), and the
+    notification that named it is spent: only a look again finds it."""
+    return select(
+        func.extract(
+            "epoch",
+            func.min(func.greatest(func.coalesce(Run.lease_expires_at, func.now()), func.now()))
+            - func.now(),
+        )
+    ).where(
         Run.phase == "resuming",
         Run.status == RunStatus.RUNNING,
-        Run.lease_expires_at > func.now(),
+        Run.id.not_in(list(listed)),
     )
 
 

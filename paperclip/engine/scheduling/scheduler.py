@@ -8,7 +8,8 @@ is one transaction for its wakes (``wake_claims``).
 The queued turns of lost runs are looked for only when one may wait for a
 runner here: a lost run's settlement notifies on the same channel (payload
 ``resume``), a runner connected here, the listener was (re)established, a
-lease that held one back runs out; or every ``RESUME_POLL_SECONDS`` (every
+lease that held one back runs out, a row locked when a pass looked (``SKIP
+LOCKED`` passed it over) may be free; or every ``RESUME_POLL_SECONDS`` (every
 pass while no LISTEN is in place).
 
 A run's way: from a wake's commit (``services/wakes.py``); next,
@@ -203,7 +204,8 @@ class WakeScheduler:
         return False
 
     def _look_again_in(self, seconds: object) -> None:
-        """Look for queued turns again once the first one a lease still holds may be taken."""
+        """Look for queued turns again once the first one the pass could not take may be:
+        its lease lapsed, or its row no longer locked (soon)."""
         if seconds is None:
             return
         loop = asyncio.get_running_loop()
@@ -250,7 +252,8 @@ class WakeScheduler:
             if len(listed) == CLAIM_BATCH:
                 self.nudge_resumptions()  # a full batch may have left more
             else:
-                self._look_again_in(await session.scalar(leased_resumable()))
+                self._look_again_in(await session.scalar(leased_resumable([r.id for r in listed])))
+        log.debug("looked for queued turns: %d found, %d started", len(listed), len(started))
         for link, seq, start, epoch in started:
             self.ownership.own(start.run_id, epoch)
             await link.deliver(seq, msgspec.structs.replace(start, seq=seq))
