@@ -30,6 +30,7 @@ from paperclip.api.interactions import InteractionController
 from paperclip.api.issues import IssueController
 from paperclip.api.metrics import metrics_page
 from paperclip.api.openapi import complete, openapi_config
+from paperclip.api.org_chart import OrgChartController
 from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
 from paperclip.api.projects import ProjectController
@@ -137,6 +138,7 @@ def create_app(
             health,
             CompanyController,
             AgentController,
+            OrgChartController,
             IssueController,
             ProjectController,
             RoutineController,
