@@ -20,6 +20,7 @@ from paperclip.services.activity import activity_row, record_activity
 from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
+from paperclip.services.issue_parts import refuse_open_parts
 from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.projects import (
     default_project,
@@ -259,8 +260,11 @@ class IssueService:
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
     ) -> Issue:
-        """Change an issue (see :func:`update_issue`), in a transaction of its own."""
+        """Change an issue (see :func:`update_issue`), in a transaction of its own; not to
+        ``done`` while a part of it is open, unless a person says so (``issue_parts``)."""
         async with company_writes(self.sessions, company_id) as session:
+            issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
+            await refuse_open_parts(session, actor, issue, changes)
             return await update_issue(session, actor, company_id, issue_id, changes)
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID) -> None:
