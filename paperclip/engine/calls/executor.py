@@ -24,6 +24,7 @@ from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
 from paperclip.services.actor import Actor
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED
+from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.wire.tools import BY_NAME
 
 BUDGET_STOP_MESSAGE = (
@@ -52,8 +53,9 @@ def state_revision(result: dict[str, Any]) -> str:
 class ToolExecutor:
     """Runs batches of journaled calls; what the model gets back."""
 
-    def __init__(self, plugins: PluginHost) -> None:
+    def __init__(self, plugins: PluginHost, numbers: IssueNumbers | None = None) -> None:
         self.plugins = plugins
+        self.numbers = numbers
 
     async def execute_many(
         self, tx: FencedTransaction, work: Sequence[tuple[LockedRun, CallInput]]
@@ -99,7 +101,7 @@ class ToolExecutor:
                 f"the arguments of {call.tool} are not valid: {problems[0].message}",
             )
         actor = Actor(type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id)
-        ctx = ToolContext(tx, run, call, actor, self.plugins)
+        ctx = ToolContext(tx, run, call, actor, self.plugins, self.numbers)
         if not spec.writes:
             return await self._run(handler, ctx)
 

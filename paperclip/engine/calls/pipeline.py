@@ -35,6 +35,7 @@ from paperclip.failpoints import failpoint
 from paperclip.models import RunToken, ToolCall, ToolCallStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.services.api_keys import hash_key
+from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.wire.messages import FEATURE_UNSEQUENCED_RESULTS, ToolResult
 from paperclip.wire.messages import ToolCall as ToolCallMessage
 
@@ -55,6 +56,7 @@ class CallPipeline:
         instance: str,
         memory: CallbackMemory | None = None,
         journal: AsyncEngine | None = None,
+        numbers: IssueNumbers | None = None,
     ) -> None:
         self.sessions = sessions
         # Admission: one statement, no session around it, on the journal's engine if it has one.
@@ -62,7 +64,7 @@ class CallPipeline:
         self.ownership = ownership
         self.gate = gate
         self.plugins = plugins
-        self.executor = ToolExecutor(plugins)
+        self.executor = ToolExecutor(plugins, numbers)
         self.instance = instance
         self.memory = memory if memory is not None else CallbackMemory()
         """The callbacks this process runs and saw fail (recovery asks it)."""

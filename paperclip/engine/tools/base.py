@@ -15,6 +15,7 @@ from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.models import Run
 from paperclip.plugin_host import PluginHost
 from paperclip.services.actor import Actor
+from paperclip.services.issue_numbers import IssueNumbers
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,8 @@ class ToolContext:
     actor: Actor
     plugins: PluginHost
     """The plugin facade: guards and reference checks are asked through it."""
+    numbers: IssueNumbers | None = None
+    """Where a new issue's number comes from (a statement committed on its own)."""
 
     @property
     def arguments(self) -> dict[str, Any]:
