@@ -27,7 +27,6 @@ import asyncio
 import dataclasses
 import json
 import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,7 +36,6 @@ import pytest
 
 pytest.importorskip("paperclip_codex", reason="the codex plugin is not installed (tox env core)")
 
-import uvicorn
 from mcp.types import ToolAnnotations
 from paperclip_codex.driver import CodexDriver
 from paperclip_hookspecs.providers import (
@@ -46,6 +44,9 @@ from paperclip_hookspecs.providers import (
     ProviderEvent,
     TurnInput,
 )
+from paperclip_provider_kit.testing import Reported, counts
+from paperclip_provider_kit.testing.conformance import serve_tools
+from paperclip_provider_kit.usage import COUNTS
 
 from tests.providers.codex.cli import PINNED, require_cli
 from tests.support.git_repos import IDENTITY, git, make_repo
@@ -96,17 +97,8 @@ async def tool_server() -> AsyncIterator[str]:
         """Echo the text (no annotations: Codex treats it as a risky write)."""
         return f"echo: {text}"
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    server = uvicorn.Server(uvicorn.Config(mcp.streamable_http_app(), log_level="warning"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, WAIT)
-        sock.close()
+    async with serve_tools(mcp) as url:
+        yield url
 
 
 FAKE_SCRIPT = [
@@ -121,21 +113,6 @@ MODEL_SCRIPT = [
     calls(codex_shell("touch /etc/paperclip-conformance", escalate=True)),
     say("done"),
 ]
-
-
-class Reported(list[Any]):
-    """``DriverContext.report_usage``: the usage the driver reported, in order."""
-
-    async def __call__(self, usage: Any) -> None:
-        self.append(usage)
-
-
-COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
-
-
-def counts(usages: list[Any]) -> list[dict[str, int]]:
-    """The four counts of each reported usage."""
-    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
 
 
 def fake_sent(log: Path) -> list[dict[str, int]]:
