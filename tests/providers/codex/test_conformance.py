@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -45,10 +44,11 @@ from paperclip_hookspecs.providers import (
     TurnInput,
 )
 from paperclip_provider_kit.testing import Reported, counts
-from paperclip_provider_kit.testing.conformance import serve_tools
+from paperclip_provider_kit.testing.conformance import check_recording, serve_tools
 from paperclip_provider_kit.usage import COUNTS
 
 from tests.providers.codex.cli import PINNED, require_cli
+from tests.providers.codex.conftest import real_agent_config
 from tests.support.git_repos import IDENTITY, git, make_repo
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
@@ -258,25 +258,14 @@ async def test_the_real_cli_behaves_as_recorded(
     cli = require_cli()
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-        }
+        config = real_agent_config(endpoint, "conformance")
         reported = Reported()
         events = await run_scenario(
             (str(cli), "app-server"), tool_server, tmp_path, policy, config, reported=reported
         )
         sent = [u.as_dict() for u in endpoint.usage_sent("conformance")]
     reduced = reduce(events)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        DATA.mkdir(exist_ok=True)
-        recording(policy).write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording(policy).read_text())
+    check_recording(recording(policy), reduced, "PAPERCLIP_RECORD_CODEX")
     # Every response's usage reported once, as the model sent it.
     assert counts(reported) == sent and len(sent) == len(MODEL_SCRIPT)
     assert {u.model for u in reported} == {"conformance"}
@@ -368,23 +357,12 @@ async def test_the_real_cli_commits_in_a_worktree_as_recorded(
     repo, cwd = worktree(tmp_path)
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", WORKTREE_MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-            **WORKTREE_CONFIG,
-        }
+        config = real_agent_config(endpoint, "conformance", **WORKTREE_CONFIG)
         events = await run_scenario(
             (str(cli), "app-server"), tool_server, tmp_path, "on-request", config, cwd
         )
     reduced = reduce_worktree(events, tmp_path, repo)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        recording("worktree").write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording("worktree").read_text())
+    check_recording(recording("worktree"), reduced, "PAPERCLIP_RECORD_CODEX")
 
 
 # A thread resumed in a new process: Codex replays the thread's last usage (of the earlier
@@ -428,21 +406,11 @@ async def test_the_real_cli_replays_a_resumed_thread_s_usage_as_recorded(
     cli = require_cli()
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", RESUME_MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-        }
+        config = real_agent_config(endpoint, "conformance")
         events, first, second = await run_resume(
             (str(cli), "app-server"), tool_server, tmp_path, config
         )
         sent = endpoint.usage_sent("conformance")
     reduced = reduce(events)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        recording("resume").write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording("resume").read_text())
+    check_recording(recording("resume"), reduced, "PAPERCLIP_RECORD_CODEX")
     assert counts(first + second) == [u.as_dict() for u in sent] and len(second) == 1
