@@ -44,7 +44,9 @@ class Driver:
 async def test_the_turn_runs_once_and_the_driver_is_closed(tmp_path: Path) -> None:
     driver = Driver()
     config = {"model": "conformance"}
-    result, events = await run_conformance_turn(driver, "http://t/mcp", tmp_path, config, run_id="r")  # type: ignore[arg-type]
+    result, events = await run_conformance_turn(
+        driver, "http://t/mcp", tmp_path, config, run_id="r"
+    )
     assert (result.status, result.answer, driver.closed) == ("completed", "done", True)
     (turn,) = driver.turns
     assert (turn.run_id, turn.cwd, turn.config, turn.mcp and turn.mcp.url) == (
