@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
 from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
 from paperclip.services.activity import activity_row, record_activity
-from paperclip.services.actor import Actor
+from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
-from paperclip.services.issue_parts import refuse_open_parts
+from paperclip.services.issue_parts import ENDINGS, refuse_open_parts, tell_parent
 from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.projects import (
     default_project,
@@ -64,10 +64,15 @@ async def settle_after_run(
     issue = await session.get(Issue, issue_id, with_for_update=ISSUE_LOCK)
     if issue is None:
         return
+    before = issue.status
     if succeeded and outcome is not None:
         issue.status = OUTCOME_STATUS.get(outcome, issue.status)
     elif not succeeded and issue.status == IssueStatus.IN_PROGRESS:
         issue.status = IssueStatus.TODO
+    if not succeeded:
+        await tell_parent(session, SYSTEM, issue, "failed")
+    elif issue.status != before and issue.status in ENDINGS:
+        await tell_parent(session, SYSTEM, issue, issue.status)
 
 
 def new_issue(
@@ -378,8 +383,11 @@ async def update_issue(
         and changes["assignee_agent_id"] != issue.assignee_agent_id
     )
     changes = await _project_change(session, issue, changes, assignee, newly_assigned)
+    ended = changes.get("status") in ENDINGS and changes["status"] != issue.status
     for field, value in changes.items():
         setattr(issue, field, value)
+    if ended:
+        await tell_parent(session, actor, issue, issue.status)
     await session.flush()
     record_activity(
         session,

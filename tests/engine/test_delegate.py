@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from paperclip.models import Issue, WakeRequest
 from paperclip.services.actor import LOCAL_OPERATOR
-from tests.engine.memory_world import PROVIDER, call, started
+from tests.engine.memory_world import PROVIDER, call, finished, started
 
 
 async def hire(world, name: str, role: str = "", reports_to: uuid.UUID | None = None):
@@ -116,3 +116,34 @@ async def test_only_an_active_agent_below_the_caller_gets_a_part(world):
         "nobody": "unknown_report",
     }
     assert await parts_of(world, task) == []
+
+
+async def test_the_caller_hears_when_a_part_ends(world):
+    dev = await hire(world, "dev", "engineer", reports_to=world.agent_id)
+    peer, _ = await world.connect(await world.new_runner())
+    task = await world.assign("Ship the release")
+    start = await started(peer)
+    handed = await call(peer, start, "delegate", to="dev", title="Write the changelog")
+    part_start = await started(peer)  # dev starts the part at once, on the runner here
+    assert (await world.run(part_start.run_id)).agent_id == dev.id
+    ending = await call(peer, start, "finish", outcome="needs_review", summary="dev writes it")
+    assert not ending.is_error, ending.content
+    peer.send(finished(start, answer="Handed it to dev."))
+    await world.until_ended(start.run_id)
+
+    done = await call(peer, part_start, "finish", outcome="done", summary="Changelog written")
+    assert not done.is_error, done.content
+    peer.send(finished(part_start, answer="Written."))
+
+    # Woken on its task with the part's outcome in the prompt; its context lists the parts.
+    again = await started(peer)
+    assert (await world.run(again.run_id)).issue_id == task
+    assert f"{handed.content['identifier']} done (Write the changelog)" in again.prompt
+    context = await call(peer, again, "get_task_context")
+    assert context.content["parts"] == [
+        {
+            "identifier": handed.content["identifier"],
+            "title": "Write the changelog",
+            "status": "done",
+        }
+    ]

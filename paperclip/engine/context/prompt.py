@@ -36,6 +36,7 @@ from paperclip.models import (
 )
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
+from paperclip.services.issue_parts import PART_ENDED
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
@@ -110,7 +111,8 @@ def build_execution_input(
     request = AssemblyRequest(
         task=task,
         wake=WakeSource(
-            reason=wake.source, comments=tuple(comment_source(c, agent_names) for c in current)
+            reason=wake_reason(wake),
+            comments=tuple(comment_source(c, agent_names) for c in current),
         ),
         lane=Lane.NATIVE,
         attempt=SessionAttempt.FRESH,
@@ -122,6 +124,12 @@ def build_execution_input(
         ownership=ownership,
     )
     return assemble_execution_input(request, hooks)
+
+
+def wake_reason(wake: WakeRequest) -> str:
+    """Why the agent woke, as its prompt says it: the wake's source (``assignment``,
+    ``comment``, ``heartbeat``...); for a part that ended, which part and how (its reason)."""
+    return wake.reason if wake.source == PART_ENDED and wake.reason else wake.source
 
 
 def task_source(

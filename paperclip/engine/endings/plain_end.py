@@ -42,7 +42,8 @@ SELECT r.id, r.status, r.phase, r.turn, r.result, r.budget_stop_at, r.company_id
         SELECT FROM conversation_turns t
         WHERE t.wake_request_id = r.wake_request_id AND t.company_id = r.company_id
     ) AS chat,
-    EXISTS (SELECT FROM run_reservations v WHERE v.run_id = r.id) AS reserved
+    EXISTS (SELECT FROM run_reservations v WHERE v.run_id = r.id) AS reserved,
+    EXISTS (SELECT FROM issues i WHERE i.id = r.issue_id AND i.parent_id IS NOT NULL) AS part
 FROM runs r WHERE r.id = $1
 FOR NO KEY UPDATE OF r
 """
@@ -112,6 +113,8 @@ class EndingRun:
     """It is a conversation turn: its status decision is the chat's."""
     reserved: bool
     """It holds budget reservations: its end gives them back."""
+    part: bool
+    """Its issue is a part of another: its end wakes the parent's assignee."""
 
 
 async def lock_ending(

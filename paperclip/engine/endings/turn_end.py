@@ -287,8 +287,9 @@ class RunEndings:
     ) -> tuple[RunStatus, str | None, str | None] | None:
         """The decision of a plain end (``plain_end``; a success still to pass the terminal
         guard), or None: the turn's end is the ORM's (a drain to report, a report nudge to
-        ask, a chat turn's decision, reservations to give back, a hold to set)."""
-        if run.pending or run.chat or run.reserved or run.status != RunStatus.RUNNING:
+        ask, a chat turn's decision, reservations to give back, a hold to set, a parent to
+        tell)."""
+        if run.pending or run.chat or run.reserved or run.part or run.status != RunStatus.RUNNING:
             return None
         if self.report_nudges.limit > 0 and unreported(run, message):
             return None  # it may be asked for its report in its session

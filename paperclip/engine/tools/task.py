@@ -6,6 +6,7 @@ from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Comment, Issue
 from paperclip.services.comments import add_comment, issue_comments
+from paperclip.services.issue_parts import parts_of
 
 
 async def get_task_context(ctx: ToolContext) -> ToolOutcome:
@@ -15,6 +16,7 @@ async def get_task_context(ctx: ToolContext) -> ToolOutcome:
     # The run's row is locked and its issue's deletion cascades to it: the issue exists.
     issue = await ctx.session.get_one(Issue, run.issue_id)
     comments = await issue_comments(ctx.session, issue.id)
+    parts = await parts_of(ctx.session, issue.id)
     return ToolOutcome(
         {
             "issue": {
@@ -27,6 +29,9 @@ async def get_task_context(ctx: ToolContext) -> ToolOutcome:
                 "parent_id": str(issue.parent_id) if issue.parent_id else None,
             },
             "comments": [_comment(c) for c in comments],
+            "parts": [
+                {"identifier": p.identifier, "title": p.title, "status": p.status} for p in parts
+            ],
         }
     )
 
