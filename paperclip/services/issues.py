@@ -15,12 +15,18 @@ from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
-from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
+from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus, Run
 from paperclip.services.activity import activity_row, record_activity
 from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
-from paperclip.services.issue_parts import ENDINGS, refuse_open_parts, tell_parent
+from paperclip.services.issue_parts import (
+    BLOCKED,
+    ENDINGS,
+    escalate,
+    refuse_open_parts,
+    tell_parent,
+)
 from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.projects import (
     default_project,
@@ -58,9 +64,16 @@ def working_status(status: str) -> str:
 
 
 async def settle_after_run(
-    session: AsyncSession, issue_id: uuid.UUID, *, succeeded: bool, outcome: str | None
+    session: AsyncSession,
+    issue_id: uuid.UUID,
+    *,
+    succeeded: bool,
+    outcome: str | None,
+    by: Run | None = None,
 ) -> None:
-    """A run of the issue ended: its outcome decides the status; a failure puts it back to todo."""
+    """A run of the issue ended: its outcome decides the status; a failure puts it back to todo.
+    A part's end wakes its parent's assignee; a blocker no parent hears of goes up the org
+    chart, from the agent of the run (``by``) to its manager (``issue_parts``)."""
     issue = await session.get(Issue, issue_id, with_for_update=ISSUE_LOCK)
     if issue is None:
         return
@@ -69,10 +82,13 @@ async def settle_after_run(
         issue.status = OUTCOME_STATUS.get(outcome, issue.status)
     elif not succeeded and issue.status == IssueStatus.IN_PROGRESS:
         issue.status = IssueStatus.TODO
+    told = False
     if not succeeded:
-        await tell_parent(session, SYSTEM, issue, "failed")
+        told = await tell_parent(session, SYSTEM, issue, "failed")
     elif issue.status != before and issue.status in ENDINGS:
-        await tell_parent(session, SYSTEM, issue, issue.status)
+        told = await tell_parent(session, SYSTEM, issue, issue.status)
+    if succeeded and outcome == BLOCKED and not told and by is not None:
+        await escalate(session, issue, by.agent_id, str((by.result or {}).get("summary") or ""))
 
 
 def new_issue(

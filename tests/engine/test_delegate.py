@@ -147,3 +147,56 @@ async def test_the_caller_hears_when_a_part_ends(world):
             "status": "done",
         }
     ]
+
+
+async def queued_on(world, issue_id: uuid.UUID) -> int:
+    async with world.container.sessions()() as session:
+        return await session.scalar(
+            select(func.count())
+            .select_from(WakeRequest)
+            .where(WakeRequest.issue_id == issue_id, WakeRequest.status == "queued")
+        )
+
+
+async def test_a_blocker_goes_up_the_chart_once_to_the_top(world):
+    ceo = await hire(world, "ceo", "runs the company")
+    cto = await hire(world, "cto", "tech lead", reports_to=ceo.id)
+    await world.container.agents().update(
+        LOCAL_OPERATOR, world.company_id, world.agent_id, {"reports_to": cto.id}, world.check_config
+    )
+    peer, _ = await world.connect(await world.new_runner())
+    task = await world.assign("Renew the certificate")
+    start = await started(peer)
+    await call(peer, start, "block", reason="I have no access to the DNS provider.")
+    peer.send(finished(start))
+
+    # Its manager is woken on the issue, with the blocker; it cannot act either: its own.
+    up = await started(peer)
+    run = await world.run(up.run_id)
+    assert (run.agent_id, run.issue_id) == (cto.id, task)
+    assert "who reports to you, is blocked on MEM-" in up.prompt
+    assert "I have no access to the DNS provider." in up.prompt
+    await call(peer, up, "block", reason="Neither have I: the CEO holds that account.")
+    peer.send(finished(up))
+
+    top = await started(peer)
+    assert (await world.run(top.run_id)).agent_id == ceo.id
+    assert "Neither have I" in top.prompt
+    await call(peer, top, "block", reason="A person must renew the contract.")
+    peer.send(finished(top))
+    await world.until_ended(top.run_id)
+    # Past the top, nobody is woken: the issue waits for a person.
+    assert await world.issue_status(task) == "blocked"
+    assert await queued_on(world, task) == 0
+
+    # Woken again by a person and blocked again, it asks nobody twice: no loop.
+    await world.container.comments().create(
+        LOCAL_OPERATOR, world.company_id, task, body="Try again, please."
+    )
+    again = await started(peer)
+    assert (await world.run(again.run_id)).agent_id == world.agent_id
+    await call(peer, again, "block", reason="Still no access.")
+    peer.send(finished(again))
+    await world.until_ended(again.run_id)
+    assert await world.issue_status(task) == "blocked"
+    assert await queued_on(world, task) == 0

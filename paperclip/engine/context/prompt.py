@@ -36,7 +36,7 @@ from paperclip.models import (
 )
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
-from paperclip.services.issue_parts import PART_ENDED
+from paperclip.services.issue_parts import TOLD
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:
@@ -128,8 +128,9 @@ def build_execution_input(
 
 def wake_reason(wake: WakeRequest) -> str:
     """Why the agent woke, as its prompt says it: the wake's source (``assignment``,
-    ``comment``, ``heartbeat``...); for a part that ended, which part and how (its reason)."""
-    return wake.reason if wake.source == PART_ENDED and wake.reason else wake.source
+    ``comment``, ``heartbeat``...); for a part that ended or a report's blocker, what
+    happened (its reason)."""
+    return wake.reason if wake.source in TOLD and wake.reason else wake.source
 
 
 def task_source(

@@ -56,6 +56,7 @@ from paperclip.services.activity import record_activity
 from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
 from paperclip.services.holds import hold_task
+from paperclip.services.issue_parts import BLOCKED
 from paperclip.services.issues import OUTCOME_STATUS, settle_after_run
 from paperclip.services.run_tokens import revoke_run_tokens
 from paperclip.wire.messages import Close, StartTurn, TurnFinished
@@ -137,9 +138,8 @@ async def finish_run(
         # A chat turn's own status decision; its answer is presented after this commits.
         run.status_reason = await chat_turns.commit_status_decision(session, run)
     elif run.issue_id is not None:
-        await settle_after_run(
-            session, run.issue_id, succeeded=status is RunStatus.SUCCEEDED, outcome=outcome
-        )
+        succeeded = status is RunStatus.SUCCEEDED
+        await settle_after_run(session, run.issue_id, succeeded=succeeded, outcome=outcome, by=run)
         if chat is not None:  # a failed turn has nothing to present: its conversation settles
             await chat_turns.settle(session, chat, ConversationState.IDLE)
     record_activity(
@@ -288,9 +288,11 @@ class RunEndings:
         """The decision of a plain end (``plain_end``; a success still to pass the terminal
         guard), or None: the turn's end is the ORM's (a drain to report, a report nudge to
         ask, a chat turn's decision, reservations to give back, a hold to set, a parent to
-        tell)."""
+        tell, a blocker to send up)."""
         if run.pending or run.chat or run.reserved or run.part or run.status != RunStatus.RUNNING:
             return None
+        if (run.result or {}).get("outcome") == BLOCKED:
+            return None  # a blocker goes up the chart (``issue_parts.escalate``)
         if self.report_nudges.limit > 0 and unreported(run, message):
             return None  # it may be asked for its report in its session
         status, code, text = decide(run, message)  # type: ignore[arg-type]
