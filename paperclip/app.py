@@ -14,15 +14,13 @@ from litestar.di import Provide
 
 from paperclip.api.agents import AgentController
 from paperclip.api.api_keys import ApiKeyController
-from paperclip.api.auth import admit, current_actor
+from paperclip.api.auth import admit
 from paperclip.api.board import BOARD_ROUTES
 from paperclip.api.budgets import BudgetController
 from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
 from paperclip.api.companies import CompanyController
 from paperclip.api.costs import CostController, PriceController
-from paperclip.api.cursors import CursorCodec, provide_pages
-from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
 from paperclip.api.holds import HoldController
@@ -43,11 +41,14 @@ from paperclip.api.runs import RunController
 from paperclip.api.steering import RunSteerController
 from paperclip.api.stream_limits import StreamLimits, stream_paths
 from paperclip.api.workspaces import WorkspaceController
+from paperclip.common.server_secrets import server_secret
 from paperclip.container import Container, close_pools
 from paperclip.db.availability import when_reachable
+from paperclip.http.access import current_actor
+from paperclip.http.cursors import CursorCodec, provide_pages
+from paperclip.http.errors import EXCEPTION_HANDLERS
 from paperclip.operator_token import OperatorTokenError, ensure_token
 from paperclip.plugin_host import PluginHost
-from paperclip.services.server_secrets import server_secret
 from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)

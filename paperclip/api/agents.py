@@ -6,22 +6,16 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import (
-    AgentCreate,
-    AgentOut,
-    AgentUpdate,
-    WakeRequestOut,
-    WakeupCreate,
-    changes,
-)
+from paperclip.api.schemas import AgentCreate, AgentOut, AgentUpdate, WakeRequestOut, WakeupCreate
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import changes
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import AgentStatus
 from paperclip.plugin_host import PluginHost
-from paperclip.services.actor import Actor
 from paperclip.services.agents import AgentService
 from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.services.wakes import WakeService

@@ -10,14 +10,14 @@ import uuid
 from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import KeyRole
-from paperclip.services.actor import Actor
 from paperclip.services.api_keys import ApiKeyService
 
 

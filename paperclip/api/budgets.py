@@ -10,13 +10,13 @@ import msgspec
 from litestar import Controller, delete, get, patch, post
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import changes
-from paperclip.services.actor import Actor
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import changes
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.services.budgets import BudgetService, BudgetView
 
 # gt=-1, not ge=0: the OpenAPI document drops a bound of 0 (a falsy value).

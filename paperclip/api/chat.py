@@ -18,15 +18,15 @@ from litestar.params import HeaderParameter, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import IdempotencyKey
+from paperclip.common.actor import Actor
 from paperclip.engine.turns.steering import RunSteering
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import IdempotencyKey
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import Conversation, ConversationMessage
-from paperclip.services.actor import Actor
 from paperclip.services.conversations import ConversationService
 
 log = logging.getLogger(__name__)

@@ -4,13 +4,14 @@ import uuid
 
 from litestar import Controller, delete, get, patch, post
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import CompanyCreate, CompanyOut, CompanyUpdate, changes
-from paperclip.services.actor import Actor
+from paperclip.api.schemas import CompanyCreate, CompanyOut, CompanyUpdate
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import changes
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.services.companies import CompanyService
 
 

@@ -13,17 +13,17 @@ from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK
 from msgspec import Meta
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor
 from paperclip.errors import InvalidInputError
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import CostEvent
-from paperclip.services.actor import Actor
 from paperclip.services.cost_reports import CostReports, GroupBy, Totals
 from paperclip.services.prices import Price, PriceService
-from paperclip.services.queries import Cursor
 
 # gt=-1, not ge=0: the OpenAPI document drops a bound of 0 (a falsy value).
 Micros = Annotated[int, Meta(gt=-1, le=10**15)]

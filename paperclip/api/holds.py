@@ -11,14 +11,14 @@ from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK
 from msgspec import Meta
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.api.schemas import Body, JsonObject
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import Body, JsonObject
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import TaskHold
-from paperclip.services.actor import Actor
 from paperclip.services.holds import HoldService
 
 Resolution = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_]*$")]

@@ -11,17 +11,17 @@ import msgspec
 from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
 from paperclip.api.issue_refs import ISSUE_IN_PATH
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
+from paperclip.common.actor import Actor
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import Interaction
 from paperclip.models.interaction import CARD_KINDS
-from paperclip.services.actor import Actor
 from paperclip.services.interactions import InteractionService
 
 

@@ -19,8 +19,8 @@ from litestar import Request
 from litestar.di import Provide
 from litestar.params import Parameter
 
-from paperclip.api.access import ACTOR_KEY
 from paperclip.errors import NotFoundError
+from paperclip.http.access import ACTOR_KEY
 from paperclip.services.issue_reads import IssueReads
 
 IssueRef = Annotated[

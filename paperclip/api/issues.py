@@ -14,21 +14,21 @@ import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
 from paperclip.api.issue_refs import ISSUE_IN_PATH
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor, Sort
 from paperclip.api.schemas import (
     IssueCreate,
     IssueOut,
     IssuePriorityName,
     IssueStatusName,
     IssueUpdate,
-    changes,
 )
-from paperclip.services.actor import Actor
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import changes
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor, Sort
 from paperclip.services.issue_reads import IssueReads
 from paperclip.services.issues import IssueService
 from paperclip.services.live_state import LiveState

@@ -9,11 +9,11 @@ from typing import Any
 import msgspec
 from litestar import Controller, get
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.holds import HoldOut
 from paperclip.api.interactions import InteractionOut
 from paperclip.api.schemas import IssuePriorityName, IssueStatusName, RunStatusName
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 from paperclip.models import Issue, Run
 from paperclip.services.dashboard import AgentLoad, DashboardQueries
 from paperclip.services.inbox import InboxQueries

@@ -9,7 +9,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.api.schemas import LongText, Name
+from paperclip.http.fields import LongText, Name
 from paperclip.models import DEFAULT_BRANCH_PREFIX, DEFAULT_MERGE_STRATEGY, Project
 from paperclip.wire.workspace_rules import MAX_PATH, MAX_URL
 

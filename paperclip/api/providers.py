@@ -12,10 +12,10 @@ from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK
 from paperclip_hookspecs.providers import ProviderKind
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.openapi_providers import config_schema_of
 from paperclip.api.schemas import CapabilitiesOut
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 from paperclip.plugin_host import PluginHost
 from paperclip.services.agent_checks import AgentCheck, AgentChecks
 

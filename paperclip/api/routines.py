@@ -10,11 +10,6 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.api.routine_schemas import (
     ExecutionOut,
     RoutineCreate,
@@ -22,9 +17,14 @@ from paperclip.api.routine_schemas import (
     RoutineRun,
     RoutineUpdate,
 )
-from paperclip.api.schemas import changes
+from paperclip.common.actor import Actor
 from paperclip.errors import InvalidInputError
-from paperclip.services.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.fields import changes
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.services.routine_executions import ExecutionOutcome
 from paperclip.services.routine_secrets import SIGNATURE_HEADERS
 from paperclip.services.routines import RoutineService

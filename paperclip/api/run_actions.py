@@ -13,9 +13,9 @@ from litestar.openapi.spec import Example
 from litestar.params import HeaderParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
-from paperclip.services.actor import Actor
+from paperclip.common.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 from paperclip.services.run_actions import RunActions
 
 MAX_KEY = 200

@@ -22,9 +22,9 @@ from litestar import Controller, get
 from litestar.params import HeaderParameter, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.schemas import RunEventOut
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 from paperclip.models import RunStatus
 from paperclip.services.runs import RunQueries
 

@@ -8,11 +8,6 @@ import msgspec
 from litestar import Controller, get
 from litestar.params import Parameter
 
-from paperclip.api.access import Access, access
-from paperclip.api.cursors import Pages
-from paperclip.api.errors import error_responses
-from paperclip.api.pagination import Page
-from paperclip.api.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor, Sort
 from paperclip.api.schemas import (
     RunEventOut,
     RunEventPage,
@@ -22,8 +17,13 @@ from paperclip.api.schemas import (
     RunTurnOut,
     RunUsageOut,
 )
+from paperclip.common.queries import Cursor
+from paperclip.http.access import Access, access
+from paperclip.http.cursors import Pages
+from paperclip.http.errors import error_responses
+from paperclip.http.pagination import Page
+from paperclip.http.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor, Sort
 from paperclip.models import ToolCall
-from paperclip.services.queries import Cursor
 from paperclip.services.runs import RunQueries
 
 SEQ_MAX = 2**31 - 1

@@ -11,6 +11,20 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 from paperclip_hookspecs.providers import ProviderKind
 
+from paperclip.http.fields import (
+    SPACES,
+    Body,
+    HeartbeatSeconds,
+    IdempotencyKey,
+    JsonObject,
+    LongText,
+    Name,
+    Prefix,
+    ProviderName,
+    Role,
+    ShortText,
+    Title,
+)
 from paperclip.models import (
     Agent,
     ApiKey,
@@ -24,37 +38,11 @@ from paperclip.models import (
 )
 from paperclip.services.live_state import failure_reason
 
-# Not blank: one character that no regex engine counts as a space. ``\S`` does not do:
-# Python's ``\s`` has \x1c-\x1f and \x85, JavaScript's has \ufeff, so a client (or a
-# fuzzer) reading the document and the server would disagree about a blank text.
-SPACES = r"\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-NOT_BLANK = rf"[^{SPACES}]"
-Name = Annotated[str, Meta(min_length=1, max_length=200, pattern=NOT_BLANK)]
-Prefix = Annotated[str, Meta(min_length=2, max_length=10, pattern=r"^[A-Z][A-Z0-9]+$")]
-Title = Annotated[str, Meta(min_length=1, max_length=500, pattern=NOT_BLANK)]
-LongText = Annotated[str, Meta(max_length=100_000)]
-Body = Annotated[str, Meta(min_length=1, max_length=100_000, pattern=NOT_BLANK)]
-ProviderName = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_-]*$")]
-Role = Annotated[str, Meta(max_length=200)]
-ShortText = Annotated[str, Meta(max_length=500)]
-IdempotencyKey = Annotated[str, Meta(min_length=1, max_length=200)]
-HeartbeatSeconds = Annotated[int, Meta(ge=60, le=7 * 86_400)]
-JsonObject = dict[str, Any]
-
 IssueStatusName = Literal[
     "backlog", "todo", "in_progress", "in_review", "blocked", "done", "cancelled"
 ]
 IssuePriorityName = Literal["low", "medium", "high", "urgent"]
 RunStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-
-
-def changes(struct: msgspec.Struct) -> dict[str, Any]:
-    """The fields a PATCH body actually set."""
-    return {
-        name: value
-        for name in struct.__struct_fields__
-        if (value := getattr(struct, name)) is not UNSET
-    }
 
 
 # Companies

@@ -9,10 +9,10 @@ import msgspec
 from litestar import Controller, Response, post
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
+from paperclip.common.actor import Actor
 from paperclip.engine.turns.steering import RunSteering, SteerSent
-from paperclip.services.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 
 
 class SteerCreate(msgspec.Struct, forbid_unknown_fields=True):

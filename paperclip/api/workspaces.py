@@ -10,11 +10,11 @@ import msgspec
 from litestar import Controller, delete, get, post
 from litestar.status_codes import HTTP_200_OK
 
-from paperclip.api.access import Access, access
-from paperclip.api.errors import error_responses
 from paperclip.api.issue_refs import ISSUE_IN_PATH
+from paperclip.common.actor import Actor
 from paperclip.engine.workspaces.merges import WorkspaceMerges
-from paperclip.services.actor import Actor
+from paperclip.http.access import Access, access
+from paperclip.http.errors import error_responses
 from paperclip.services.workspaces import WorkspaceService, WorkspaceView
 
 WorkspaceStatusName = Literal["requested", "ready", "releasing", "released"]

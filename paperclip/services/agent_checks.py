@@ -19,10 +19,10 @@ from paperclip_hookspecs.providers import DEFAULT_LAUNCH, LAUNCH_KEY, ProviderKi
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.queries import get_scoped
 from paperclip.errors import InvalidInputError
 from paperclip.models import Agent, AgentStatus, Runner
 from paperclip.services.provider_configs import ProviderConfigs
-from paperclip.services.queries import get_scoped
 from paperclip.wire.model_rules import (
     MODEL_PROFILE_NOT_ALLOWED,
     ModelProfile,

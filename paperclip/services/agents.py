@@ -9,15 +9,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.errors import ConflictError
 from paperclip.models import Agent, AgentStatus
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes, require_company
 from paperclip.services.model_access import AccessReader, refuse_unoffered_access
 from paperclip.services.projects import project_ref
 from paperclip.services.provider_configs import ConfigCheck
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 
 class AgentService:

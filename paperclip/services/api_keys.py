@@ -12,14 +12,14 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM, Actor
+from paperclip.common.queries import Cursor, keyset_page
 from paperclip.db.driver import plain_connection
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import ApiKey, KeyRole
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import company_writes, require_company
 from paperclip.services.key_cache import KeyCache
-from paperclip.services.queries import Cursor, keyset_page
 
 KEY_PREFIX = "pck_"
 LAST_USED_EVERY = timedelta(minutes=1)

@@ -15,11 +15,11 @@ from sqlalchemy.dialects.postgresql import BIT
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, keyset_page
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import Company
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
-from paperclip.services.queries import Cursor, keyset_page
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.errors import ConflictError, ForbiddenError
 from paperclip.models import (
     Agent,
@@ -31,12 +34,9 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.comments import IDEMPOTENCY_KEY_REUSED, add_comment
 from paperclip.services.companies import company_writes, require_company
 from paperclip.services.projects import project_on_assignment
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 CHAT_BY_AGENT = "conversation_by_agent_forbidden"
 CONVERSATION_CLOSED = "conversation_closed"

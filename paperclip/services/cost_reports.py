@@ -16,10 +16,10 @@ from typing import Any, Literal
 from sqlalchemy import String, case, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.queries import get_scoped
 from paperclip.errors import InvalidInputError
 from paperclip.models import Agent, Company, CostEvent, CostSource, Issue, Project, Run
 from paperclip.services.companies import require_company
-from paperclip.services.queries import get_scoped
 
 GroupBy = Literal["agent", "project", "issue", "model", "provider", "day"]
 MAX_GROUPS = 1000

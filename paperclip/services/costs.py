@@ -18,9 +18,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.models import Company, CostEvent, CostSource, Issue, Run
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import Charged, Scope, charge, month_of, stop_runs
 from paperclip.services.prices import Price, UnpricedModels, price_of
 

@@ -25,6 +25,8 @@ from sqlalchemy import and_, exists, or_, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
@@ -33,8 +35,6 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
 
 SOURCE = "heartbeat"
 REASON = "heartbeat: look at your open assigned issues"

@@ -16,12 +16,12 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import HoldSetter, HoldStatus, Issue, TaskHold
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes, require_company
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 OPERATOR_HOLD = "operator_hold"

@@ -16,6 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
 from paperclip.models import (
     CARD_KINDS,
@@ -28,10 +31,7 @@ from paperclip.models import (
     Issue,
     Run,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 INTERACTION_NOT_PENDING = "interaction_not_pending"

@@ -21,9 +21,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from paperclip.common.queries import Cursor
 from paperclip.db.driver import plain_connection
 from paperclip.errors import NotFoundError
-from paperclip.services.queries import Cursor
 
 Columns = Mapping[str, Any]
 """A row as the driver returns it, read by column name."""

@@ -14,10 +14,11 @@ from typing import Any
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import activity_row, record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
 from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
-from paperclip.services.activity import activity_row, record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
 from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
 from paperclip.services.live_state import LiveState, live_state, with_live_state
@@ -27,7 +28,6 @@ from paperclip.services.projects import (
     project_on_assignment,
     project_ref,
 )
-from paperclip.services.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100

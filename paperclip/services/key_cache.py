@@ -21,8 +21,8 @@ import time
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from paperclip.common.actor import Actor
 from paperclip.db.listen import hold_listener
-from paperclip.services.actor import Actor
 
 log = logging.getLogger(__name__)
 

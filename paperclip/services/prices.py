@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
 from paperclip.errors import InvalidInputError, NotFoundError
 from paperclip.models import ModelPrice
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,9 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.errors import ConflictError, FieldSource, NotFoundError
 from paperclip.models import (
     DEFAULT_BRANCH_PREFIX,
@@ -21,8 +24,6 @@ from paperclip.models import (
     Project,
     WorkspaceStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes, require_company
 from paperclip.services.project_sources import (
     Source,
@@ -32,7 +33,6 @@ from paperclip.services.project_sources import (
     check_source,
     source_after,
 )
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 
 ENDED = (IssueStatus.DONE, IssueStatus.CANCELLED)
 """An issue in one of these no longer keeps its project from being deleted."""

@@ -31,6 +31,9 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm.attributes import set_committed_value
 
+from paperclip.common.activity import activity_row, write_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import each_values, update_each
 from paperclip.errors import NotFoundError
 from paperclip.failpoints import failpoint
 from paperclip.models import (
@@ -42,8 +45,6 @@ from paperclip.models import (
     Routine,
     RoutineExecution,
 )
-from paperclip.services.activity import activity_row, write_activity
-from paperclip.services.actor import Actor
 from paperclip.services.budget_ledger import (
     BUDGET_EXCEEDED,
     Scope,
@@ -54,7 +55,6 @@ from paperclip.services.budget_ledger import (
 from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.issues import issue_created, new_issue
 from paperclip.services.projects import default_projects
-from paperclip.services.queries import each_values, update_each
 from paperclip.services.routine_templates import fill, with_payload
 from paperclip.services.wakes import NewIssueWake, queue_wakes_for_new_issues
 

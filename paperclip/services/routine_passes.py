@@ -21,11 +21,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import Actor
+from paperclip.common.queries import each_values, update_each
 from paperclip.models import Routine, RoutineExecution, Trigger
-from paperclip.services.actor import Actor
 from paperclip.services.companies import hold_companies_of
 from paperclip.services.issue_numbers import IssueNumbers
-from paperclip.services.queries import each_values, update_each
 from paperclip.services.routine_executions import Slot, decide_slots
 from paperclip.services.routine_schedule import Schedule, SlotPlan
 from paperclip.services.routines import ROUTINE_LOCK

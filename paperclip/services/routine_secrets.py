@@ -2,7 +2,7 @@
 
 The secret is an HMAC of the routine's id and its nonce (random, replaced at
 each rotation) under the installation's ``routine_webhooks`` secret (shared
-by every replica through the database, ``paperclip.services.server_secrets``).
+by every replica through the database, ``paperclip.common.server_secrets``).
 So the routine's row holds no secret: showing it again means rotating it.
 Like any HMAC key a server checks, a reader of the whole database could
 derive it; the webhook moves nothing out of the company but its own issue.

@@ -21,14 +21,15 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.clock import Clock, system_clock
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM, Actor
+from paperclip.common.queries import Cursor, get_scoped, keyset_page
+from paperclip.common.server_secrets import server_secret
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError, UnauthorizedError
 from paperclip.models import Agent, Routine, RoutineExecution, Trigger
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.companies import company_writes, require_company
 from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.projects import project_ref
-from paperclip.services.queries import Cursor, get_scoped, keyset_page
 from paperclip.services.routine_executions import ExecutionOutcome, execute_slot
 from paperclip.services.routine_schedule import Schedule, check_cron, check_timezone
 from paperclip.services.routine_secrets import (
@@ -38,7 +39,6 @@ from paperclip.services.routine_secrets import (
     webhook_secret,
 )
 from paperclip.services.routine_templates import check_template
-from paperclip.services.server_secrets import server_secret
 
 ROUTINE_LOCK = {"key_share": True}
 """``FOR NO KEY UPDATE``: slots of one routine are decided one after the other, while its

@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.actor import Actor
 from paperclip.models import Run, RunStatus, RunToken
-from paperclip.services.actor import Actor
 from paperclip.services.api_keys import hash_key
 
 RUN_TOKEN_PREFIX = "pcr_"

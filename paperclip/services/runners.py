@@ -10,10 +10,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM, Actor
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import Runner
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM, Actor
 from paperclip.services.api_keys import hash_key
 
 CREDENTIAL_PREFIX = "pcrn_"

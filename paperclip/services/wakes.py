@@ -19,6 +19,9 @@ from sqlalchemy import func, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import activity_row, record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
 from paperclip.errors import ConflictError
 from paperclip.models import (
     Agent,
@@ -27,10 +30,7 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.activity import activity_row, record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 
 WAKES_CHANNEL = "paperclip_wakes"
 """Every replica's scheduler LISTENs here; a queued wake or an ended run notifies it (triggers),

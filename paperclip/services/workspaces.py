@@ -15,6 +15,9 @@ from datetime import UTC, datetime
 from sqlalchemy import and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
@@ -25,10 +28,7 @@ from paperclip.models import (
     Runner,
     WorkspaceStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 
 FORGOTTEN = "forgotten"
 """``error_code`` of a worktree an operator forgot: it stays on its host, unused."""

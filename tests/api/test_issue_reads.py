@@ -20,8 +20,8 @@ from sqlalchemy import text
 
 from paperclip.api.schemas import CommentOut
 from paperclip.app import create_app
+from paperclip.common.actor import Actor
 from paperclip.db.driver import plain_connection
-from paperclip.services.actor import Actor
 from paperclip.services.api_keys import hash_key
 from paperclip.services.issue_reads import COMMENT_COLUMNS
 from paperclip.services.key_cache import CHANNEL, KeyCache

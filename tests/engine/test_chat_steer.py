@@ -14,6 +14,7 @@ import uuid
 import pytest
 from sqlalchemy import func, select, update
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError
 from paperclip.models import (
@@ -23,7 +24,6 @@ from paperclip.models import (
     RunTurn,
     TurnStatus,
 )
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.services.conversations import Posted
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import World

@@ -16,8 +16,8 @@ import uuid
 import pytest
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.models import Issue, WakeRequest, WakeStatus
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.services.comments import add_comment
 from paperclip.services.issues import ISSUE_LOCK
 from paperclip.services.wakes import request_wake

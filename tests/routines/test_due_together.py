@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from sqlalchemy import Uuid, event, literal, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.db.engine import create_engine
 from paperclip.engine.scheduling.routines import RoutineScheduler
 from paperclip.models import Issue, Routine, RoutineExecution, WakeRequest
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.services.companies import _lock_keys, company_lock_key
 from tests.engine.memory_world import finished, started
 

@@ -22,6 +22,7 @@ import asyncpg
 from sqlalchemy import and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import SYSTEM
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.engine.turns.lifecycle import current_turn, end_turn
 from paperclip.models import (
@@ -35,7 +36,6 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import (
     BUDGET_EXCEEDED,
     Refusal,

@@ -18,9 +18,9 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.actor import SYSTEM
 from paperclip.engine.loop import keep_running
 from paperclip.models import ACTIVE_RUN_STATUSES, Company, HoldStatus, Issue, Run, TaskHold
-from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import (
     BUDGET_EXCEEDED,
     Scope,

@@ -24,6 +24,8 @@ from paperclip_hookspecs.presentation import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from paperclip import tracing
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import engine_of
 from paperclip.engine.context.completion import (
     check_completion,
@@ -52,8 +54,6 @@ from paperclip.models import ConversationState, IssueStatus, Run, RunStatus, Tur
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
 from paperclip.services import chat_turns
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
 from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
 from paperclip.services.holds import hold_task
 from paperclip.services.issues import OUTCOME_STATUS, settle_after_run

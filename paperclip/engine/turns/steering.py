@@ -21,6 +21,9 @@ from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.turns.lifecycle import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
@@ -36,10 +39,7 @@ from paperclip.models import (
 )
 from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 from paperclip.wire.messages import Steer
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,8 @@ from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.errors import ConflictError, NotFoundError, TimedOutError, UnavailableError
@@ -48,9 +50,7 @@ from paperclip.models import (
     WorkspaceMerge,
     WorkspaceStatus,
 )
-from paperclip.services.actor import Actor
 from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 from paperclip.wire.messages import FEATURE_WORKSPACE_MERGE, MergeWorkspace
 from paperclip.wire.workspace_rules import (
     BASE_CHECKOUT_DIRTY,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from litestar.params import Parameter
 
-from paperclip.services.queries import SortKey
+from paperclip.common.queries import SortKey
 
 PAGE_SIZE_MAX = 200
 PAGE_SIZE_DEFAULT = 50

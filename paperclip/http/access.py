@@ -13,9 +13,9 @@ from typing import Any
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from paperclip.errors import ForbiddenError, NotFoundError
+from paperclip.common.actor import Actor
+from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from paperclip.models import KeyRole
-from paperclip.services.actor import Actor
 
 ACCESS_KEY = "access"
 ACTOR_KEY = "paperclip_actor"
@@ -84,3 +84,11 @@ async def authorize(
         f"this key's role ({actor.role}) may not do this; it needs {needed.value} or above",
         code="insufficient_role",
     )
+
+
+def current_actor(request: ASGIConnection[Any, Any, Any, Any]) -> Actor:
+    """Dependency ``actor``: the caller the guard resolved."""
+    actor = request.state.get(ACTOR_KEY)
+    if actor is None:  # a public route asked for an actor: a wiring mistake
+        raise UnauthorizedError("this route has no authenticated caller")
+    return actor  # type: ignore[no-any-return]

@@ -27,7 +27,7 @@ class Cursor:
 
     In a list sorted by another timestamp, ``created_at`` holds that column's value.
     Clients see it only signed and bound to its endpoint and its sort
-    (``paperclip.api.cursors``).
+    (``paperclip.http.cursors``).
     """
 
     created_at: datetime

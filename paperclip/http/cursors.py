@@ -2,7 +2,7 @@
 
 ``<payload>.<mac>``, both base64url: the payload is the position (created_at,
 id); the MAC is an HMAC-SHA256 over the endpoint and the payload, keyed with
-the installation's ``cursor`` secret (``paperclip.services.server_secrets``).
+the installation's ``cursor`` secret (``paperclip.common.server_secrets``).
 A cursor altered, forged, or taken to another endpoint (another list, another
 company's list, the same list in another sort) is ``422 invalid_cursor``.
 """
@@ -21,9 +21,9 @@ from typing import Any
 
 from litestar import Request
 
-from paperclip.api.pagination import Page
+from paperclip.common.queries import Cursor
 from paperclip.errors import InvalidInputError
-from paperclip.services.queries import Cursor
+from paperclip.http.pagination import Page
 
 MAC_BYTES = 16
 

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import Actor
 from paperclip.models import ActivityEntry
-from paperclip.services.actor import Actor
 
 
 def activity_row(
