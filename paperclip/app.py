@@ -13,14 +13,10 @@ from litestar import Litestar, Router
 from litestar.di import Provide
 
 from paperclip.api.agents import AgentController
-from paperclip.api.api_keys import ApiKeyController
 from paperclip.api.auth import admit
 from paperclip.api.board import BOARD_ROUTES
-from paperclip.api.budgets import BudgetController
 from paperclip.api.chat import ConversationController
 from paperclip.api.comments import CommentController
-from paperclip.api.companies import CompanyController
-from paperclip.api.costs import CostController, PriceController
 from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
 from paperclip.api.holds import HoldController
@@ -30,7 +26,6 @@ from paperclip.api.metrics import metrics_page
 from paperclip.api.openapi import complete, openapi_config
 from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
-from paperclip.api.projects import ProjectController
 from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
 from paperclip.api.routines import RoutineController
@@ -44,6 +39,11 @@ from paperclip.api.workspaces import WorkspaceController
 from paperclip.common.server_secrets import server_secret
 from paperclip.container import Container, close_pools
 from paperclip.db.availability import when_reachable
+from paperclip.domain.companies.routes import CompanyController
+from paperclip.domain.costs.budgets_routes import BudgetController
+from paperclip.domain.costs.costs_routes import CostController, PriceController
+from paperclip.domain.keys.routes import ApiKeyController
+from paperclip.domain.projects.routes import ProjectController
 from paperclip.http.access import current_actor
 from paperclip.http.cursors import CursorCodec, provide_pages
 from paperclip.http.errors import EXCEPTION_HANDLERS

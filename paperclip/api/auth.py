@@ -11,10 +11,10 @@ from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
 from paperclip.common.actor import LOCAL_OPERATOR, Actor
+from paperclip.domain.keys.api_keys import KEY_PREFIX as API_KEY_PREFIX
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from paperclip.http.access import ACTOR_KEY, Access, authorize, route_access
 from paperclip.operator_token import cookie_name, token_file
-from paperclip.services.api_keys import KEY_PREFIX as API_KEY_PREFIX
 from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
 

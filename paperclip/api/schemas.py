@@ -5,37 +5,25 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import msgspec
-from msgspec import UNSET, Meta, UnsetType
+from msgspec import UNSET, UnsetType
 from paperclip_hookspecs.providers import ProviderKind
 
 from paperclip.http.fields import (
-    SPACES,
     Body,
     HeartbeatSeconds,
     IdempotencyKey,
     JsonObject,
     LongText,
     Name,
-    Prefix,
     ProviderName,
     Role,
     ShortText,
     Title,
 )
-from paperclip.models import (
-    Agent,
-    ApiKey,
-    Comment,
-    Company,
-    Issue,
-    Run,
-    RunEvent,
-    RunTurn,
-    WakeRequest,
-)
+from paperclip.models import Agent, Comment, Issue, Run, RunEvent, RunTurn, WakeRequest
 from paperclip.services.live_state import failure_reason
 
 IssueStatusName = Literal[
@@ -46,36 +34,6 @@ RunStatusName = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 
 
 # Companies
-
-
-TimeZoneName = Annotated[str, Meta(min_length=1, max_length=64)]
-
-
-class CompanyCreate(msgspec.Struct, forbid_unknown_fields=True):
-    name: Name
-    issue_prefix: Prefix | None = None
-    time_zone: TimeZoneName = "UTC"
-    """An IANA time zone (``Europe/Paris``): budget months are calendar months there."""
-
-
-class CompanyUpdate(msgspec.Struct, forbid_unknown_fields=True):
-    name: Name | UnsetType = UNSET
-    issue_prefix: Prefix | UnsetType = UNSET
-    time_zone: TimeZoneName | UnsetType = UNSET
-
-
-class CompanyOut(msgspec.Struct):
-    id: uuid.UUID
-    name: str
-    issue_prefix: str
-    issue_counter: int
-    created_at: datetime
-    updated_at: datetime
-    time_zone: str = "UTC"
-
-    @classmethod
-    def of(cls, row: Company) -> CompanyOut:
-        return msgspec.convert(row, cls, from_attributes=True)
 
 
 # Agents
@@ -389,40 +347,4 @@ class RunEventPage(msgspec.Struct):
 
 # API keys
 
-KeyName = Annotated[
-    str,
-    Meta(
-        min_length=1,
-        max_length=200,
-        pattern=rf"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f{SPACES}][^\x00-\x1f\x7f]*$",
-        description="Printable, not blank; unique among the company's live keys.",
-    ),
-]
-CompanyRoleName = Literal["admin", "member", "viewer"]
 
-
-class ApiKeyCreate(msgspec.Struct, forbid_unknown_fields=True):
-    name: KeyName
-    role: CompanyRoleName = "member"
-
-
-class ApiKeyOut(msgspec.Struct):
-    id: uuid.UUID
-    company_id: uuid.UUID | None
-    name: str
-    role: Literal["admin", "member", "viewer", "instance_admin"]
-    prefix: str
-    """The key's first characters, to tell keys apart."""
-    created_at: datetime
-    last_used_at: datetime | None
-    revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, row: ApiKey) -> ApiKeyOut:
-        return msgspec.convert(row, cls, from_attributes=True)
-
-
-class ApiKeyCreated(msgspec.Struct):
-    api_key: ApiKeyOut
-    key: str
-    """The secret: shown in this answer only. Send it as ``Authorization: Bearer <key>``."""

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.domain.companies.companies import require_company
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
@@ -19,7 +20,6 @@ from paperclip.models import (
     WakeRequest,
 )
 from paperclip.models.wake import WakeStatus
-from paperclip.services.companies import require_company
 from paperclip.services.inbox import SNAPSHOT
 
 ACTIVE_LIMIT = 50

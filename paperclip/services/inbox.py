@@ -25,6 +25,7 @@ from sqlalchemy import and_, exists, func, or_, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import aliased
 
+from paperclip.domain.companies.companies import require_company
 from paperclip.models import (
     HoldStatus,
     Interaction,
@@ -35,7 +36,6 @@ from paperclip.models import (
     RunStatus,
     TaskHold,
 )
-from paperclip.services.companies import require_company
 
 INBOX_LIMIT = 100
 """At most this many items of each kind in one answer (the counts are complete)."""

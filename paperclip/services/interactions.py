@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
+from paperclip.domain.companies.companies import company_writes
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
 from paperclip.models import (
     CARD_KINDS,
@@ -31,7 +32,6 @@ from paperclip.models import (
     Issue,
     Run,
 )
-from paperclip.services.companies import company_writes
 from paperclip.services.wakes import request_wake
 
 INTERACTION_NOT_PENDING = "interaction_not_pending"

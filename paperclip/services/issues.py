@@ -17,17 +17,17 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import activity_row, record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, SortKey, get_scoped, keyset_page
-from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
-from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
-from paperclip.services.companies import company_writes
-from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
-from paperclip.services.live_state import LiveState, live_state, with_live_state
-from paperclip.services.projects import (
+from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.projects.projects import (
     default_project,
     live_workspace,
     project_on_assignment,
     project_ref,
 )
+from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
+from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
+from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
+from paperclip.services.live_state import LiveState, live_state, with_live_state
 from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100

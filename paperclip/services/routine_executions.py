@@ -34,6 +34,14 @@ from sqlalchemy.orm.attributes import set_committed_value
 from paperclip.common.activity import activity_row, write_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import each_values, update_each
+from paperclip.domain.costs.budget_ledger import (
+    BUDGET_EXCEEDED,
+    Scope,
+    budgets_covering,
+    month_of,
+    spent,
+)
+from paperclip.domain.projects.projects import default_projects
 from paperclip.errors import NotFoundError
 from paperclip.failpoints import failpoint
 from paperclip.models import (
@@ -45,16 +53,8 @@ from paperclip.models import (
     Routine,
     RoutineExecution,
 )
-from paperclip.services.budget_ledger import (
-    BUDGET_EXCEEDED,
-    Scope,
-    budgets_covering,
-    month_of,
-    spent,
-)
 from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.issues import issue_created, new_issue
-from paperclip.services.projects import default_projects
 from paperclip.services.routine_templates import fill, with_payload
 from paperclip.services.wakes import NewIssueWake, queue_wakes_for_new_issues
 

@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.common.actor import Actor
 from paperclip.common.queries import each_values, update_each
+from paperclip.domain.companies.companies import hold_companies_of
 from paperclip.models import Routine, RoutineExecution, Trigger
-from paperclip.services.companies import hold_companies_of
 from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.routine_executions import Slot, decide_slots
 from paperclip.services.routine_schedule import Schedule, SlotPlan

@@ -10,8 +10,8 @@ from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.actor import Actor
+from paperclip.domain.keys.api_keys import hash_key
 from paperclip.models import Run, RunStatus, RunToken
-from paperclip.services.api_keys import hash_key
 
 RUN_TOKEN_PREFIX = "pcr_"
 

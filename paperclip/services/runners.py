@@ -12,9 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import SYSTEM, Actor
+from paperclip.domain.keys.api_keys import hash_key
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import Runner
-from paperclip.services.api_keys import hash_key
 
 CREDENTIAL_PREFIX = "pcrn_"
 

@@ -8,9 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.queries import Cursor, SortKey, get_scoped, keyset_page
+from paperclip.domain.companies.companies import require_company
+from paperclip.domain.costs.cost_reports import Totals, run_totals
 from paperclip.models import Agent, Issue, Run, RunEvent, RunTurn, ToolCall
-from paperclip.services.companies import require_company
-from paperclip.services.cost_reports import Totals, run_totals
 
 
 class RunQueries:

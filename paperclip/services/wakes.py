@@ -22,15 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import activity_row, record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
 from paperclip.errors import ConflictError
-from paperclip.models import (
-    Agent,
-    Issue,
-    WakeKey,
-    WakeRequest,
-    WakeStatus,
-)
-from paperclip.services.companies import company_writes
+from paperclip.models import Agent, Issue, WakeKey, WakeRequest, WakeStatus
 
 WAKES_CHANNEL = "paperclip_wakes"
 """Every replica's scheduler LISTENs here; a queued wake or an ended run notifies it (triggers),

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
 from paperclip.errors import ConflictError, NotFoundError
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
@@ -28,7 +29,6 @@ from paperclip.models import (
     Runner,
     WorkspaceStatus,
 )
-from paperclip.services.companies import company_writes
 
 FORGOTTEN = "forgotten"
 """``error_code`` of a worktree an operator forgot: it stays on its host, unused."""

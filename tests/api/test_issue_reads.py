@@ -22,9 +22,9 @@ from paperclip.api.schemas import CommentOut
 from paperclip.app import create_app
 from paperclip.common.actor import Actor
 from paperclip.db.driver import plain_connection
-from paperclip.services.api_keys import hash_key
+from paperclip.domain.keys.api_keys import hash_key
+from paperclip.domain.keys.key_cache import CHANNEL, KeyCache
 from paperclip.services.issue_reads import COMMENT_COLUMNS
-from paperclip.services.key_cache import CHANNEL, KeyCache
 from paperclip.settings import DeploymentMode
 from paperclip.testing import running_lifespan
 

@@ -23,6 +23,15 @@ from sqlalchemy import and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.common.actor import SYSTEM
+from paperclip.domain.costs.budget_ledger import (
+    BUDGET_EXCEEDED,
+    Refusal,
+    Scope,
+    admit,
+    budgets_of,
+    month_of,
+    spent,
+)
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.engine.turns.lifecycle import current_turn, end_turn
 from paperclip.models import (
@@ -35,15 +44,6 @@ from paperclip.models import (
     TurnStatus,
     WakeRequest,
     WakeStatus,
-)
-from paperclip.services.budget_ledger import (
-    BUDGET_EXCEEDED,
-    Refusal,
-    Scope,
-    admit,
-    budgets_of,
-    month_of,
-    spent,
 )
 from paperclip.services.holds import hold_task
 

@@ -18,20 +18,15 @@ from datetime import UTC, datetime
 
 import msgspec
 from paperclip_hookspecs.completion import CompletionStage
-from paperclip_hookspecs.presentation import (
-    PresentationPath,
-)
+from paperclip_hookspecs.presentation import PresentationPath
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from paperclip import tracing
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import engine_of
-from paperclip.engine.context.completion import (
-    check_completion,
-    report_of,
-    terminal_failure,
-)
+from paperclip.domain.costs.budget_ledger import BUDGET_EXCEEDED, release
+from paperclip.engine.context.completion import check_completion, report_of, terminal_failure
 from paperclip.engine.context.snapshot import SnapshotBindingError
 from paperclip.engine.endings import drain
 from paperclip.engine.endings.nudge import ReportNudges, nudge, unreported
@@ -54,7 +49,6 @@ from paperclip.models import ConversationState, IssueStatus, Run, RunStatus, Tur
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
 from paperclip.services import chat_turns
-from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
 from paperclip.services.holds import hold_task
 from paperclip.services.issues import OUTCOME_STATUS, settle_after_run
 from paperclip.services.run_tokens import revoke_run_tokens

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.turns.lifecycle import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
@@ -39,7 +40,6 @@ from paperclip.models import (
 )
 from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
-from paperclip.services.companies import company_writes
 from paperclip.wire.messages import Steer
 
 log = logging.getLogger(__name__)

@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.errors import ConflictError, NotFoundError, TimedOutError, UnavailableError
@@ -50,13 +51,8 @@ from paperclip.models import (
     WorkspaceMerge,
     WorkspaceStatus,
 )
-from paperclip.services.companies import company_writes
 from paperclip.wire.messages import FEATURE_WORKSPACE_MERGE, MergeWorkspace
-from paperclip.wire.workspace_rules import (
-    BASE_CHECKOUT_DIRTY,
-    MERGE_CONFLICT,
-    MERGE_NOT_SUPPORTED,
-)
+from paperclip.wire.workspace_rules import BASE_CHECKOUT_DIRTY, MERGE_CONFLICT, MERGE_NOT_SUPPORTED
 
 POLL_SECONDS = 0.2
 MAX_TITLE = 200

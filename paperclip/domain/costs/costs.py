@@ -20,9 +20,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import SYSTEM
+from paperclip.domain.costs.budget_ledger import Charged, Scope, charge, month_of, stop_runs
+from paperclip.domain.costs.prices import Price, UnpricedModels, price_of
 from paperclip.models import Company, CostEvent, CostSource, Issue, Run
-from paperclip.services.budget_ledger import Charged, Scope, charge, month_of, stop_runs
-from paperclip.services.prices import Price, UnpricedModels, price_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,9 +17,9 @@ from sqlalchemy import String, case, cast, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import require_company
 from paperclip.errors import InvalidInputError
 from paperclip.models import Agent, Company, CostEvent, CostSource, Issue, Project, Run
-from paperclip.services.companies import require_company
 
 GroupBy = Literal["agent", "project", "issue", "model", "provider", "day"]
 MAX_GROUPS = 1000

@@ -11,13 +11,13 @@ from litestar import Controller, delete, get, patch, post
 from msgspec import UNSET, Meta, UnsetType
 
 from paperclip.common.actor import Actor
+from paperclip.domain.costs.budgets import BudgetService, BudgetView
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.fields import changes
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.services.budgets import BudgetService, BudgetView
 
 # gt=-1, not ge=0: the OpenAPI document drops a bound of 0 (a falsy value).
 Micros = Annotated[int, Meta(gt=-1, le=10**15)]

@@ -10,15 +10,15 @@ import uuid
 from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK
 
-from paperclip.api.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut
 from paperclip.common.actor import Actor
+from paperclip.domain.keys.api_keys import ApiKeyService
+from paperclip.domain.keys.schemas import ApiKeyCreate, ApiKeyCreated, ApiKeyOut
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import KeyRole
-from paperclip.services.api_keys import ApiKeyService
 
 
 class ApiKeyController(Controller):

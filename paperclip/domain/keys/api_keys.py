@@ -16,10 +16,10 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import SYSTEM, Actor
 from paperclip.common.queries import Cursor, keyset_page
 from paperclip.db.driver import plain_connection
+from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.keys.key_cache import KeyCache
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError
 from paperclip.models import ApiKey, KeyRole
-from paperclip.services.companies import company_writes, require_company
-from paperclip.services.key_cache import KeyCache
 
 KEY_PREFIX = "pck_"
 LAST_USED_EVERY = timedelta(minutes=1)
@@ -157,7 +157,7 @@ class ApiKeyService:
         """The caller of the live key with this secret, or None. Marks it used.
 
         A key this replica checked in the last seconds is not read again
-        (``paperclip.services.key_cache``: any change to a key makes every
+        (``paperclip.domain.keys.key_cache``: any change to a key makes every
         replica forget at its commit). A read marks the key used only when
         the mark is older than ``LAST_USED_EVERY``, so a busy key costs no
         commit per request (``last_used_at`` is exact to about that much).

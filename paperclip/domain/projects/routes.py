@@ -6,15 +6,15 @@ import uuid
 
 from litestar import Controller, delete, get, patch, post
 
-from paperclip.api.project_schemas import ProjectCreate, ProjectOut, ProjectUpdate
 from paperclip.common.actor import Actor
+from paperclip.domain.projects.projects import ProjectService
+from paperclip.domain.projects.schemas import ProjectCreate, ProjectOut, ProjectUpdate
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.fields import changes
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.services.projects import ProjectService
 
 
 class ProjectController(Controller):

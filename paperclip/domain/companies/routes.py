@@ -4,15 +4,15 @@ import uuid
 
 from litestar import Controller, delete, get, patch, post
 
-from paperclip.api.schemas import CompanyCreate, CompanyOut, CompanyUpdate
 from paperclip.common.actor import Actor
+from paperclip.domain.companies.companies import CompanyService
+from paperclip.domain.companies.schemas import CompanyCreate, CompanyOut, CompanyUpdate
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.fields import changes
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.services.companies import CompanyService
 
 
 class CompanyController(Controller):

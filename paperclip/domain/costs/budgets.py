@@ -20,10 +20,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
+from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.costs.budget_ledger import month_of
 from paperclip.errors import ConflictError, InvalidInputError
 from paperclip.models import Agent, Budget, BudgetMonth, BudgetScope, Company, Project
-from paperclip.services.budget_ledger import month_of
-from paperclip.services.companies import company_writes, require_company
 
 
 @dataclass(frozen=True, slots=True)

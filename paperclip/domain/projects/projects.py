@@ -13,6 +13,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
+from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.projects.project_sources import (
+    Source,
+    check_branches,
+    check_door,
+    check_merge_strategy,
+    check_source,
+    source_after,
+)
 from paperclip.errors import ConflictError, FieldSource, NotFoundError
 from paperclip.models import (
     DEFAULT_BRANCH_PREFIX,
@@ -23,15 +32,6 @@ from paperclip.models import (
     IssueWorkspace,
     Project,
     WorkspaceStatus,
-)
-from paperclip.services.companies import company_writes, require_company
-from paperclip.services.project_sources import (
-    Source,
-    check_branches,
-    check_door,
-    check_merge_strategy,
-    check_source,
-    source_after,
 )
 
 ENDED = (IssueStatus.DONE, IssueStatus.CANCELLED)

@@ -15,6 +15,8 @@ from msgspec import Meta
 
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor
+from paperclip.domain.costs.cost_reports import CostReports, GroupBy, Totals
+from paperclip.domain.costs.prices import Price, PriceService
 from paperclip.errors import InvalidInputError
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
@@ -22,8 +24,6 @@ from paperclip.http.errors import error_responses
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import CostEvent
-from paperclip.services.cost_reports import CostReports, GroupBy, Totals
-from paperclip.services.prices import Price, PriceService
 
 # gt=-1, not ge=0: the OpenAPI document drops a bound of 0 (a falsy value).
 Micros = Annotated[int, Meta(gt=-1, le=10**15)]
