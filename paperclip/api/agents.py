@@ -6,8 +6,10 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.schemas import AgentCreate, AgentOut, AgentUpdate, WakeRequestOut, WakeupCreate
+from paperclip.api.schemas import AgentCreate, AgentOut, AgentUpdate
 from paperclip.common.actor import Actor
+from paperclip.domain.runs.schemas import WakeRequestOut, WakeupCreate
+from paperclip.domain.runs.wakes import WakeService
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
@@ -18,7 +20,6 @@ from paperclip.models import AgentStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.services.agents import AgentService
 from paperclip.services.provider_configs import ProviderConfigs
-from paperclip.services.wakes import WakeService
 
 
 class AgentController(Controller):

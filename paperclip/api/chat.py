@@ -19,7 +19,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED
 
 from paperclip.common.actor import Actor
-from paperclip.engine.turns.steering import RunSteering
+from paperclip.domain.runs.steers import Steering
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
@@ -163,7 +163,7 @@ class ConversationController(Controller):
         conversation_id: uuid.UUID,
         data: MessageCreate,
         conversations: ConversationService,
-        steering: RunSteering,
+        steering: Steering,
         actor: Actor,
     ) -> Response[MessageOut]:
         """A person's message: it starts a turn, or steers the live one (``delivery``).

@@ -11,9 +11,9 @@ import msgspec
 from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.common.actor import Actor
-from paperclip.engine.turns.steering import RunSteering
+from paperclip.domain.issues.issue_refs import ISSUE_IN_PATH
+from paperclip.domain.runs.steers import Steering
 from paperclip.errors import ConflictError
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
@@ -125,7 +125,7 @@ class InteractionController(Controller):
         interaction_id: uuid.UUID,
         data: InteractionAct,
         interactions: InteractionService,
-        steering: RunSteering,
+        steering: Steering,
         actor: Actor,
     ) -> InteractionOut:
         """Answer a card; approve, reject, request a revision of, or resubmit an approval;

@@ -11,13 +11,14 @@ from litestar import Controller, get
 
 from paperclip.api.holds import HoldOut
 from paperclip.api.interactions import InteractionOut
-from paperclip.api.schemas import IssuePriorityName, IssueStatusName, RunStatusName
+from paperclip.domain.issues.schemas import IssuePriorityName, IssueStatusName
+from paperclip.domain.runs.live_state import failure_reason
+from paperclip.domain.runs.schemas import RunStatusName
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
 from paperclip.models import Issue, Run
 from paperclip.services.dashboard import AgentLoad, DashboardQueries
 from paperclip.services.inbox import InboxQueries
-from paperclip.services.live_state import failure_reason
 
 
 class IssueBrief(msgspec.Struct):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from paperclip.api.schemas import IssuePriorityName
+from paperclip.domain.issues.schemas import IssuePriorityName
 from paperclip.http.fields import NOT_BLANK, IdempotencyKey, JsonObject, LongText, Name
 from paperclip.models import Routine, RoutineExecution
 

@@ -20,6 +20,7 @@ from sqlalchemy import exists, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.domain.issues.issues import ISSUE_LOCK
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     CARD_KINDS,
@@ -34,7 +35,6 @@ from paperclip.models import (
     IssueStatus,
     Run,
 )
-from paperclip.services.issues import ISSUE_LOCK
 
 
 @dataclass(frozen=True, slots=True)

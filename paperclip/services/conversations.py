@@ -21,6 +21,7 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.issues.comments import IDEMPOTENCY_KEY_REUSED, add_comment
 from paperclip.domain.projects.projects import project_on_assignment
 from paperclip.errors import ConflictError, ForbiddenError
 from paperclip.models import (
@@ -36,7 +37,6 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.comments import IDEMPOTENCY_KEY_REUSED, add_comment
 
 CHAT_BY_AGENT = "conversation_by_agent_forbidden"
 CONVERSATION_CLOSED = "conversation_closed"

@@ -20,9 +20,9 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import HoldSetter, HoldStatus, Issue, TaskHold
-from paperclip.services.wakes import request_wake
 
 OPERATOR_HOLD = "operator_hold"
 

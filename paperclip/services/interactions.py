@@ -20,6 +20,7 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
 from paperclip.models import (
     CARD_KINDS,
@@ -32,7 +33,6 @@ from paperclip.models import (
     Issue,
     Run,
 )
-from paperclip.services.wakes import request_wake
 
 INTERACTION_NOT_PENDING = "interaction_not_pending"
 ACTION_NOT_ALLOWED = "interaction_action_not_allowed"

@@ -41,7 +41,10 @@ from paperclip.domain.costs.budget_ledger import (
     month_of,
     spent,
 )
+from paperclip.domain.issues.issue_numbers import IssueNumbers
+from paperclip.domain.issues.issues import issue_created, new_issue
 from paperclip.domain.projects.projects import default_projects
+from paperclip.domain.runs.wakes import NewIssueWake, queue_wakes_for_new_issues
 from paperclip.errors import NotFoundError
 from paperclip.failpoints import failpoint
 from paperclip.models import (
@@ -53,10 +56,7 @@ from paperclip.models import (
     Routine,
     RoutineExecution,
 )
-from paperclip.services.issue_numbers import IssueNumbers
-from paperclip.services.issues import issue_created, new_issue
 from paperclip.services.routine_templates import fill, with_payload
-from paperclip.services.wakes import NewIssueWake, queue_wakes_for_new_issues
 
 ENDED = (IssueStatus.DONE, IssueStatus.CANCELLED)
 """An execution whose issue is in one of these (or was deleted) is no longer open."""

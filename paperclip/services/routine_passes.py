@@ -24,8 +24,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from paperclip.common.actor import Actor
 from paperclip.common.queries import each_values, update_each
 from paperclip.domain.companies.companies import hold_companies_of
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.models import Routine, RoutineExecution, Trigger
-from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.routine_executions import Slot, decide_slots
 from paperclip.services.routine_schedule import Schedule, SlotPlan
 from paperclip.services.routines import ROUTINE_LOCK

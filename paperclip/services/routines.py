@@ -26,10 +26,10 @@ from paperclip.common.actor import SYSTEM, Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
 from paperclip.common.server_secrets import server_secret
 from paperclip.domain.companies.companies import company_writes, require_company
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.domain.projects.projects import project_ref
 from paperclip.errors import ConflictError, InvalidInputError, NotFoundError, UnauthorizedError
 from paperclip.models import Agent, Routine, RoutineExecution, Trigger
-from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.routine_executions import ExecutionOutcome, execute_slot
 from paperclip.services.routine_schedule import Schedule, check_cron, check_timezone
 from paperclip.services.routine_secrets import (

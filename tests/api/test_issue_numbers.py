@@ -16,8 +16,8 @@ import pytest
 
 from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.issues.issues import create_issue
 from paperclip.models import IssueStatus
-from paperclip.services.issues import create_issue
 from paperclip.testing import connect
 
 WAITING = """

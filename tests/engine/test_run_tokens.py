@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
+from paperclip.domain.runs.run_tokens import new_run_token, token_run
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.models import Run, RunStatus
-from paperclip.services.run_tokens import new_run_token, token_run
 
 pytestmark = pytest.mark.usefixtures("fixture_kind")
 

@@ -32,10 +32,10 @@ from paperclip.clock import Clock, speed_of, system_clock
 from paperclip.common.actor import SYSTEM
 from paperclip.db.availability import log_failure
 from paperclip.domain.companies.companies import hold_companies_of
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.engine.loop import keep_running
 from paperclip.models import Agent, ExecutionStatus, Routine, RoutineExecution
 from paperclip.services.heartbeats import Beat, beat_due
-from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.services.routine_executions import start_next_queued
 from paperclip.services.routine_passes import fire_due, take_due
 from paperclip.services.routines import ROUTINE_LOCK

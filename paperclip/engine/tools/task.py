@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from paperclip.domain.issues.comments import add_comment, issue_comments
 from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Comment, Issue
-from paperclip.services.comments import add_comment, issue_comments
 
 
 async def get_task_context(ctx: ToolContext) -> ToolOutcome:

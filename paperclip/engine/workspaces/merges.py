@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.workspaces.merges import MergeOutcome
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.errors import ConflictError, NotFoundError, TimedOutError, UnavailableError
@@ -62,18 +62,6 @@ WORKSPACE_NOT_READY = "workspace_not_ready"
 RUNNER_UNAVAILABLE = "runner_unavailable"
 RUN_ACTIVE = "run_active"
 MERGE_TIMEOUT = "merge_timeout"
-
-
-@dataclass(frozen=True, slots=True)
-class MergeOutcome:
-    """A merge the runner made: what the API answers."""
-
-    strategy: str
-    branch: str
-    base_ref: str
-    commit: str
-    merged_commits: int
-    issue_status: str
 
 
 class WorkspaceMerges:

@@ -22,11 +22,11 @@ from litestar import Controller, get
 from litestar.params import HeaderParameter, Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
-from paperclip.api.schemas import RunEventOut
+from paperclip.domain.runs.runs import RunQueries
+from paperclip.domain.runs.schemas import RunEventOut
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
 from paperclip.models import RunStatus
-from paperclip.services.runs import RunQueries
 
 log = logging.getLogger(__name__)
 

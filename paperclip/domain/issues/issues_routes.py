@@ -1,7 +1,7 @@
 """Issues over HTTP: create, list, read, update, assign, close.
 
 A run's way starts here (docs/runs.md tells it whole): an issue created with
-an assignee, or assigned, goes to ``services/issues.py``, which queues a wake.
+an assignee, or assigned, goes to ``issues.py``, which queues a wake.
 """
 
 from __future__ import annotations
@@ -14,24 +14,24 @@ import msgspec
 from litestar import Controller, delete, get, patch, post
 from litestar.params import Parameter
 
-from paperclip.api.issue_refs import ISSUE_IN_PATH
-from paperclip.api.schemas import (
+from paperclip.common.actor import Actor
+from paperclip.domain.issues.issue_reads import IssueReads
+from paperclip.domain.issues.issue_refs import ISSUE_IN_PATH
+from paperclip.domain.issues.issues import IssueService
+from paperclip.domain.issues.schemas import (
     IssueCreate,
     IssueOut,
     IssuePriorityName,
     IssueStatusName,
     IssueUpdate,
 )
-from paperclip.common.actor import Actor
+from paperclip.domain.runs.live_state import LiveState
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.fields import changes
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor, Sort
-from paperclip.services.issue_reads import IssueReads
-from paperclip.services.issues import IssueService
-from paperclip.services.live_state import LiveState
 
 
 class IssueLiveOut(msgspec.Struct):

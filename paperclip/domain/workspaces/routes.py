@@ -10,12 +10,12 @@ import msgspec
 from litestar import Controller, delete, get, post
 from litestar.status_codes import HTTP_200_OK
 
-from paperclip.api.issue_refs import ISSUE_IN_PATH
 from paperclip.common.actor import Actor
-from paperclip.engine.workspaces.merges import WorkspaceMerges
+from paperclip.domain.issues.issue_refs import ISSUE_IN_PATH
+from paperclip.domain.workspaces.merges import Merges
+from paperclip.domain.workspaces.workspaces import WorkspaceService, WorkspaceView
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
-from paperclip.services.workspaces import WorkspaceService, WorkspaceView
 
 WorkspaceStatusName = Literal["requested", "ready", "releasing", "released"]
 
@@ -185,7 +185,7 @@ class WorkspaceController(Controller):
         self,
         company_id: uuid.UUID,
         issue_uuid: uuid.UUID,
-        merges: WorkspaceMerges,
+        merges: Merges,
         actor: Actor,
         data: MergeIn | None = None,
     ) -> MergeOut:

@@ -8,7 +8,9 @@ import msgspec
 from litestar import Controller, get
 from litestar.params import Parameter
 
-from paperclip.api.schemas import (
+from paperclip.common.queries import Cursor
+from paperclip.domain.runs.runs import RunQueries
+from paperclip.domain.runs.schemas import (
     RunEventOut,
     RunEventPage,
     RunOut,
@@ -17,14 +19,12 @@ from paperclip.api.schemas import (
     RunTurnOut,
     RunUsageOut,
 )
-from paperclip.common.queries import Cursor
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, PAGE_SIZE_MAX, Limit, PageCursor, Sort
 from paperclip.models import ToolCall
-from paperclip.services.runs import RunQueries
 
 SEQ_MAX = 2**31 - 1
 """Largest ``after_seq``: a run event's ``seq`` is a 32-bit column."""

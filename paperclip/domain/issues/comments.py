@@ -14,10 +14,10 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.errors import ConflictError, ForbiddenError, NotFoundError
 from paperclip.models import Comment, Issue
 from paperclip.models.comment import body_revision
-from paperclip.services.wakes import request_wake
 
 IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
 

@@ -27,9 +27,9 @@ from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import get_scoped
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.runs.wakes import request_fingerprint, request_wake
 from paperclip.errors import ConflictError
 from paperclip.models import Issue, IssueStatus, Run, RunStatus, WakeKey, WakeRequest
-from paperclip.services.wakes import request_fingerprint, request_wake
 
 CLOSED = (IssueStatus.DONE, IssueStatus.CANCELLED)
 RETRY_SOURCE = "retry"

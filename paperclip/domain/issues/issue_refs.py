@@ -19,9 +19,9 @@ from litestar import Request
 from litestar.di import Provide
 from litestar.params import Parameter
 
+from paperclip.domain.issues.issue_reads import IssueReads
 from paperclip.errors import NotFoundError
 from paperclip.http.access import ACTOR_KEY
-from paperclip.services.issue_reads import IssueReads
 
 IssueRef = Annotated[
     str,

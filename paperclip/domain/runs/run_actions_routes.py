@@ -14,9 +14,9 @@ from litestar.params import HeaderParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.common.actor import Actor
+from paperclip.domain.runs.run_actions import RunActions
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
-from paperclip.services.run_actions import RunActions
 
 MAX_KEY = 200
 

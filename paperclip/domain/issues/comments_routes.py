@@ -6,16 +6,16 @@ from typing import Any
 from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.issue_refs import ISSUE_IN_PATH
-from paperclip.api.schemas import CommentCreate, CommentOut, CommentUpdate
 from paperclip.common.actor import Actor
+from paperclip.domain.issues.comments import CommentService
+from paperclip.domain.issues.issue_reads import IssueReads
+from paperclip.domain.issues.issue_refs import ISSUE_IN_PATH
+from paperclip.domain.issues.schemas import CommentCreate, CommentOut, CommentUpdate
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import provide_pages
 from paperclip.http.errors import error_responses
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.services.comments import CommentService
-from paperclip.services.issue_reads import IssueReads
 
 
 class CommentController(Controller):

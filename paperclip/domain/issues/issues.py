@@ -1,7 +1,7 @@
 """Issues: per-company identifiers (``issue_numbers``), assignment (which wakes the assignee),
 parent links.
 
-A run's way: from the routes (``api/issues.py``); next, ``services/wakes.py``
+A run's way: from the routes (``issues_routes.py``); next, ``runs/wakes.py``
 (``request_wake``) queues the assignee's wake in the same transaction.
 """
 
@@ -18,17 +18,17 @@ from paperclip.common.activity import activity_row, record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.issues.issue_numbers import IssueNumber, IssueNumbers
 from paperclip.domain.projects.projects import (
     default_project,
     live_workspace,
     project_on_assignment,
     project_ref,
 )
+from paperclip.domain.runs.live_state import LiveState, live_state, with_live_state
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.errors import ConflictError, FieldSource, InvalidInputError, NotFoundError
 from paperclip.models import ActivityEntry, Agent, Company, Issue, IssueStatus
-from paperclip.services.issue_numbers import IssueNumber, IssueNumbers
-from paperclip.services.live_state import LiveState, live_state, with_live_state
-from paperclip.services.wakes import request_wake
 
 MAX_PARENT_DEPTH = 100
 

@@ -1,6 +1,6 @@
 """Wake requests: coalesced while queued, deduplicated by idempotency key, both by the database.
 
-A run's way: from ``services/issues.py`` (or a comment, a routine, a retry);
+A run's way: from ``issues/issues.py`` (or a comment, a routine, a retry);
 next, the wake's commit notifies every replica (a trigger, migration 0004) and
 ``engine/scheduling/scheduler.py`` claims it.
 """

@@ -10,7 +10,7 @@ from litestar import Controller, Response, post
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from paperclip.common.actor import Actor
-from paperclip.engine.turns.steering import RunSteering, SteerSent
+from paperclip.domain.runs.steers import Steering, SteerSent
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
 
@@ -51,7 +51,7 @@ class RunSteerController(Controller):
         company_id: uuid.UUID,
         run_id: uuid.UUID,
         data: SteerCreate,
-        steering: RunSteering,
+        steering: Steering,
         actor: Actor,
     ) -> Response[SteerOut]:
         """Steer the run's live turn with a comment: 202 queued for the runner, 200 when
