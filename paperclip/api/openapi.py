@@ -30,7 +30,7 @@ from litestar.static_files import create_static_files_router
 from paperclip_hookspecs.providers import ProviderKind
 
 import paperclip
-from paperclip.api.openapi_providers import describe_providers
+from paperclip.domain.agents.openapi_providers import describe_providers
 from paperclip.http.access import Access, access, route_access
 from paperclip.http.errors import HTTP_CODES, ErrorBody
 

@@ -32,6 +32,7 @@ from paperclip.domain.costs.budget_ledger import (
     month_of,
     spent,
 )
+from paperclip.domain.holds.holds import hold_task
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.engine.turns.lifecycle import current_turn, end_turn
 from paperclip.models import (
@@ -45,7 +46,6 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.holds import hold_task
 
 
 async def _month(session: AsyncSession, company_id: uuid.UUID, now: datetime) -> str:

@@ -26,10 +26,10 @@ from paperclip.domain.costs.budget_ledger import (
     month_of,
     months_of,
 )
+from paperclip.domain.holds.holds import resolve_hold
 from paperclip.domain.runs.wakes import request_wake
 from paperclip.engine.loop import keep_running
 from paperclip.models import ACTIVE_RUN_STATUSES, Company, HoldStatus, Issue, Run, TaskHold
-from paperclip.services.holds import resolve_hold
 
 log = logging.getLogger(__name__)
 

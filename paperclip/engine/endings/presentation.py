@@ -25,6 +25,7 @@ from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.actor import Actor
+from paperclip.domain.chat import chat_turns
 from paperclip.domain.issues.comments import add_comment
 from paperclip.engine.context.completion import current_snapshot
 from paperclip.engine.context.run_view import run_view
@@ -33,7 +34,6 @@ from paperclip.engine.ownership.fence import RUN_LOCK
 from paperclip.models import ConversationState, Run, RunStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
-from paperclip.services import chat_turns
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,16 @@ from typing import Any
 import msgspec
 from litestar import Controller, get
 
-from paperclip.api.holds import HoldOut
-from paperclip.api.interactions import InteractionOut
+from paperclip.domain.holds.holds_routes import HoldOut
+from paperclip.domain.holds.interactions_routes import InteractionOut
 from paperclip.domain.issues.schemas import IssuePriorityName, IssueStatusName
+from paperclip.domain.overview.dashboard import AgentLoad, DashboardQueries
+from paperclip.domain.overview.inbox import InboxQueries
 from paperclip.domain.runs.live_state import failure_reason
 from paperclip.domain.runs.schemas import RunStatusName
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
 from paperclip.models import Issue, Run
-from paperclip.services.dashboard import AgentLoad, DashboardQueries
-from paperclip.services.inbox import InboxQueries
 
 
 class IssueBrief(msgspec.Struct):

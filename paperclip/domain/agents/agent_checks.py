@@ -20,9 +20,9 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.common.queries import get_scoped
+from paperclip.domain.agents.provider_configs import ProviderConfigs
 from paperclip.errors import InvalidInputError
 from paperclip.models import Agent, AgentStatus, Runner
-from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.wire.model_rules import (
     MODEL_PROFILE_NOT_ALLOWED,
     ModelProfile,

@@ -2,7 +2,7 @@
 
 ``provider`` takes only the installed kinds' names, and ``provider_config``
 follows the kind's own ``config_schema`` (plus the core's ``launch`` key), so
-the document refuses exactly what ``paperclip.services.provider_configs``
+the document refuses exactly what ``paperclip.domain.agents.provider_configs``
 refuses. Each kind's schema becomes a component ``ProviderConfig.<name>``;
 references inside it are rewritten to point into that component.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from litestar.openapi.spec import Components, Reference, Schema
 from paperclip_hookspecs.providers import LAUNCH_KEY, ProviderKind
 
-from paperclip.services.provider_configs import PROFILE_NAME
+from paperclip.domain.agents.provider_configs import PROFILE_NAME
 
 LAUNCH_SCHEMA = {
     "type": "string",

@@ -12,6 +12,7 @@ from litestar.status_codes import HTTP_200_OK
 from msgspec import Meta
 
 from paperclip.common.actor import Actor
+from paperclip.domain.holds.holds import HoldService
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
 from paperclip.http.errors import error_responses
@@ -19,7 +20,6 @@ from paperclip.http.fields import Body, JsonObject
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import TaskHold
-from paperclip.services.holds import HoldService
 
 Resolution = Annotated[str, Meta(min_length=1, max_length=100, pattern=r"^[a-z][a-z0-9_]*$")]
 HoldStatusName = Literal["active", "resolved"]

@@ -19,6 +19,7 @@ from litestar.response import ServerSentEvent, ServerSentEventMessage
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED
 
 from paperclip.common.actor import Actor
+from paperclip.domain.chat.conversations import ConversationService
 from paperclip.domain.runs.steers import Steering
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
@@ -27,7 +28,6 @@ from paperclip.http.fields import IdempotencyKey
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import Conversation, ConversationMessage
-from paperclip.services.conversations import ConversationService
 
 log = logging.getLogger(__name__)
 

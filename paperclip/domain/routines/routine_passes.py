@@ -25,10 +25,10 @@ from paperclip.common.actor import Actor
 from paperclip.common.queries import each_values, update_each
 from paperclip.domain.companies.companies import hold_companies_of
 from paperclip.domain.issues.issue_numbers import IssueNumbers
+from paperclip.domain.routines.routine_executions import Slot, decide_slots
+from paperclip.domain.routines.routine_schedule import Schedule, SlotPlan
+from paperclip.domain.routines.routines import ROUTINE_LOCK
 from paperclip.models import Routine, RoutineExecution, Trigger
-from paperclip.services.routine_executions import Slot, decide_slots
-from paperclip.services.routine_schedule import Schedule, SlotPlan
-from paperclip.services.routines import ROUTINE_LOCK
 
 SLOTS_PER_TRANSACTION = 1_000
 """Slots one transaction decides at most (a catch-up after downtime may find many per

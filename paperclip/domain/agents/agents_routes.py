@@ -6,8 +6,10 @@ from litestar import Controller, Response, delete, get, patch, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.schemas import AgentCreate, AgentOut, AgentUpdate
 from paperclip.common.actor import Actor
+from paperclip.domain.agents.agents import AgentService
+from paperclip.domain.agents.provider_configs import ProviderConfigs
+from paperclip.domain.agents.schemas import AgentCreate, AgentOut, AgentUpdate
 from paperclip.domain.runs.schemas import WakeRequestOut, WakeupCreate
 from paperclip.domain.runs.wakes import WakeService
 from paperclip.http.access import Access, access
@@ -18,8 +20,6 @@ from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import AgentStatus
 from paperclip.plugin_host import PluginHost
-from paperclip.services.agents import AgentService
-from paperclip.services.provider_configs import ProviderConfigs
 
 
 class AgentController(Controller):

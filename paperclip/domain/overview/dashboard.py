@@ -10,6 +10,7 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.domain.companies.companies import require_company
+from paperclip.domain.overview.inbox import SNAPSHOT
 from paperclip.models import (
     ACTIVE_RUN_STATUSES,
     Agent,
@@ -20,7 +21,6 @@ from paperclip.models import (
     WakeRequest,
 )
 from paperclip.models.wake import WakeStatus
-from paperclip.services.inbox import SNAPSHOT
 
 ACTIVE_LIMIT = 50
 FAILURES_LIMIT = 10

@@ -10,14 +10,17 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import HeaderParameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from paperclip.api.routine_schemas import (
+from paperclip.common.actor import Actor
+from paperclip.domain.routines.routine_executions import ExecutionOutcome
+from paperclip.domain.routines.routine_secrets import SIGNATURE_HEADERS
+from paperclip.domain.routines.routines import RoutineService
+from paperclip.domain.routines.schemas import (
     ExecutionOut,
     RoutineCreate,
     RoutineOut,
     RoutineRun,
     RoutineUpdate,
 )
-from paperclip.common.actor import Actor
 from paperclip.errors import InvalidInputError
 from paperclip.http.access import Access, access
 from paperclip.http.cursors import Pages
@@ -25,9 +28,6 @@ from paperclip.http.errors import error_responses
 from paperclip.http.fields import changes
 from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
-from paperclip.services.routine_executions import ExecutionOutcome
-from paperclip.services.routine_secrets import SIGNATURE_HEADERS
-from paperclip.services.routines import RoutineService
 
 MAX_KEY = 200
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of the API (msgspec structs; Litestar validates and documents them)."""
+"""The bodies of the agents routes: msgspec structs that Litestar validates and documents."""
 
 from __future__ import annotations
 
@@ -13,11 +13,6 @@ from paperclip_hookspecs.providers import ProviderKind
 
 from paperclip.http.fields import HeartbeatSeconds, JsonObject, Name, ProviderName, Role
 from paperclip.models import Agent
-
-# Companies
-
-
-# Agents
 
 
 class AgentCreate(msgspec.Struct, forbid_unknown_fields=True):
@@ -84,17 +79,3 @@ class AgentOut(msgspec.Struct):
             system_prompt=caps.system_prompt,
         )
         return msgspec.structs.replace(out, capabilities=capabilities)
-
-
-# Issues
-
-
-# Comments
-
-
-# Runs
-
-
-# API keys
-
-

@@ -12,6 +12,7 @@ from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from paperclip.common.actor import Actor
+from paperclip.domain.holds.interactions import InteractionService
 from paperclip.domain.issues.issue_refs import ISSUE_IN_PATH
 from paperclip.domain.runs.steers import Steering
 from paperclip.errors import ConflictError
@@ -22,7 +23,6 @@ from paperclip.http.pagination import Page
 from paperclip.http.params import PAGE_SIZE_DEFAULT, Limit, PageCursor
 from paperclip.models import Interaction
 from paperclip.models.interaction import CARD_KINDS
-from paperclip.services.interactions import InteractionService
 
 
 class InteractionCreate(msgspec.Struct, forbid_unknown_fields=True):

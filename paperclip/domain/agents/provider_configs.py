@@ -7,7 +7,7 @@ launch profile of the runner: a short name, never a command
 decision, checked again there before any process starts. So does its
 ``model_profile`` key, which names a model profile of the runner
 (``invalid_model_profile`` unless a short name; what the profile allows is
-checked against the runners' offers, :mod:`paperclip.services.model_access`).
+checked against the runners' offers, :mod:`paperclip.domain.agents.model_access`).
 The rest of the config must match the kind's own JSON Schema
 (``invalid_provider_config``, naming each field).
 """

@@ -12,12 +12,12 @@ from litestar import Controller, get, post
 from litestar.status_codes import HTTP_200_OK
 from paperclip_hookspecs.providers import ProviderKind
 
-from paperclip.api.openapi_providers import config_schema_of
-from paperclip.api.schemas import CapabilitiesOut
+from paperclip.domain.agents.agent_checks import AgentCheck, AgentChecks
+from paperclip.domain.agents.openapi_providers import config_schema_of
+from paperclip.domain.agents.schemas import CapabilitiesOut
 from paperclip.http.access import Access, access
 from paperclip.http.errors import error_responses
 from paperclip.plugin_host import PluginHost
-from paperclip.services.agent_checks import AgentCheck, AgentChecks
 
 
 class ProviderOut(msgspec.Struct):

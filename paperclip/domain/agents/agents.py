@@ -12,12 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from paperclip.common.activity import record_activity
 from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, get_scoped, keyset_page
+from paperclip.domain.agents.model_access import AccessReader, refuse_unoffered_access
+from paperclip.domain.agents.provider_configs import ConfigCheck
 from paperclip.domain.companies.companies import company_writes, require_company
 from paperclip.domain.projects.projects import project_ref
 from paperclip.errors import ConflictError
 from paperclip.models import Agent, AgentStatus
-from paperclip.services.model_access import AccessReader, refuse_unoffered_access
-from paperclip.services.provider_configs import ConfigCheck
 
 
 class AgentService:

@@ -28,17 +28,17 @@ from paperclip.common.server_secrets import server_secret
 from paperclip.domain.companies.companies import company_writes, require_company
 from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.domain.projects.projects import project_ref
-from paperclip.errors import ConflictError, InvalidInputError, NotFoundError, UnauthorizedError
-from paperclip.models import Agent, Routine, RoutineExecution, Trigger
-from paperclip.services.routine_executions import ExecutionOutcome, execute_slot
-from paperclip.services.routine_schedule import Schedule, check_cron, check_timezone
-from paperclip.services.routine_secrets import (
+from paperclip.domain.routines.routine_executions import ExecutionOutcome, execute_slot
+from paperclip.domain.routines.routine_schedule import Schedule, check_cron, check_timezone
+from paperclip.domain.routines.routine_secrets import (
     SERVER_SECRET,
     new_nonce,
     signature_matches,
     webhook_secret,
 )
-from paperclip.services.routine_templates import check_template
+from paperclip.domain.routines.routine_templates import check_template
+from paperclip.errors import ConflictError, InvalidInputError, NotFoundError, UnauthorizedError
+from paperclip.models import Agent, Routine, RoutineExecution, Trigger
 
 ROUTINE_LOCK = {"key_share": True}
 """``FOR NO KEY UPDATE``: slots of one routine are decided one after the other, while its

@@ -44,6 +44,7 @@ from paperclip.domain.costs.budget_ledger import (
 from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.domain.issues.issues import issue_created, new_issue
 from paperclip.domain.projects.projects import default_projects
+from paperclip.domain.routines.routine_templates import fill, with_payload
 from paperclip.domain.runs.wakes import NewIssueWake, queue_wakes_for_new_issues
 from paperclip.errors import NotFoundError
 from paperclip.failpoints import failpoint
@@ -56,7 +57,6 @@ from paperclip.models import (
     Routine,
     RoutineExecution,
 )
-from paperclip.services.routine_templates import fill, with_payload
 
 ENDED = (IssueStatus.DONE, IssueStatus.CANCELLED)
 """An execution whose issue is in one of these (or was deleted) is no longer open."""
