@@ -122,7 +122,10 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_of(module: str, depth: int = 2) -> str:
-    """``paperclip.engine.calls.pipeline`` -> ``paperclip.engine``; a top-level module is its own package."""
+    """``paperclip.engine.calls.pipeline`` -> ``paperclip.engine``; a top-level module is its own
+    package; each domain is one (``paperclip.domain.issues.comments`` -> ``paperclip.domain.issues``)."""
+    if module.startswith("paperclip.domain."):
+        depth += 1
     return ".".join(module.split(".")[:depth])
 
 

@@ -1,0 +1,124 @@
+"""Each domain imports only the domains its docstring names, and its services know no HTTP.
+
+Each package of ``paperclip/domain`` ends its docstring with ``Imports: a, b`` (the
+domains below it) or ``Imports: none``. A module of a domain that imports another
+domain not named there fails here, and so does a named domain it no longer imports.
+A domain's routes, its bodies and the dependencies of its routes are its web modules
+(``WEB``); the rest are its services, which import neither Litestar nor the HTTP kit,
+and which the engine may import: the web modules it may not.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tests.meta.imports import (
+    PACKAGE,
+    ROOT,
+    cycles,
+    declared_imports,
+    graph,
+    imports_of,
+    source_files,
+)
+
+DOMAIN = PACKAGE / "domain"
+PREFIX = "paperclip.domain."
+WEB = re.compile(r"^(routes|\w+_routes|schemas|issue_refs|openapi_providers)$")
+"""A domain's web modules: its routes (``routes``, ``*_routes``), its request and response
+bodies (``schemas``), the dependencies of its routes (``issue_refs``) and what it adds
+to the OpenAPI document (``openapi_providers``)."""
+
+
+def domain_of(module: str) -> str | None:
+    """``paperclip.domain.issues.comments`` -> ``issues``; None outside the domains."""
+    if not module.startswith(PREFIX):
+        return None
+    return module.removeprefix(PREFIX).split(".")[0]
+
+
+def is_web(module: str) -> bool:
+    return domain_of(module) is not None and bool(WEB.match(module.rpartition(".")[2]))
+
+
+def domain_edges(edges: dict[str, set[str]]) -> dict[str, set[tuple[str, str]]]:
+    """Domain -> (importing module, imported domain) for every import across two domains."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for source, targets in edges.items():
+        here = domain_of(source)
+        if here is None:
+            continue
+        found.setdefault(here, set())
+        for target in targets:
+            there = domain_of(target)
+            if there is not None and there != here:
+                found[here].add((source, there))
+    return found
+
+
+def test_every_domain_names_what_it_may_import():
+    declared = declared_imports(DOMAIN)
+    assert [name for name, allowed in declared.items() if allowed is None] == []
+    unknown = {
+        name: sorted(allowed - set(declared))
+        for name, allowed in declared.items()
+        if allowed and allowed - set(declared)
+    }
+    assert unknown == {}
+
+
+def test_domains_import_only_what_their_docstrings_allow():
+    declared = declared_imports(DOMAIN)
+    found = sorted(
+        f"{source} imports the domain {there}, not in {here}'s 'Imports:' line"
+        for here, pairs in domain_edges(graph()).items()
+        for source, there in pairs
+        if there not in (declared.get(here) or set())
+    )
+    assert found == []
+
+
+def test_every_allowed_domain_is_imported():
+    """A stale allowance would let the picture in the docstrings drift from the code."""
+    used = {here: {there for _, there in pairs} for here, pairs in domain_edges(graph()).items()}
+    stale = {
+        name: sorted(allowed - used.get(name, set()))
+        for name, allowed in declared_imports(DOMAIN).items()
+        if allowed and allowed - used.get(name, set())
+    }
+    assert stale == {}
+
+
+def test_no_import_cycle_between_domains():
+    edges = {here: {there for _, there in pairs} for here, pairs in domain_edges(graph()).items()}
+    assert cycles(edges) == []
+
+
+def test_services_know_no_http():
+    """A domain's services own rules and transactions: no Litestar, no HTTP kit, no web
+    module (not even their own domain's)."""
+    found = []
+    for path in source_files(DOMAIN):
+        for item in imports_of(path):
+            if is_web(item.source) or domain_of(item.source) is None:
+                continue
+            if (
+                item.target.split(".")[0] == "litestar"
+                or item.target.startswith("paperclip.http.")
+                or is_web(item.target.rpartition(".")[0])
+                or is_web(item.target)
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{item.line} imports {item.target}")
+    assert found == []
+
+
+def test_the_engine_imports_no_web_module():
+    """The engine stands on the domains' services; their routes are the app's."""
+    found = [
+        f"{source} imports {target}"
+        for source, targets in graph().items()
+        if source.startswith("paperclip.engine")
+        for target in targets
+        if is_web(target)
+    ]
+    assert found == []
