@@ -19,7 +19,13 @@ from tests.meta.imports import (
     declared_imports,
     graph,
     imports_of,
+    part_graph,
+    part_of,
+    pictured_imports,
     source_files,
+    stale,
+    undeclared,
+    unknown,
 )
 
 DOMAIN = PACKAGE / "domain"
@@ -30,68 +36,33 @@ bodies (``schemas``), the dependencies of its routes (``issue_refs``) and what i
 to the OpenAPI document (``openapi_providers``)."""
 
 
-def domain_of(module: str) -> str | None:
-    """``paperclip.domain.issues.comments`` -> ``issues``; None outside the domains."""
-    if not module.startswith(PREFIX):
-        return None
-    return module.removeprefix(PREFIX).split(".")[0]
-
-
 def is_web(module: str) -> bool:
-    return domain_of(module) is not None and bool(WEB.match(module.rpartition(".")[2]))
-
-
-def domain_edges(edges: dict[str, set[str]]) -> dict[str, set[tuple[str, str]]]:
-    """Domain -> (importing module, imported domain) for every import across two domains."""
-    found: dict[str, set[tuple[str, str]]] = {}
-    for source, targets in edges.items():
-        here = domain_of(source)
-        if here is None:
-            continue
-        found.setdefault(here, set())
-        for target in targets:
-            there = domain_of(target)
-            if there is not None and there != here:
-                found[here].add((source, there))
-    return found
+    return part_of(module, PREFIX) is not None and bool(WEB.match(module.rpartition(".")[2]))
 
 
 def test_every_domain_names_what_it_may_import():
     declared = declared_imports(DOMAIN)
     assert [name for name, allowed in declared.items() if allowed is None] == []
-    unknown = {
-        name: sorted(allowed - set(declared))
-        for name, allowed in declared.items()
-        if allowed and allowed - set(declared)
-    }
-    assert unknown == {}
+    assert unknown(declared) == {}
 
 
 def test_domains_import_only_what_their_docstrings_allow():
-    declared = declared_imports(DOMAIN)
-    found = sorted(
-        f"{source} imports the domain {there}, not in {here}'s 'Imports:' line"
-        for here, pairs in domain_edges(graph()).items()
-        for source, there in pairs
-        if there not in (declared.get(here) or set())
-    )
-    assert found == []
+    assert undeclared(graph(), declared_imports(DOMAIN), PREFIX, "domain") == []
 
 
 def test_every_allowed_domain_is_imported():
     """A stale allowance would let the picture in the docstrings drift from the code."""
-    used = {here: {there for _, there in pairs} for here, pairs in domain_edges(graph()).items()}
-    stale = {
-        name: sorted(allowed - used.get(name, set()))
-        for name, allowed in declared_imports(DOMAIN).items()
-        if allowed and allowed - used.get(name, set())
-    }
-    assert stale == {}
+    assert stale(graph(), declared_imports(DOMAIN), PREFIX) == {}
 
 
 def test_no_import_cycle_between_domains():
-    edges = {here: {there for _, there in pairs} for here, pairs in domain_edges(graph()).items()}
-    assert cycles(edges) == []
+    assert cycles(part_graph(graph(), PREFIX)) == []
+
+
+def test_the_architecture_picture_matches_the_docstrings():
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    pictured = pictured_imports(text, "holds every module to:", "imports no other domain")
+    assert pictured == declared_imports(DOMAIN)
 
 
 def test_services_know_no_http():
@@ -100,7 +71,7 @@ def test_services_know_no_http():
     found = []
     for path in source_files(DOMAIN):
         for item in imports_of(path):
-            if is_web(item.source) or domain_of(item.source) is None:
+            if is_web(item.source) or part_of(item.source, PREFIX) is None:
                 continue
             if (
                 item.target.split(".")[0] == "litestar"
