@@ -1,5 +1,6 @@
 """The domains: one package per bounded context, each with its services (rules and
-transactions), its routes and its request and response bodies.
+transactions), its routes, its request and response bodies and, where it has one, its
+command group (``cli``: it talks to the API over HTTP).
 
 From the ground up, each domain imports only domains on the lines above it (each
 package's docstring names them in its ``Imports:`` line; ``tests/meta/test_domains.py``

@@ -50,6 +50,20 @@ FORBIDDEN = {
         "paperclip.container",
         "paperclip.app",
     ),
+    # The command line's kit talks to the control plane over HTTP: it knows nothing of the
+    # server but its settings (and the hosts that count as this machine).
+    "paperclip.cli_kit": (
+        "paperclip.domain",
+        "paperclip.cli",
+        "paperclip.api",
+        "paperclip.engine",
+        "paperclip.common",
+        "paperclip.models",
+        "paperclip.db",
+        "paperclip.container",
+        "paperclip.app",
+        "litestar",
+    ),
     # The domains stand below the engine and the app: their routes are handed what the
     # engine does through ports (a domain's services also know no HTTP: test_domains.py).
     "paperclip.domain": (

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-from paperclip.cli.provider_events import PROVIDER_READERS
+from paperclip.domain.runs.provider_events import PROVIDER_READERS
 
 SHORT = 160
 """Arguments and results are cut to this many characters on a line of text."""

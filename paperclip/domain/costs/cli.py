@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from paperclip.cli.client import ApiClient, url_option
-from paperclip.cli.output import console, emit_json
+from paperclip.cli_kit.client import ApiClient, url_option
+from paperclip.cli_kit.output import console, emit_json
 
 
 def money(micros: int, currency: str = "USD") -> str:

@@ -10,8 +10,8 @@ from typing import Any
 import click
 from rich.markup import escape
 
-from paperclip.cli.client import ApiClient, ListGroup, company_option, json_option, url_option
-from paperclip.cli.output import columns, console, emit_json, fail, when
+from paperclip.cli_kit.client import ApiClient, ListGroup, company_option, json_option, url_option
+from paperclip.cli_kit.output import columns, console, emit_json, fail, when
 
 STATUSES = ["backlog", "todo", "in_progress", "in_review", "blocked", "done", "cancelled"]
 PRIORITIES = ["low", "medium", "high", "urgent"]

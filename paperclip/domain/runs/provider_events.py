@@ -1,4 +1,4 @@
-"""The providers' own protocols in a run's log, read for :mod:`paperclip.cli.transcript`.
+"""The providers' own protocols in a run's log, read for :mod:`paperclip.domain.runs.transcript`.
 
 Each provider streams its protocol as it is: Codex's app-server notifications,
 OpenCode's bus events, Pi's RPC events, a gateway's agent streams. A reader
@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 
 class Fold(Protocol):
-    """What a reader keeps between events (``paperclip.cli.transcript.Transcript``)."""
+    """What a reader keeps between events (``paperclip.domain.runs.transcript.Transcript``)."""
 
     text: dict[str, str]
     started: dict[str, Mapping[str, Any]]

@@ -26,8 +26,8 @@ from urllib.parse import quote, urlsplit
 import click
 import httpx
 
-from paperclip.api.origins import is_loopback_name
-from paperclip.cli.output import errors, fail
+from paperclip.cli_kit.output import errors, fail
+from paperclip.http.origins import is_loopback_name
 from paperclip.operator_token import OperatorTokenError, read_token, token_file
 
 IDENTIFIER = re.compile(r"^([A-Za-z][A-Za-z0-9]+)-(\d+)$")
@@ -304,7 +304,7 @@ def operator_token(url: str) -> str | None:
     host = urlsplit(url).hostname
     if host is None or not is_loopback_name(host):
         return None
-    from paperclip.cli.context import load_settings
+    from paperclip.cli_kit.settings import load_settings
 
     try:
         return read_token(token_file(load_settings().data_dir))

@@ -11,9 +11,9 @@ import click
 import httpx
 from rich.markup import escape
 
-from paperclip.cli.client import ApiClient, ListGroup, company_option, json_option, url_option
-from paperclip.cli.output import columns, console, emit_json, errors, took, when
-from paperclip.cli.transcript import Transcript
+from paperclip.cli_kit.client import ApiClient, ListGroup, company_option, json_option, url_option
+from paperclip.cli_kit.output import columns, console, emit_json, errors, took, when
+from paperclip.domain.runs.transcript import Transcript
 
 RUN_STATUSES = ["queued", "running", "succeeded", "failed", "cancelled"]
 STREAM_WAIT = 60

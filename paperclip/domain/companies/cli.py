@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 from rich.markup import escape
 
-from paperclip.cli.client import ApiClient, ListGroup, json_option, url_option
-from paperclip.cli.output import columns, console, emit_json, when
+from paperclip.cli_kit.client import ApiClient, ListGroup, json_option, url_option
+from paperclip.cli_kit.output import columns, console, emit_json, when
 
 
 @click.group("companies", cls=ListGroup)

@@ -9,8 +9,8 @@ import click
 import httpx
 from rich.markup import escape
 
-from paperclip.cli.client import ApiClient, url_option
-from paperclip.cli.output import console, emit_json, errors
+from paperclip.cli_kit.client import ApiClient, url_option
+from paperclip.cli_kit.output import console, emit_json, errors
 
 MERGE_TIMEOUT = httpx.Timeout(30, read=660)
 """The server waits for the runner's answer (PAPERCLIP_MERGE_WAIT_SECONDS, up to 600 s)."""

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from paperclip.cli.client import ApiClient, url_option
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli_kit.client import ApiClient, url_option
+from paperclip.cli_kit.output import console, emit_json, fail
 
 company_option = click.option(
     "--company", help="Its id, name or issue prefix (default: the only company)."
