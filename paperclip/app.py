@@ -26,6 +26,7 @@ from paperclip.common.server_secrets import server_secret
 from paperclip.container import Container, close_pools
 from paperclip.db.availability import when_reachable
 from paperclip.domain.agents.agents_routes import AgentController
+from paperclip.domain.agents.org_chart_routes import OrgChartController
 from paperclip.domain.agents.providers_routes import ProviderController
 from paperclip.domain.chat.routes import ConversationController
 from paperclip.domain.companies.routes import CompanyController
@@ -138,6 +139,7 @@ def create_app(
             health,
             CompanyController,
             AgentController,
+            OrgChartController,
             IssueController,
             ProjectController,
             RoutineController,

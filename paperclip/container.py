@@ -162,7 +162,14 @@ class EngineParts(containers.DeclarativeContainer):
     ownership = providers.Singleton(RunOwnership)
     gate = providers.Singleton(ControlGate, sessions, ownership)
     calls = providers.Singleton(
-        CallPipeline, sessions, ownership, gate, plugins, instance=instance, journal=journal
+        CallPipeline,
+        sessions,
+        ownership,
+        gate,
+        plugins,
+        instance=instance,
+        journal=journal,
+        numbers=numbers,
     )
     call_recovery = providers.Singleton(CallRecovery, calls)
     port = providers.Singleton(

@@ -38,6 +38,11 @@ class Agent(UUIDPrimaryKey, Timestamps, Base):
     provider: Mapped[str] = mapped_column(String(100))
     provider_config: Mapped[dict[str, Any]] = mapped_column(default=dict)
     status: Mapped[str] = mapped_column(String(20), default=AgentStatus.ACTIVE)
+    reports_to: Mapped[uuid.UUID | None] = mapped_column(
+        ForeignKey("agents.id", ondelete="SET NULL"), index=True
+    )
+    """Its manager in its company (None: the top). No loop: the database refuses one
+    (migration 0021), as it refuses a manager of another company."""
     default_project_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("projects.id", ondelete="SET NULL")
     )

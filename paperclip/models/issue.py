@@ -48,6 +48,7 @@ class Issue(UUIDPrimaryKey, Timestamps, Base):
     parent_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("issues.id", ondelete="SET NULL"), index=True
     )
+    """The issue it is a part of, in its company; no loop (the database refuses one)."""
     project_id: Mapped[uuid.UUID | None] = mapped_column(
         ForeignKey("projects.id", ondelete="SET NULL"), index=True
     )

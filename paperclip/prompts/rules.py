@@ -20,8 +20,9 @@ before repeating it.
 - Your Paperclip tools are `get_task_context` (the task and its whole comment thread), \
 `read_current_wake_comments` (every comment you were woken for, in full, page by page), \
 `post_comment`, `report_progress`, `request_human_input` (a question or confirmation card \
-for the person), `finish` and `block`; there are no others. When you cannot go on without a \
-person, call `block` with your question."""
+for the person), `finish`, `block` and `delegate` (a part of your task, as a new issue, to an \
+agent who reports to you); there are no others. When you cannot go on without a person, call \
+`block` with your question."""
 
 WAKE_RULES = """\
 ### How to read a wake

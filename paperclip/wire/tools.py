@@ -177,6 +177,29 @@ TOOLS: tuple[ToolSpec, ...] = (
         writes=True,
     ),
     ToolSpec(
+        name="delegate",
+        title="Hand a part to a report",
+        description=(
+            "Hand a part of your task to an agent who reports to you (directly or through "
+            "others): a new issue, a part of your task, assigned to it. Name the agent by its "
+            "name or its role. You are woken when that part ends (done, blocked or failed)."
+        ),
+        input_schema=_write(
+            {
+                "to": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200,
+                    "description": "The agent's name, or its role when one report has it.",
+                },
+                "title": {"type": "string", "minLength": 1, "maxLength": 500},
+                "description": {"type": "string", "maxLength": 100_000},
+            },
+            ["to", "title"],
+        ),
+        writes=True,
+    ),
+    ToolSpec(
         name="block",
         title="Report a blocker",
         description="Report that you cannot go on without help, and why.",

@@ -61,6 +61,44 @@ def test_agents(served, company):
     assert refused.returncode == 1 and "unknown_provider" in refused.stderr
 
 
+def test_the_org_chart(served, company):
+    config = served.fake_config(HELLO)
+
+    def hire(name: str, *more: str) -> dict:
+        return served.json(
+            "agents",
+            "create",
+            name,
+            "--provider",
+            "codex",
+            "--config",
+            config,
+            "--company",
+            "DW",
+            *more,
+        )
+
+    ceo = hire("chief", "--role", "runs the company")
+    cto = hire("builder", "--reports-to", "chief")
+    hire("tester", "--reports-to", cto["id"])
+    assert cto["reports_to"] == ceo["id"]
+    tree = served.ok("agents", "org", "--company", "DW").splitlines()
+    top = tree.index("chief (runs the company): active")  # other agents of the module beside it
+    lines = tree[top : top + 3]
+    assert lines == [
+        "chief (runs the company): active",
+        "  builder: active",
+        "    tester: active",
+    ]
+    assert "reports   to chief" in served.ok("agents", "show", "builder", "--company", "DW")
+
+    looped = served.cli("agents", "move", "chief", "--to", "tester", "--company", "DW")
+    assert looped.returncode == 1 and "reports_to_cycle" in looped.stderr
+    assert served.json("agents", "move", "tester", "--top", "--company", "DW")["reports_to"] is None
+    unsaid = served.cli("agents", "move", "tester", "--company", "DW")
+    assert unsaid.returncode == 1 and unsaid.stderr.startswith("error: say where to")
+
+
 def test_an_issue_from_creation_to_its_run_followed_to_the_end(served, company):
     config = served.fake_config(HELLO)
     served.ok(

@@ -52,14 +52,14 @@ def start(stack: Stack, provider: str) -> dict:
     model = f"scripted-{uuid.uuid4().hex[:8]}"
     stack.script_dir.mkdir(parents=True, exist_ok=True)
     if provider == "opencode":
-        from tests.providers.opencode.conftest import start_fake
+        from tests.providers.opencode.provider import OPENCODE
 
-        start_fake(stack)
+        OPENCODE.start_fake(stack)
         config = model_config(model)
     elif provider == "pi":
-        from tests.providers.pi.conftest import start_fake
+        from tests.providers.pi.provider import PI
 
-        start_fake(stack)
+        PI.start_fake(stack)
         config = model_config(model)
     else:
         from tests.providers.gateway.conftest import start_fake_gateway, start_stack

@@ -25,7 +25,7 @@ STATEMENTS_PER_TURN_END = 2
 with what decides its end, and the status decision (14 through the ORM before)."""
 RESUMABLE = ("runs.phase = ", "SKIP LOCKED")
 """The words of the resumption scan (``recovery.resumption.resumable``)."""
-LEASED = ("min(runs.lease_expires_at)",)
+LEASED = ("min(greatest(coalesce(runs.lease_expires_at",)
 """The words of the look that follows it (``recovery.resumption.leased_resumable``)."""
 LINK = re.compile(
     r"^\s*(SELECT runner_outbox\.|DELETE FROM runner_outbox|UPDATE runners SET (in_seq|acked_seq)"

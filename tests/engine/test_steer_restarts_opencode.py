@@ -12,17 +12,18 @@ its own prompt is being answered, a second SIGKILL's next turn carries nothing.
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
 from tests.engine.test_steer_restarts import STEER, running_turn, turn_rows
 from tests.providers.lost_runner import fake_agent_for, kill_runner_and_fake
-from tests.providers.opencode.conftest import FAKE
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
 MODULE = "paperclip_opencode_testing.fake_server"
+FAKE = [sys.executable, "-m", MODULE]
 
 
 def held(reached) -> list[dict]:

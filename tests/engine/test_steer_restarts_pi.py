@@ -11,14 +11,16 @@ second SIGKILL's next turn carries nothing.
 from __future__ import annotations
 
 import signal
+import sys
 
 import psutil
 import pytest
 
 from tests.engine.test_steer_restarts import STEER, running_turn, steer, turn_rows
-from tests.providers.pi.conftest import FAKE
 from tests.providers.scenarios import fake_agent
 from tests.support.processes import wait_until
+
+FAKE = [sys.executable, "-m", "paperclip_pi_testing.fake_pi"]
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import psutil
 
+from tests.providers.description import ProviderUnderTest, fake_config
 from tests.providers.scenarios import fake_agent
 from tests.support.db import query
 from tests.support.processes import wait_until
@@ -47,13 +48,7 @@ def lost_turn_script(reached) -> dict[str, Any]:
 
 def fake_agent_for(stack, provider: str, script: dict) -> dict:
     model = f"scripted-{uuid.uuid4().hex[:8]}"
-    config = {
-        "launch": "fake",
-        "base_url": "http://127.0.0.1:9/v1",
-        "model": model,
-        "env_key": "SCRIPTED_MODEL_API_KEY",
-    }
-    return fake_agent(stack, provider, script, config, model)
+    return fake_agent(stack, provider, script, fake_config(model), model)
 
 
 def kill_runner_and_fake(stack, module: str, launch: dict) -> None:
@@ -103,3 +98,13 @@ def assert_resumed_in_the_same_session(stack, ctx: dict, module: str, launch: di
     run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
     bodies = [c["body"] for c in stack.comments(ctx) if c["author_agent_id"]]
     assert bodies == [BEFORE, AFTER], bodies  # the comment once, then the answer
+
+
+def resumed_in_the_same_session(stack, provider: ProviderUnderTest) -> None:
+    """A runner and the fake it started SIGKILLed mid-turn, once the session is reported: the
+    next turn resumes it (see :func:`assert_resumed_in_the_same_session`)."""
+    launch = provider.fake_launch(stack)
+    stack.start_server()
+    stack.start_runner(launch=launch)
+    ctx = fake_agent_for(stack, provider.kind, lost_turn_script(stack.tmp / "reached"))
+    assert_resumed_in_the_same_session(stack, ctx, provider.fake_module, launch)

@@ -128,6 +128,7 @@ async def test_tools_carry_annotations_that_let_clients_call_them_unprompted(
         "request_human_input": (False, False),
         "finish": (False, False),
         "block": (False, False),
+        "delegate": (False, False),
     }
     assert all(t.annotations and t.annotations.open_world_hint is False for t in listed.tools)
     assert all(t.title for t in listed.tools)

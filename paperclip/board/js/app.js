@@ -12,6 +12,7 @@ import { issueView } from "./views/issue.js";
 import { kanbanView } from "./views/kanban.js";
 import { agentsView } from "./views/agents.js";
 import { agentView } from "./views/agent.js";
+import { orgView } from "./views/org.js";
 import { projectsView } from "./views/projects.js";
 import { routinesView, routineView } from "./views/routines.js";
 import { runView } from "./views/run.js";
@@ -29,6 +30,7 @@ const ROUTES = [
   [/^\/c\/([0-9a-f-]{36})\/dashboard$/, dashboardView],
   [/^\/c\/([0-9a-f-]{36})\/agents$/, agentsView],
   [/^\/c\/([0-9a-f-]{36})\/agents\/([0-9a-f-]{36})$/, agentView],
+  [/^\/c\/([0-9a-f-]{36})\/org$/, orgView],
   [/^\/c\/([0-9a-f-]{36})\/projects$/, projectsView],
   [/^\/c\/([0-9a-f-]{36})\/routines$/, routinesView],
   [/^\/c\/([0-9a-f-]{36})\/costs$/, costsView],

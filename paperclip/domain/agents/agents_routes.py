@@ -63,6 +63,7 @@ class AgentController(Controller):
             default_project_id=data.default_project_id,
             heartbeat_seconds=data.heartbeat_seconds,
             model_access=configs.access,
+            reports_to=data.reports_to,
         )
         return AgentOut.of(agent, plugin_host.providers())
 

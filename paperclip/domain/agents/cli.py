@@ -1,4 +1,5 @@
-"""``paperclip agents``: a company's agents (list, show, create), from a running server."""
+"""``paperclip agents``: a company's agents (list, show, create), its org chart (org, move),
+from a running server."""
 
 from __future__ import annotations
 
@@ -67,6 +68,9 @@ def show(agent: str, company: str | None, url: str, as_json: bool) -> None:
     console.print(f"  provider  {found['provider']}", highlight=False)
     if found.get("role"):
         console.print(f"  role      {escape(found['role'])}", highlight=False)
+    if found.get("reports_to"):
+        manager = client.agent_names(client.company(company)).get(found["reports_to"], "?")
+        console.print(f"  reports   to {escape(manager)}", highlight=False)
     caps = found.get("capabilities")
     if caps is None:
         console.print("  [yellow]no installed plugin provides it[/]")
@@ -84,6 +88,7 @@ def show(agent: str, company: str | None, url: str, as_json: bool) -> None:
     help='Its provider_config as JSON: {"launch": "default", "model": "...", ...}.',
 )
 @click.option("--role", default="", help="What it does, in a few words.")
+@click.option("--reports-to", "manager", help="Its manager: an agent's name or id (none: the top).")
 @company_option
 @url_option
 @json_option
@@ -92,6 +97,7 @@ def create(
     provider: str,
     config_json: str,
     role: str,
+    manager: str | None,
     company: str | None,
     url: str,
     as_json: bool,
@@ -106,6 +112,8 @@ def create(
     client = ApiClient(url)
     found = client.company(company)
     body = {"name": name, "provider": provider, "provider_config": config, "role": role}
+    if manager is not None:
+        body["reports_to"] = client.agent(found, manager)["id"]
     made = client.post(f"/companies/{found['id']}/agents", body)
     if as_json:
         emit_json(made)
@@ -115,3 +123,56 @@ def create(
         f"{made['id']}",
         highlight=False,
     )
+
+
+@agents.command("org")
+@company_option
+@url_option
+@json_option
+def org(company: str | None, url: str, as_json: bool) -> None:
+    """The org chart: each agent under its manager, with its status and runs going now."""
+    client = ApiClient(url)
+    found = client.company(company)
+    nodes = client.get(f"/companies/{found['id']}/org-chart")["agents"]
+    if as_json:
+        emit_json(nodes)
+        return
+    if not nodes:
+        console.print(f"{escape(found['name'])} has no agents yet.", highlight=False)
+        return
+    for node in nodes:
+        agent = node["agent"]
+        role = f" ({escape(agent['role'])})" if agent.get("role") else ""
+        busy = f", {node['active_runs']} running" if node["active_runs"] else ""
+        console.print(
+            f"{'  ' * node['depth']}[bold]{escape(agent['name'])}[/]{role}: {agent['status']}{busy}",
+            highlight=False,
+        )
+
+
+@agents.command("move")
+@click.argument("agent")
+@click.option("--to", "manager", help="Its new manager: an agent's name or id.")
+@click.option("--top", is_flag=True, help="To the top of the org chart (no manager).")
+@company_option
+@url_option
+@json_option
+def move(
+    agent: str, manager: str | None, top: bool, company: str | None, url: str, as_json: bool
+) -> None:
+    """Move AGENT (its name or id) under another manager; its issues and runs stay its own."""
+    if (manager is None) == (not top):
+        fail("say where to", hint="Give --to MANAGER, or --top for no manager.")
+    client = ApiClient(url)
+    found = client.company(company)
+    moving = client.agent(found, agent)
+    target = None if top else client.agent(found, manager or "")
+    moved = client.patch(
+        f"/companies/{found['id']}/agents/{moving['id']}",
+        {"reports_to": target["id"] if target else None},
+    )
+    if as_json:
+        emit_json(moved)
+        return
+    where = f"under {escape(target['name'])}" if target else "to the top"
+    console.print(f"moved [bold]{escape(moved['name'])}[/] {where}", highlight=False)

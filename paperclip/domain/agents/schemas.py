@@ -24,6 +24,8 @@ class AgentCreate(msgspec.Struct, forbid_unknown_fields=True):
     """The project of the issues it is given without one."""
     heartbeat_seconds: HeartbeatSeconds | None = None
     """Wake it this often while it is idle, to look at its open issues (null: never)."""
+    reports_to: uuid.UUID | None = None
+    """Its manager, an agent of the company (null: it is at the top of the org chart)."""
 
 
 class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
@@ -33,6 +35,8 @@ class AgentUpdate(msgspec.Struct, forbid_unknown_fields=True):
     provider_config: JsonObject | UnsetType = UNSET
     default_project_id: uuid.UUID | UnsetType | None = UNSET
     heartbeat_seconds: HeartbeatSeconds | UnsetType | None = UNSET
+    reports_to: uuid.UUID | UnsetType | None = UNSET
+    """Move it under another manager (null: to the top); its history stays its own."""
 
 
 class CapabilitiesOut(msgspec.Struct):
@@ -62,6 +66,8 @@ class AgentOut(msgspec.Struct):
     """The provider's capabilities; null when no installed plugin provides it."""
     heartbeat_seconds: int | None = None
     heartbeat_due_at: datetime | None = None
+    reports_to: uuid.UUID | None = None
+    """Its manager (null: the top of the org chart)."""
 
     @classmethod
     def of(cls, row: Agent, kinds: Sequence[ProviderKind] = ()) -> AgentOut:

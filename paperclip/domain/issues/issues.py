@@ -19,6 +19,7 @@ from paperclip.common.actor import Actor
 from paperclip.common.queries import Cursor, SortKey, get_scoped, keyset_page
 from paperclip.domain.companies.companies import company_writes
 from paperclip.domain.issues.issue_numbers import IssueNumber, IssueNumbers
+from paperclip.domain.issues.issue_parts import refuse_open_parts
 from paperclip.domain.projects.projects import (
     default_project,
     live_workspace,
@@ -259,8 +260,11 @@ class IssueService:
     async def update(
         self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID, changes: dict[str, Any]
     ) -> Issue:
-        """Change an issue (see :func:`update_issue`), in a transaction of its own."""
+        """Change an issue (see :func:`update_issue`), in a transaction of its own; not to
+        ``done`` while a part of it is open, unless a person says so (``issue_parts``)."""
         async with company_writes(self.sessions, company_id) as session:
+            issue = await get_scoped(session, Issue, company_id, issue_id, "issue", for_update=True)
+            await refuse_open_parts(session, actor, issue, changes)
             return await update_issue(session, actor, company_id, issue_id, changes)
 
     async def delete(self, actor: Actor, company_id: uuid.UUID, issue_id: uuid.UUID) -> None:

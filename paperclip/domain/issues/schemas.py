@@ -40,6 +40,9 @@ class IssueUpdate(msgspec.Struct, forbid_unknown_fields=True):
     assignee_agent_id: uuid.UUID | UnsetType | None = UNSET
     parent_id: uuid.UUID | UnsetType | None = UNSET
     project_id: uuid.UUID | UnsetType | None = UNSET
+    even_with_open_parts: bool | UnsetType = UNSET
+    """With ``status: done``: close it although parts of it are open (a person only; an
+    agent's run token is refused, ``409 issue_parts_open``)."""
 
 
 class IssueOut(msgspec.Struct):

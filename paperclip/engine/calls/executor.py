@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 
 from paperclip.common.actor import Actor
 from paperclip.domain.costs.budget_ledger import BUDGET_EXCEEDED
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
@@ -52,8 +53,9 @@ def state_revision(result: dict[str, Any]) -> str:
 class ToolExecutor:
     """Runs batches of journaled calls; what the model gets back."""
 
-    def __init__(self, plugins: PluginHost) -> None:
+    def __init__(self, plugins: PluginHost, numbers: IssueNumbers | None = None) -> None:
         self.plugins = plugins
+        self.numbers = numbers
 
     async def execute_many(
         self, tx: FencedTransaction, work: Sequence[tuple[LockedRun, CallInput]]
@@ -99,7 +101,7 @@ class ToolExecutor:
                 f"the arguments of {call.tool} are not valid: {problems[0].message}",
             )
         actor = Actor(type="agent", id=str(run.agent_id), company_id=run.company_id, run_id=run.id)
-        ctx = ToolContext(tx, run, call, actor, self.plugins)
+        ctx = ToolContext(tx, run, call, actor, self.plugins, self.numbers)
         if not spec.writes:
             return await self._run(handler, ctx)
 

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import engine_of, plain_connection
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.domain.keys.api_keys import hash_key
 from paperclip.engine.calls.callbacks import CallbackMemory
 from paperclip.engine.calls.executor import ToolExecutor
@@ -55,6 +56,7 @@ class CallPipeline:
         instance: str,
         memory: CallbackMemory | None = None,
         journal: AsyncEngine | None = None,
+        numbers: IssueNumbers | None = None,
     ) -> None:
         self.sessions = sessions
         # Admission: one statement, no session around it, on the journal's engine if it has one.
@@ -62,7 +64,7 @@ class CallPipeline:
         self.ownership = ownership
         self.gate = gate
         self.plugins = plugins
-        self.executor = ToolExecutor(plugins)
+        self.executor = ToolExecutor(plugins, numbers)
         self.instance = instance
         self.memory = memory if memory is not None else CallbackMemory()
         """The callbacks this process runs and saw fail (recovery asks it)."""

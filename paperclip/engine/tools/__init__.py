@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from paperclip.engine.tools.base import ToolContext, ToolHandler, ToolOutcome, error
+from paperclip.engine.tools.delegate import delegate
 from paperclip.engine.tools.interactions import request_human_input
 from paperclip.engine.tools.report import block, finish
 from paperclip.engine.tools.task import get_task_context, post_comment, progress, report_progress
@@ -22,6 +23,7 @@ HANDLERS: dict[str, ToolHandler] = {
     "finish": finish,
     "request_human_input": request_human_input,
     "block": block,
+    "delegate": delegate,
 }
 
 SELF_CONTAINED: dict[str, Callable[[dict[str, Any]], ToolOutcome]] = {"report_progress": progress}

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from paperclip.common.actor import Actor
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
@@ -38,6 +39,8 @@ class ToolContext:
     actor: Actor
     plugins: PluginHost
     """The plugin facade: guards and reference checks are asked through it."""
+    numbers: IssueNumbers | None = None
+    """Where a new issue's number comes from (a statement committed on its own)."""
 
     @property
     def arguments(self) -> dict[str, Any]:

@@ -185,3 +185,15 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def held_turn(
+    driver: Any, fake: Any, events: Events, cwd: Path
+) -> tuple[Path, asyncio.Task[Any]]:
+    """A turn that has reached ``ready`` and is held until the file it returns is touched;
+    the running turn."""
+    go = fake.point("go")
+    fake.script([reach("ready"), {"wait_for_file": str(go)}])
+    running = asyncio.create_task(driver.run_turn(turn_input(fake, cwd), events))
+    await events.reached("ready")
+    return go, running

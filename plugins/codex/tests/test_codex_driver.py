@@ -15,6 +15,7 @@ from codex_testing import (
     ToolServer,
     bounded,
     driver_context,
+    held_turn,
     reach,
     turn_events,
     turn_input,
@@ -279,10 +280,7 @@ async def test_steer_is_acknowledged_and_consumed_at_the_next_step(
 async def test_steer_acknowledged_but_not_yet_read_leaves_no_user_message(
     driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
 ) -> None:
-    go = fake.point("go")
-    fake.script([reach("ready"), {"wait_for_file": str(go)}])
-    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
-    await events.reached("ready")
+    go, running = await held_turn(driver, fake, events, tmp_path)
     assert await bounded(driver.steer("m-1", "Read me later.")) is True
     go.touch()
     result = await bounded(running)

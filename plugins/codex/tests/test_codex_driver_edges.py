@@ -15,6 +15,7 @@ from codex_testing import (
     ToolServer,
     bounded,
     driver_context,
+    held_turn,
     pid_alive,
     reach,
     turn_events,
@@ -117,10 +118,7 @@ async def test_close_terminates_an_idle_process(
 async def test_second_concurrent_turn_is_refused(
     driver: CodexDriver, fake: FakeCodex, events: Events, tmp_path: Path
 ) -> None:
-    go = fake.point("go")
-    fake.script([reach("ready"), {"wait_for_file": str(go)}])
-    running = asyncio.create_task(driver.run_turn(turn_input(fake, tmp_path), events))
-    await events.reached("ready")
+    go, running = await held_turn(driver, fake, events, tmp_path)
     refused = await bounded(driver.run_turn(turn_input(fake, tmp_path), Events()))
     assert refused.error is not None and refused.error.startswith("turn_in_progress: ")
     go.touch()

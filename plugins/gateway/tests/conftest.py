@@ -53,6 +53,12 @@ class FakeGateway:
             "TEST_RELAY_TOKEN",
         )
 
+    def script_a_follow_up(self, agent: str, go: Path) -> None:
+        """A first turn held until ``go`` exists (``First.``), then a follow-up's
+        (``Follow-up.``)."""
+        first = [{"wait_for_file": str(go), "timeout": 30}, {"message": "First."}]
+        self.script(agent, {"turns": [first, [{"message": "Follow-up."}]]})
+
     def log(self) -> list[dict[str, Any]]:
         path = self.folder / "fake.log"
         return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

@@ -99,15 +99,7 @@ async def test_a_follow_up_runs_after_the_turn_on_the_same_session(
     driver: GatewayDriver, gateway: FakeGateway, events: Events, tmp_path
 ):
     go = tmp_path / "go"
-    gateway.script(
-        "coder",
-        {
-            "turns": [
-                [{"wait_for_file": str(go), "timeout": 30}, {"message": "First."}],
-                [{"message": "Follow-up."}],
-            ]
-        },
-    )
+    gateway.script_a_follow_up("coder", go)
     run = asyncio.ensure_future(driver.run_turn(turn(None), events))
     await events.wait_for("agent.lifecycle")
     assert await driver.steer("m-1", "Also the changelog.")

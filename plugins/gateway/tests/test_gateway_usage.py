@@ -84,15 +84,7 @@ async def test_a_follow_up_reports_its_own_run_s_usage(
     gateway: FakeGateway, state_dir: Path, tmp_path: Path
 ) -> None:
     go = tmp_path / "go"
-    gateway.script(
-        "coder",
-        {
-            "turns": [
-                [{"wait_for_file": str(go), "timeout": 30}, {"message": "First."}],
-                [{"message": "Follow-up."}],
-            ]
-        },
-    )
+    gateway.script_a_follow_up("coder", go)
     reported, events = Reported(), Events()
     driver = new_driver(state_dir, gateway, reported)
     try:

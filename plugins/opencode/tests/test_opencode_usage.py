@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
+import dataclasses
 
 import pytest
-from paperclip_hookspecs.providers import TurnInput
-from paperclip_opencode.driver import OpenCodeDriver
 from paperclip_opencode.usage import UsageReports, message_usage
 from paperclip_provider_kit.testing import (
-    WAIT,
     Events,
+    FakeDrivers,
     Reported,
     ToolServer,
     counts,
-    fake_context,
+    run_turn,
     scripted_turn,
+    usage_across_a_resume,
     usage_log,
 )
 from paperclip_provider_kit.testing import ScriptFolder as Fake
@@ -26,19 +24,9 @@ TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 
 
 pytestmark = pytest.mark.process
 
-PLUGIN_ROOT = Path(__file__).resolve().parents[1]
-
-
-def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> OpenCodeDriver:
-    return OpenCodeDriver(fake_context(state_dir, fake, PLUGIN_ROOT, report_usage=reported))
-
-
-def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
-    return scripted_turn(state_dir, tools, session_ref=session_ref, system="")
-
 
 async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
-    fake: Fake, tool_server: ToolServer, state_dir: Path
+    drivers: FakeDrivers, fake: Fake, tool_server: ToolServer
 ) -> None:
     priced = {
         "input_tokens": 3000,
@@ -60,17 +48,13 @@ async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
         },
     )
     reported, events = Reported(), Events()
-    driver = new_driver(state_dir, fake, reported)
-    try:
-        result = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), events), WAIT)
+    async with drivers.driver(report_usage=reported) as driver:
+        asked = scripted_turn(drivers.state_dir, tool_server, system="")
+        result = await run_turn(driver, asked, events)
         assert result.status == "completed", result.error
         first_turn = len(reported)
-        again = await asyncio.wait_for(
-            driver.run_turn(turn(state_dir, tool_server, result.session_ref), Events()), WAIT
-        )
+        again = await run_turn(driver, dataclasses.replace(asked, session_ref=result.session_ref))
         assert again.status == "completed", again.error
-    finally:
-        await driver.close()
 
     fake_sent = usage_log(fake)
     assert first_turn == 2 and len(fake_sent) == 3
@@ -94,23 +78,9 @@ async def test_each_answer_reports_the_tokens_and_cost_the_fake_sent_once(
 
 
 async def test_a_new_server_on_the_same_session_reports_only_the_new_answers(
-    fake: Fake, tool_server: ToolServer, state_dir: Path, tmp_path: Path
+    drivers: FakeDrivers, fake: Fake, tool_server: ToolServer
 ) -> None:
-    fake.script("m1", {"turns": [[{"message": "First."}], [{"message": "Second."}]]})
-    first, second = Reported(), Reported()
-    driver = new_driver(state_dir, fake, first)
-    try:
-        done = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), Events()), WAIT)
-    finally:
-        await driver.close()
-    driver = new_driver(state_dir, fake, second)  # a restarted runner resumes the session
-    try:
-        again = await asyncio.wait_for(
-            driver.run_turn(turn(state_dir, tool_server, done.session_ref), Events()), WAIT
-        )
-    finally:
-        await driver.close()
-    assert (done.status, again.status) == ("completed", "completed")
+    _, _, first, second = await usage_across_a_resume(drivers, tool_server)
     assert [u.key for u in first + second] == [s["messageID"] for s in usage_log(fake)]
     assert len(first) == len(second) == 1
 

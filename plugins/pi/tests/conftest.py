@@ -1,4 +1,4 @@
-"""Fixtures: a real MCP tool server on loopback, the fake Pi's scripts, a driver."""
+"""Fixtures: a real MCP tool server on loopback, the fake Pi's scripts, drivers on it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from paperclip_pi.driver import PiDriver
-from paperclip_provider_kit.testing import ScriptFolder, driver_on_fake, script_folder
+from paperclip_provider_kit.testing import FakeDrivers, ScriptFolder, script_folder
 
 # The kit's fixtures: tool_server, events, state_dir.
 pytest_plugins = ["paperclip_provider_kit.fixtures"]
@@ -22,6 +22,13 @@ def fake(tmp_path: Path) -> ScriptFolder:
 
 
 @pytest.fixture
-async def driver(state_dir: Path, fake: ScriptFolder) -> AsyncIterator[PiDriver]:
-    async with driver_on_fake(PiDriver, state_dir, fake, PLUGIN_ROOT) as driver:
+def drivers(state_dir: Path, fake: ScriptFolder) -> FakeDrivers:
+    """Drivers on the fake, one a run or one a turn."""
+    return FakeDrivers(PiDriver, state_dir, fake, PLUGIN_ROOT)
+
+
+@pytest.fixture
+async def driver(drivers: FakeDrivers) -> AsyncIterator[PiDriver]:
+    async with drivers.driver() as driver:
+        assert isinstance(driver, PiDriver)
         yield driver

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
-from pathlib import Path
-
 import pytest
-from paperclip_hookspecs.providers import TurnInput
-from paperclip_pi.driver import PiDriver
 from paperclip_pi.usage import UsageReports, message_usage
 from paperclip_provider_kit.testing import (
-    WAIT,
     Events,
+    FakeDrivers,
     Reported,
     ToolServer,
     counts,
-    fake_context,
     scripted_turn,
+    usage_across_a_resume,
     usage_log,
 )
 from paperclip_provider_kit.testing import ScriptFolder as Fake
@@ -25,21 +20,12 @@ TurnUsage = pytest.importorskip("paperclip_hookspecs.usage", reason="hook API < 
 
 pytestmark = pytest.mark.process
 
-PLUGIN_ROOT = Path(__file__).resolve().parents[1]
 COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens")
 """What Pi reports: it counts reasoning tokens within the output, not apart."""
 
 
-def new_driver(state_dir: Path, fake: Fake, reported: Reported) -> PiDriver:
-    return PiDriver(fake_context(state_dir, fake, PLUGIN_ROOT, report_usage=reported))
-
-
-def turn(state_dir: Path, tools: ToolServer, session_ref: str | None = None) -> TurnInput:
-    return scripted_turn(state_dir, tools, session_ref=session_ref, system="")
-
-
 async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
-    fake: Fake, tool_server: ToolServer, state_dir: Path
+    drivers: FakeDrivers, fake: Fake, tool_server: ToolServer
 ) -> None:
     priced = {"input_tokens": 3000, "cached_input_tokens": 2000, "output_tokens": 60, "cost": 0.02}
     fake.script(
@@ -51,11 +37,8 @@ async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
         ],
     )
     reported, events = Reported(), Events()
-    driver = new_driver(state_dir, fake, reported)
-    try:
-        result = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), events), WAIT)
-    finally:
-        await driver.close()
+    asked = scripted_turn(drivers.state_dir, tool_server, system="")
+    result = await drivers.turn(asked, events, report_usage=reported)
     assert result.status == "completed", result.error
 
     fake_sent = usage_log(fake)
@@ -74,23 +57,9 @@ async def test_each_response_reports_the_usage_and_cost_the_fake_sent_once(
 
 
 async def test_a_resumed_session_reports_only_its_new_responses(
-    fake: Fake, tool_server: ToolServer, state_dir: Path
+    drivers: FakeDrivers, fake: Fake, tool_server: ToolServer
 ) -> None:
-    fake.script("m1", {"turns": [[{"message": "First."}], [{"message": "Second."}]]})
-    first, second = Reported(), Reported()
-    driver = new_driver(state_dir, fake, first)
-    try:
-        done = await asyncio.wait_for(driver.run_turn(turn(state_dir, tool_server), Events()), WAIT)
-    finally:
-        await driver.close()
-    driver = new_driver(state_dir, fake, second)  # a restarted runner resumes the session
-    try:
-        again = await asyncio.wait_for(
-            driver.run_turn(turn(state_dir, tool_server, done.session_ref), Events()), WAIT
-        )
-    finally:
-        await driver.close()
-    assert (done.status, again.status) == ("completed", "completed")
+    done, again, first, second = await usage_across_a_resume(drivers, tool_server)
     assert again.session_ref == done.session_ref
     assert [u.key.split(":")[1] for u in first + second] == [
         s["responseId"] for s in usage_log(fake)
@@ -101,17 +70,12 @@ async def test_a_resumed_session_reports_only_its_new_responses(
 
 
 async def test_a_failed_response_that_used_nothing_reports_nothing(
-    fake: Fake, tool_server: ToolServer, state_dir: Path
+    drivers: FakeDrivers, fake: Fake, tool_server: ToolServer
 ) -> None:
     fake.script("m1", [{"fail": "the model is down"}])
     reported = Reported()
-    driver = new_driver(state_dir, fake, reported)
-    try:
-        result = await asyncio.wait_for(
-            driver.run_turn(turn(state_dir, tool_server), Events()), WAIT
-        )
-    finally:
-        await driver.close()
+    asked = scripted_turn(drivers.state_dir, tool_server, system="")
+    result = await drivers.turn(asked, report_usage=reported)
     assert result.status == "failed"
     assert reported == []
 

@@ -20,10 +20,12 @@ For fakes and tests:
 - :mod:`~paperclip_provider_kit.mcp_client` (extra ``fake``): a run's tools over
   MCP streamable HTTP, as the real CLIs reach them.
 - :mod:`~paperclip_provider_kit.testing` and :mod:`~paperclip_provider_kit.fixtures`
-  (extra ``testing``): a fake's script folder, a turn's event sink, and pytest
-  fixtures for a real MCP tool server on loopback.
+  (extra ``testing``): a fake's script folder, a turn's event sink, drivers on
+  the fake and the turns every driver is tried with (``testing.turns``), the
+  conformance scenario of a fake against its real CLI (``testing.conformance``),
+  and pytest fixtures for a real MCP tool server on loopback.
 """
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 __all__ = ["__version__"]

@@ -27,12 +27,6 @@ def codex_cli() -> Path:
 
 
 @pytest.fixture
-def model_endpoint() -> Iterator[ModelEndpoint]:
-    with ModelEndpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
 def real_stack(paperclip_database_url: str, tmp_path: Path, codex_cli: Path) -> Iterator[Stack]:
     """A control plane and a runner whose default codex profile is the real CLI."""
     stack = Stack(database_url=paperclip_database_url, tmp=tmp_path)

@@ -26,8 +26,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,7 +35,6 @@ import pytest
 
 pytest.importorskip("paperclip_codex", reason="the codex plugin is not installed (tox env core)")
 
-import uvicorn
 from mcp.types import ToolAnnotations
 from paperclip_codex.driver import CodexDriver
 from paperclip_hookspecs.providers import (
@@ -46,8 +43,12 @@ from paperclip_hookspecs.providers import (
     ProviderEvent,
     TurnInput,
 )
+from paperclip_provider_kit.testing import Reported, counts
+from paperclip_provider_kit.testing.conformance import check_recording, serve_tools
+from paperclip_provider_kit.usage import COUNTS
 
 from tests.providers.codex.cli import PINNED, require_cli
+from tests.providers.codex.conftest import real_agent_config
 from tests.support.git_repos import IDENTITY, git, make_repo
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import calls, codex_shell, mcp_tool, say
@@ -96,17 +97,8 @@ async def tool_server() -> AsyncIterator[str]:
         """Echo the text (no annotations: Codex treats it as a risky write)."""
         return f"echo: {text}"
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(16)
-    server = uvicorn.Server(uvicorn.Config(mcp.streamable_http_app(), log_level="warning"))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    finally:
-        server.should_exit = True
-        await asyncio.wait_for(task, WAIT)
-        sock.close()
+    async with serve_tools(mcp) as url:
+        yield url
 
 
 FAKE_SCRIPT = [
@@ -121,21 +113,6 @@ MODEL_SCRIPT = [
     calls(codex_shell("touch /etc/paperclip-conformance", escalate=True)),
     say("done"),
 ]
-
-
-class Reported(list[Any]):
-    """``DriverContext.report_usage``: the usage the driver reported, in order."""
-
-    async def __call__(self, usage: Any) -> None:
-        self.append(usage)
-
-
-COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
-
-
-def counts(usages: list[Any]) -> list[dict[str, int]]:
-    """The four counts of each reported usage."""
-    return [{key: getattr(u, key) for key in COUNTS} for u in usages]
 
 
 def fake_sent(log: Path) -> list[dict[str, int]]:
@@ -281,25 +258,14 @@ async def test_the_real_cli_behaves_as_recorded(
     cli = require_cli()
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-        }
+        config = real_agent_config(endpoint, "conformance")
         reported = Reported()
         events = await run_scenario(
             (str(cli), "app-server"), tool_server, tmp_path, policy, config, reported=reported
         )
         sent = [u.as_dict() for u in endpoint.usage_sent("conformance")]
     reduced = reduce(events)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        DATA.mkdir(exist_ok=True)
-        recording(policy).write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording(policy).read_text())
+    check_recording(recording(policy), reduced, "PAPERCLIP_RECORD_CODEX")
     # Every response's usage reported once, as the model sent it.
     assert counts(reported) == sent and len(sent) == len(MODEL_SCRIPT)
     assert {u.model for u in reported} == {"conformance"}
@@ -391,23 +357,12 @@ async def test_the_real_cli_commits_in_a_worktree_as_recorded(
     repo, cwd = worktree(tmp_path)
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", WORKTREE_MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-            **WORKTREE_CONFIG,
-        }
+        config = real_agent_config(endpoint, "conformance", **WORKTREE_CONFIG)
         events = await run_scenario(
             (str(cli), "app-server"), tool_server, tmp_path, "on-request", config, cwd
         )
     reduced = reduce_worktree(events, tmp_path, repo)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        recording("worktree").write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording("worktree").read_text())
+    check_recording(recording("worktree"), reduced, "PAPERCLIP_RECORD_CODEX")
 
 
 # A thread resumed in a new process: Codex replays the thread's last usage (of the earlier
@@ -451,21 +406,11 @@ async def test_the_real_cli_replays_a_resumed_thread_s_usage_as_recorded(
     cli = require_cli()
     with ModelEndpoint() as endpoint:
         endpoint.script("conformance", RESUME_MODEL_SCRIPT)
-        config = {
-            "model": "conformance",
-            "base_url": endpoint.url,
-            "env_key": "SCRIPTED_MODEL_API_KEY",
-            "config_overrides": {
-                "model_providers.paperclip.request_max_retries": 0,
-                "model_providers.paperclip.stream_max_retries": 0,
-            },
-        }
+        config = real_agent_config(endpoint, "conformance")
         events, first, second = await run_resume(
             (str(cli), "app-server"), tool_server, tmp_path, config
         )
         sent = endpoint.usage_sent("conformance")
     reduced = reduce(events)
-    if os.environ.get("PAPERCLIP_RECORD_CODEX") == "1":
-        recording("resume").write_text(json.dumps(reduced, indent=1) + "\n")
-    assert reduced == json.loads(recording("resume").read_text())
+    check_recording(recording("resume"), reduced, "PAPERCLIP_RECORD_CODEX")
     assert counts(first + second) == [u.as_dict() for u in sent] and len(second) == 1

@@ -46,6 +46,17 @@ def base() -> Path:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a second Unix user is made by root")
+def finished_run(api, company: str, issue_id: str) -> dict:
+    """The issue's run, once it has succeeded or failed."""
+
+    def finished():
+        runs = api.get(f"/companies/{company}/runs", params={"issue_id": issue_id}).json()
+        done = [r for r in runs["items"] if r["status"] in ("succeeded", "failed")]
+        return done[0] if done else None
+
+    return wait_until(finished, WAIT, 0.2, "the run")
+
+
 def test_an_agents_shell_reaches_nothing_of_the_operators_and_the_run_succeeds(
     paperclip_database_url, codex_cli, model_endpoint: ModelEndpoint, base: Path
 ):
@@ -115,13 +126,7 @@ def test_an_agents_shell_reaches_nothing_of_the_operators_and_the_run_succeeds(
             f"/companies/{company}/issues",
             json={"title": "Look around", "assignee_agent_id": agent.json()["id"]},
         ).json()
-
-        def finished():
-            runs = api.get(f"/companies/{company}/runs", params={"issue_id": issue["id"]}).json()
-            done = [r for r in runs["items"] if r["status"] in ("succeeded", "failed")]
-            return done[0] if done else None
-
-        run = wait_until(finished, WAIT, 0.2, "the run")
+        run = finished_run(api, company, issue["id"])
         assert run["status"] == "succeeded", (run["error_message"], server.tail())
     finally:
         server.stop()
@@ -218,13 +223,7 @@ def test_an_agent_in_its_worktree_is_its_own_user_and_commits_on_the_issue_branc
                 "project_id": project.json()["id"],
             },
         ).json()
-
-        def finished():
-            runs = api.get(f"/companies/{company}/runs", params={"issue_id": issue["id"]}).json()
-            done = [r for r in runs["items"] if r["status"] in ("succeeded", "failed")]
-            return done[0] if done else None
-
-        run = wait_until(finished, WAIT, 0.2, "the run")
+        run = finished_run(api, company, issue["id"])
         assert run["status"] == "succeeded", (run["error_message"], server.tail())
         ws = api.get(f"/companies/{company}/issues/{issue['id']}/workspace").json()
     finally:

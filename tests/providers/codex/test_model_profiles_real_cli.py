@@ -16,7 +16,8 @@ import uuid
 import pytest
 
 from tests.providers.codex.conftest import MODEL_KEY_VARIABLE, real_agent_config
-from tests.providers.codex.test_real_cli import WAIT, assert_succeeded_once, read_comment_finish
+from tests.providers.codex.test_real_cli import WAIT, read_comment_finish
+from tests.providers.scenarios import assert_succeeded_once
 from tests.support.model_endpoint import ModelEndpoint
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]

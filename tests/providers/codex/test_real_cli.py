@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from tests.engine.test_restarts import assert_log_is_clean, journal
+from tests.engine.test_restarts import assert_log_is_clean
 from tests.providers.codex.conftest import real_agent_config, start_real
 from tests.providers.report_nudge import (
     NO_NUDGES,
@@ -21,7 +21,7 @@ from tests.providers.report_nudge import (
     assert_nudged_once,
     unreported_steps,
 )
-from tests.providers.scenarios import assert_usage_recorded, set_price
+from tests.providers.scenarios import assert_succeeded_once, assert_usage_recorded, set_price
 from tests.support.db import HeldLock, query
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.model_endpoint_script import (
@@ -64,21 +64,6 @@ def tool_items(stack, ctx, run) -> list[dict]:
         if e["type"] == "item/completed"
         and e["payload"].get("item", {}).get("type") == "mcpToolCall"
     ]
-
-
-def assert_succeeded_once(stack, ctx, run, body: str) -> None:
-    """The run succeeded, posted ``body`` once, and its final prose was presented once."""
-    assert run["status"] == "succeeded", (run, stack.runner.tail())
-    run = wait_until(lambda: next((r for r in stack.runs(ctx) if r["presentation"]), None), 30)
-    presented = run["presentation"]["comment_id"]
-    comments = [c for c in stack.comments(ctx) if c["author_agent_id"]]
-    assert [c["body"] for c in comments if c["id"] != presented] == [body]
-    assert [c["body"] for c in comments if c["id"] == presented] == [run["answer"]]
-    with stack.api() as api:
-        issue = api.get(f"/companies/{ctx['company']['id']}/issues/{ctx['issue']['id']}").json()
-    assert issue["status"] == "done"
-    calls_ = journal(stack, run["id"])
-    assert calls_ and all(c["status"] == "settled" for c in calls_), calls_
 
 
 def test_a_new_agent_with_only_a_model_endpoint_calls_our_tools_and_succeeds(

@@ -236,19 +236,19 @@ def _plain(text: str) -> str:
 
 
 @pytest.fixture
-def model_endpoint() -> Iterator[ModelEndpoint]:
-    with ModelEndpoint() as endpoint:
-        yield endpoint
-
-
-@pytest.fixture
-def gateway_stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack]:
+def stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack]:
+    """tests/providers/conftest.py's, and the gateway it reaches stopped after it."""
     stack = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield stack
     stack.stop()
     gateway = getattr(stack, "gateway", None)
     if gateway is not None:
         gateway.stop()
+
+
+@pytest.fixture
+def gateway_stack(stack: Stack) -> Stack:
+    return stack
 
 
 def restart_runner(stack: Stack) -> None:

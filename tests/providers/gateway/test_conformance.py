@@ -12,10 +12,10 @@ fake's own (its log) for the fake.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,71 +24,18 @@ import pytest
 pytest.importorskip("paperclip_gateway", reason="the gateway plugin is not installed")
 
 from paperclip_gateway.driver import GatewayDriver
-from paperclip_hookspecs.providers import DriverContext, McpEndpoint, ProviderEvent, TurnInput
+from paperclip_hookspecs.providers import DriverContext, ProviderEvent
+from paperclip_provider_kit.testing.conformance import CONFORMANCE_MODEL
 
-from tests.providers.conformance import WAIT, check_recording, recorded, tool_server
-from tests.providers.gateway.cli import OPENCLAW
+from tests.providers.conformance import Conformance, FakeConformance, RealConformance
 from tests.providers.gateway.conftest import Gateway, start_fake_gateway, start_openclaw
+from tests.providers.gateway.provider import GATEWAY
 from tests.support.model_endpoint import ModelEndpoint
-from tests.support.model_endpoint_script import FunctionCall, calls, say
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
 
-RECORDING = Path(__file__).with_name("data") / f"openclaw-{OPENCLAW.version}.json"
-FAKE_SCRIPT = [
-    {"call_tool": {"name": "lookup", "arguments": {"key": "a"}}},
-    {"call_tool": {"name": "broken", "arguments": {}}},
-    {"message": "done"},
-]
-MODEL_SCRIPT = [
-    calls(FunctionCall("paperclip__lookup", {"key": "a"})),
-    calls(FunctionCall("paperclip__broken", {})),
-    say("done"),
-]
 
-
-COUNTS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_tokens")
-
-
-class Reported(list[Any]):
-    """``DriverContext.report_usage``: the usage the driver reported, in order."""
-
-    async def __call__(self, usage: Any) -> None:
-        self.append(usage)
-
-
-def summed(usages: list[dict[str, int]]) -> dict[str, int]:
-    return {key: sum(u[key] for u in usages) for key in COUNTS}
-
-
-async def run_scenario(
-    gateway: Gateway, url: str, tmp: Path, config: dict[str, Any], reported: Reported
-) -> tuple[Any, list[ProviderEvent]]:
-    events: list[ProviderEvent] = []
-
-    async def emit(event: ProviderEvent) -> None:
-        events.append(event)
-
-    os.environ.update(gateway.runner_env())
-    context = DriverContext(state_dir=str(tmp), command=tuple(gateway.profile()))
-    driver = GatewayDriver(dataclasses.replace(context, report_usage=reported))
-    turn = TurnInput(
-        run_id="conformance-run",
-        prompt="Run the conformance scenario.",
-        cwd=str(tmp),
-        mcp=McpEndpoint("paperclip", url, "unused"),
-        config=config,
-        system="Standing rules.",
-        issue_id="issue-1",
-    )
-    try:
-        result = await asyncio.wait_for(driver.run_turn(turn, emit), WAIT)
-    finally:
-        await driver.close()
-    return result, events
-
-
-def reduce(result: Any, events: list[ProviderEvent], reported: Reported) -> dict[str, Any]:
+def reduce(result: Any, events: list[ProviderEvent], reported: Any) -> dict[str, Any]:
     """The run as read: its tools' ends, its life's first and last phase, its final reply,
     where its usage shows."""
     tools = [
@@ -128,38 +75,55 @@ def _usage_events(events: list[ProviderEvent]) -> list[list[Any]]:
     return shown
 
 
-async def test_the_fake_behaves_like_the_recorded_real_gateway(tmp_path: Path) -> None:
-    scripts = tmp_path / "scripts"
-    scripts.mkdir()
-    (scripts / "conformance.json").write_text(json.dumps(FAKE_SCRIPT))
-    gateway = start_fake_gateway(tmp_path, scripts)
-    reported = Reported()
-    try:
-        async with tool_server() as url:
-            config = {"agent_id": "conformance"}
-            result, events = await run_scenario(gateway, url, tmp_path, config, reported)
-    finally:
-        gateway.stop()
-    assert reduce(result, events, reported) == recorded(RECORDING)
-    assert gateway.log_path is not None
-    entries = [json.loads(line) for line in gateway.log_path.read_text().splitlines()]
-    sent = [e for e in entries if e.get("type") == "usage"]
-    assert [{k: getattr(u, k) for k in COUNTS} for u in reported] == [summed(sent)]
+@dataclass(frozen=True)
+class GatewayConformance(Conformance):
+    """A gateway on loopback, its tools at the driver's relay; one usage a gateway run."""
+
+    def context_of(self, tmp: Path, gateway: Gateway) -> DriverContext:
+        os.environ.update(gateway.runner_env())
+        return DriverContext(state_dir=str(tmp), command=tuple(gateway.profile()))
+
+    @asynccontextmanager
+    async def on_fake(self, tmp: Path) -> AsyncIterator[tuple[DriverContext, dict[str, Any]]]:
+        gateway = start_fake_gateway(tmp, tmp / "scripts")
+        try:
+            yield self.context_of(tmp, gateway), {"agent_id": CONFORMANCE_MODEL}
+        finally:
+            gateway.stop()
+
+    @asynccontextmanager
+    async def on_real(
+        self, tmp: Path, endpoint: ModelEndpoint
+    ) -> AsyncIterator[tuple[DriverContext, dict[str, Any]]]:
+        gateway = start_openclaw(tmp, endpoint, CONFORMANCE_MODEL)
+        try:
+            yield self.context_of(tmp, gateway), {}
+        finally:
+            gateway.stop()
+
+    def fake_sent(self, tmp: Path) -> list[dict[str, int]]:
+        return self.usage_entries(tmp / "fake-gateway.log")
+
+    def expected(self, sent: list[dict[str, int]]) -> list[dict[str, int]]:
+        """The run's usage, reported once: the sum of what the model sent for its calls."""
+        return [{key: sum(s[key] for s in sent) for key in self.counts}]
+
+    def check_reported(self, reported: Any) -> None:
+        """Its key, model and cost are in the recording."""
+
+
+CONFORMANCE = GatewayConformance(
+    provider=GATEWAY,
+    driver=GatewayDriver,
+    reduce=reduce,
+    turn={"run_id": "conformance-run", "issue_id": "issue-1"},
+)
+
+
+class TestTheFake(FakeConformance):
+    conformance = CONFORMANCE
 
 
 @pytest.mark.gateway_cli
-async def test_the_real_gateway_behaves_as_recorded(tmp_path: Path) -> None:
-    with ModelEndpoint() as endpoint:
-        endpoint.script("conformance", MODEL_SCRIPT)
-        gateway = start_openclaw(tmp_path, endpoint, "conformance")
-        reported = Reported()
-        try:
-            async with tool_server() as url:
-                result, events = await run_scenario(gateway, url, tmp_path, {}, reported)
-        finally:
-            gateway.stop()
-        sent = [u.as_dict() for u in endpoint.usage_sent("conformance")]
-    check_recording(RECORDING, reduce(result, events, reported), "PAPERCLIP_RECORD_OPENCLAW")
-    # The run's usage, reported once: the sum of what the model sent for its three calls.
-    assert len(sent) == len(MODEL_SCRIPT)
-    assert [{k: getattr(u, k) for k in COUNTS} for u in reported] == [summed(sent)]
+class TestTheRealGateway(RealConformance):
+    conformance = CONFORMANCE

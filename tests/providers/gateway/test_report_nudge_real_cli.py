@@ -1,9 +1,10 @@
 """The report nudge on a real OpenClaw gateway (pinned, from npm), the model scripted.
 
 A model that ends its turn in prose gets the nudge as an agent request of its
-own on the same session; and a ``finish`` the model makes while the runner is
-away (the gateway outlives it) never reaches Paperclip, so the continuation
-says no report is recorded and the nudge asks for it (docs/decisions/0004).
+own on the same session (the real-CLI suite's scenario, in test_real_cli.py).
+Here, the gateway's own: a ``finish`` the model makes while the runner is away
+(the gateway outlives it) never reaches Paperclip, so the continuation says no
+report is recorded and the nudge asks for it (docs/decisions/0004).
 """
 
 from __future__ import annotations
@@ -13,36 +14,14 @@ import signal
 
 import pytest
 
-from tests.providers.gateway.test_real_cli import start, tool
+from tests.providers.gateway.provider import GATEWAY
 from tests.providers.real_cli_loss import session_reported, turns
-from tests.providers.report_nudge import (
-    COMMENT,
-    NO_NUDGES,
-    PROSE,
-    assert_failed_unnudged,
-    assert_nudged_once,
-    unreported_steps,
-)
+from tests.providers.report_nudge import COMMENT, PROSE
 from tests.providers.scenarios import WAIT, assert_succeeded_once, journal
 from tests.support.model_endpoint_script import Step, calls, reply, say
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.gateway_cli]
-
-
-def test_a_turn_ended_in_prose_is_nudged_in_its_session_and_reports(gateway_stack, model_endpoint):
-    """Issue 53: the model ends its first turn without finish; the same gateway session gets
-    the report nudge (an agent request of its own), the model reports, the run succeeds."""
-    ctx = start(gateway_stack, model_endpoint, unreported_steps(tool))
-    gateway_stack.assign(ctx)
-    assert_nudged_once(gateway_stack, ctx, model_endpoint)
-
-
-def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(gateway_stack, model_endpoint):
-    gateway_stack.extra_env.update(NO_NUDGES)
-    ctx = start(gateway_stack, model_endpoint, unreported_steps(tool))
-    gateway_stack.assign(ctx)
-    assert_failed_unnudged(gateway_stack, ctx, model_endpoint)
 
 
 FINISH_STEP_SECONDS = 5.0
@@ -65,19 +44,19 @@ def test_a_finish_made_while_the_runner_was_away_is_reported_in_the_same_session
         asked = any("your report is missing" in t for t in received.user_texts())
         if asked and not finished:
             finished.append(received)
-            return calls(tool("finish", {"outcome": "done", "summary": COMMENT}))
+            return calls(GATEWAY.tool("finish", {"outcome": "done", "summary": COMMENT}))
         return say("Reported." if finished else f"Already done: {PROSE}")
 
     steps = [
-        calls(tool("get_task_context")),
-        calls(tool("post_comment", {"body": COMMENT})),
+        calls(GATEWAY.tool("get_task_context")),
+        calls(GATEWAY.tool("post_comment", {"body": COMMENT})),
         calls(
-            tool("finish", {"outcome": "done", "summary": COMMENT}),
+            GATEWAY.tool("finish", {"outcome": "done", "summary": COMMENT}),
             delay=FINISH_STEP_SECONDS,
         ),
         *[reply(finish_or_say) for _ in range(6)],
     ]
-    ctx = start(gateway_stack, model_endpoint, steps)
+    ctx = GATEWAY.real_agent(gateway_stack, model_endpoint, steps)
     gateway_stack.assign(ctx)
     run_id = wait_until(
         lambda: next((r["id"] for r in gateway_stack.runs(ctx)), None), WAIT, message="the run"

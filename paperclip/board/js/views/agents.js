@@ -1,6 +1,7 @@
 // A company's agents: what each can do, its launch profile, model, default project and status;
 // pause or resume one; check one (POST …/check: would a run of it start?); make or change one
-// with a form made from its provider's JSON Schema (raw JSON stays as an advanced option).
+// with a form made from its provider's JSON Schema (raw JSON stays as an advanced option), and
+// whom it reports to.
 
 import { formDialog } from "../dialog.js";
 import { ApiError, all, get, patch, post } from "../api.js";
@@ -43,6 +44,14 @@ export async function agentsView(companyId) {
   const tbody = h("tbody");
   const report = h("div", { "aria-live": "polite", "data-check-report": "" });
   let editing = null; // the agent the form changes; null: it makes a new one
+  // Whom an agent reports to: any agent of the company but itself (the API refuses a loop).
+  const manager = h("select", { name: "reports_to" });
+  function managerOptions(agents) {
+    const chosen = manager.value;
+    clear(manager).append(h("option", { value: "" }, "No one (the top)"),
+      ...agents.map((a) => h("option", { value: a.id }, a.role ? `${a.name} (${a.role})` : a.name)));
+    manager.value = chosen;
+  }
 
   async function check(agent, button) {
     button.disabled = true;
@@ -54,6 +63,7 @@ export async function agentsView(companyId) {
 
   async function load() {
     const agents = await all(base);
+    managerOptions(agents);
     clear(tbody).append(...agents.map((a) => {
       const toggle = h("button", {
         type: "button", "aria-label": `${a.status === "paused" ? "Resume" : "Pause"} ${a.name}`,
@@ -110,6 +120,7 @@ export async function agentsView(companyId) {
   function reset() {
     editing = null;
     form.reset();
+    for (const option of manager.options) option.disabled = false;
     clear(heading).append("New agent");
     clear(submit).append("Create agent");
     cancel.hidden = true;
@@ -123,6 +134,8 @@ export async function agentsView(companyId) {
     role.value = a.role || "";
     provider.value = a.provider;
     project.value = a.default_project_id || "";
+    manager.value = a.reports_to || "";
+    for (const option of manager.options) option.disabled = option.value === a.id; // not itself
     showProvider(a.provider_config || {});
     clear(heading).append(`Edit agent: ${a.name}`);
     clear(submit).append("Save agent");
@@ -143,19 +156,24 @@ export async function agentsView(companyId) {
       if (role.value.trim()) body.role = role.value.trim();
       submit.disabled = true;
       try {
-        if (editing) await patch(`${base}/${editing.id}`, { ...body, default_project_id: project.value || null });
-        else await post(base, project.value ? { ...body, default_project_id: project.value } : body);
+        if (editing) await patch(`${base}/${editing.id}`, { ...body, default_project_id: project.value || null, reports_to: manager.value || null });
+        else {
+          if (project.value) body.default_project_id = project.value;
+          if (manager.value) body.reports_to = manager.value;
+          await post(base, body);
+        }
         reset();
         dialog.close();
         await load();
       } catch (error) {
         status.append(errorBox(error));
-        if (error instanceof ApiError && config) config.problems(Array.isArray(error.details) ? error.details : []);
+        if (error instanceof ApiError && config) config.problems((Array.isArray(error.details) ? error.details : []).filter((d) => String(d.field || "").startsWith("provider_config")));
       } finally { submit.disabled = false; }
     },
   }, heading, h("div", { class: "filters" }, field("Name", name), field("Role", role), field("Provider", provider)),
   settings,
   field("Default project (of the issues it is given without one)", project),
+  field("Reports to", manager),
   h("div", { class: "buttons" }, submit, " ", cancel), status);
   showProvider();
   const dialog = formDialog(form, { label: "New agent" });

@@ -32,6 +32,7 @@ export const COMPANY_LINKS = [
   ["/inbox", () => "Inbox"],
   ["/dashboard", () => "Dashboard"],
   ["/agents", () => "Agents"],
+  ["/org", () => "Org chart"],
   ["/projects", () => "Projects"],
   ["/routines", () => "Routines"],
   ["/costs", () => "Costs"],

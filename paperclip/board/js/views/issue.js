@@ -1,7 +1,7 @@
 // One issue, read top-down: what it is (title, what it is doing now, its description), the
 // question or approval waiting on you, its changes under review, then the thread (comments and
 // runs, the latest run's transcript live in it); the details in a side column (status,
-// assignee, project, priority, holds, questions, workspace, cost, chat).
+// assignee, project, priority, its parent and parts, holds, questions, workspace, cost, chat).
 
 import { all, get, post } from "../api.js";
 import { badge, clear, errorBox, field, h, plural, statusName } from "../dom.js";
@@ -12,6 +12,7 @@ import { budgetHref, count, usageFacts } from "../usage.js";
 import { budgetReason } from "./budgets.js";
 import { resolveIssue } from "./issues.js";
 import { issueDetails, issueHead } from "./issue_head.js";
+import { issueParts } from "./issue_parts.js";
 import { reviewPanel } from "./review.js";
 import { issueThread } from "./thread.js";
 import { workspacePanel } from "./workspace.js";
@@ -73,6 +74,7 @@ export async function issueView(companyId, issueRef, signal) {
   const head = issueHead(companyId, issue, { onSaved: () => refresh().catch(() => {}) });
   const details = issueDetails(companyId, issue, agents, projects, { onSaved: () => { head.show(); refresh().catch(() => {}); } });
   const banner = waitingBanner(companyId, () => refresh());
+  const parts = issueParts(companyId);
 
   // Holds.
   const holdList = h("ul", { class: "holds", "aria-label": "Holds" });
@@ -159,7 +161,7 @@ export async function issueView(companyId, issueRef, signal) {
     const holding = interactions.filter((i) => i.status === "pending" || i.status === "revision_requested");
     banner.show(interactions.filter((i) => i.status === "pending"));
     passes += 1;
-    await Promise.all([readCost(runs).catch(() => { costRead = null; }), showWaits(holds)]);
+    await Promise.all([readCost(runs).catch(() => { costRead = null; }), showWaits(holds), parts.show(issue).catch(() => {})]);
     if (unchanged(holdList, [holds, holding])) return;
     clear(holdList).append(...holding.map(holdingItem), ...holds.map(holdItem));
     const standing = holds.filter((x) => x.status === "active").length + holding.length;
@@ -180,6 +182,7 @@ export async function issueView(companyId, issueRef, signal) {
         head, waits, review, thread),
       h("aside", { class: "issue-side", "aria-label": "Details of the issue" },
         details,
+        parts,
         h("section", { class: "panel", "aria-label": "Holds" }, h("h2", {}, "Holds"), holdList, holdForm),
         slots.issueInteractions(ctx),
         workspace,

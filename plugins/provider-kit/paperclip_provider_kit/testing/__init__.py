@@ -1,6 +1,7 @@
 """What the provider plugins' tests share (extra ``testing``): a fake's script folder,
-a turn's event sink, the run's tools on loopback. The fixtures are in
-:mod:`paperclip_provider_kit.fixtures`.
+a turn's event sink, a driver on the fake and its turns, the run's tools on loopback. The
+fixtures are in :mod:`paperclip_provider_kit.fixtures`; a fake against its real CLI, in
+:mod:`paperclip_provider_kit.testing.conformance`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import dataclasses
 import json
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from paperclip_hookspecs.providers import (
     ProviderDriver,
     ProviderEvent,
     TurnInput,
+    TurnResult,
 )
 
 from paperclip_provider_kit.usage import COUNTS
@@ -137,14 +139,51 @@ def fake_context(
 
 @asynccontextmanager
 async def driver_on_fake(
-    make: Callable[[DriverContext], D], state_dir: Path, fake: ScriptFolder, plugin_root: Path
+    make: Callable[[DriverContext], D],
+    state_dir: Path,
+    fake: ScriptFolder,
+    plugin_root: Path,
+    **fields: Any,
 ) -> AsyncIterator[D]:
-    """A driver on :func:`fake_context`, closed at exit."""
-    driver = make(fake_context(state_dir, fake, plugin_root))
+    """A driver on :func:`fake_context` (``fields`` set more of it), closed at exit."""
+    driver = make(fake_context(state_dir, fake, plugin_root, **fields))
     try:
         yield driver
     finally:
         await driver.close()
+
+
+async def run_turn(
+    driver: ProviderDriver, turn: TurnInput, events: Events | None = None
+) -> TurnResult:
+    """``turn`` through ``driver``, its events to ``events`` (a sink of its own without);
+    fails after :data:`WAIT`."""
+    sink = Events() if events is None else events
+    return await asyncio.wait_for(driver.run_turn(turn, sink), WAIT)
+
+
+@dataclass
+class FakeDrivers:
+    """A provider's drivers on its fake, made as a runner makes them: one for a run, or a new
+    one for the next turn of a session (a runner started again)."""
+
+    make: Callable[[DriverContext], ProviderDriver]
+    state_dir: Path
+    fake: ScriptFolder
+    plugin_root: Path
+    """Where the plugin's package is importable from (the fake's ``PYTHONPATH``)."""
+
+    def driver(self, **fields: Any) -> AbstractAsyncContextManager[ProviderDriver]:
+        """A driver (:func:`driver_on_fake`; ``fields`` set more of its context), closed at
+        exit."""
+        return driver_on_fake(self.make, self.state_dir, self.fake, self.plugin_root, **fields)
+
+    async def turn(
+        self, turn: TurnInput, events: Events | None = None, **fields: Any
+    ) -> TurnResult:
+        """One turn on a driver of its own, closed after it."""
+        async with self.driver(**fields) as driver:
+            return await run_turn(driver, turn, events)
 
 
 class Reported(list[Any]):
@@ -162,3 +201,19 @@ def counts(usages: list[Any], keys: tuple[str, ...] = COUNTS) -> list[dict[str, 
 def usage_log(fake: ScriptFolder) -> list[dict[str, Any]]:
     """What the fake says it sent, response by response (the ``usage`` entries of its log)."""
     return [e for e in fake.log() if e["type"] == "usage"]
+
+
+async def usage_across_a_resume(
+    drivers: FakeDrivers, tools: ToolServer
+) -> tuple[TurnResult, TurnResult, Reported, Reported]:
+    """Two turns of one session (``First.``, then ``Second.``), each on a driver of its own,
+    the second resuming the first's session: both results, and what each driver reported."""
+    drivers.fake.script("m1", {"turns": [[{"message": "First."}], [{"message": "Second."}]]})
+    first, second = Reported(), Reported()
+    done = await drivers.turn(
+        scripted_turn(drivers.state_dir, tools, system=""), report_usage=first
+    )
+    resumed = scripted_turn(drivers.state_dir, tools, session_ref=done.session_ref, system="")
+    again = await drivers.turn(resumed, report_usage=second)
+    assert (done.status, again.status) == ("completed", "completed"), (done.error, again.error)
+    return done, again, first, second

@@ -1,0 +1,118 @@
+"""``delegate``: a part of the task handed down the org chart, once, whatever is replayed.
+
+In memory (the real engine and PostgreSQL, a runner without a socket): the
+part is an issue of the task's, assigned to the report and waking it; a
+command replayed gets the saved result and no second issue; an agent that is
+not below the caller, a paused one, or one of another company is refused
+and nothing is written.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import func, select
+
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.models import Issue, WakeRequest
+from tests.engine.memory_world import PROVIDER, call, started
+
+
+async def hire(world, name: str, role: str = "", reports_to: uuid.UUID | None = None):
+    return await world.container.agents().create(
+        LOCAL_OPERATOR,
+        world.company_id,
+        name=name,
+        role=role,
+        provider=PROVIDER,
+        provider_config={},
+        check_config=world.check_config,
+        reports_to=reports_to,
+    )
+
+
+async def parts_of(world, issue_id: uuid.UUID) -> list[Issue]:
+    async with world.container.sessions()() as session:
+        rows = await session.execute(
+            select(Issue).where(Issue.parent_id == issue_id).order_by(Issue.number)
+        )
+        return list(rows.scalars())
+
+
+async def test_a_part_goes_to_a_report_once_and_wakes_it(world):
+    lead = await hire(world, "lead", "tech lead", reports_to=world.agent_id)
+    dev = await hire(world, "dev", "engineer", reports_to=lead.id)
+    peer, _ = await world.connect(await world.new_runner())
+    task = await world.assign("Ship the release")
+    start = await started(peer)
+
+    handed = await call(
+        peer,
+        start,
+        "delegate",
+        to="ENGINEER",  # by role, any case: the only report with it, two levels down
+        title="Write the changelog",
+        description="From the merged pull requests.",
+        command_id="changelog",
+    )
+    assert not handed.is_error, handed.content
+    assert (handed.content["assignee"], handed.content["receipt"]["outcome"]) == ("dev", "applied")
+    [part] = await parts_of(world, task)
+    assert (part.identifier, part.title, part.assignee_agent_id) == (
+        handed.content["identifier"],
+        "Write the changelog",
+        dev.id,
+    )
+    async with world.container.sessions()() as session:
+        wakes = await session.scalar(
+            select(func.count())
+            .select_from(WakeRequest)
+            .where(WakeRequest.agent_id == dev.id, WakeRequest.issue_id == part.id)
+        )
+    assert wakes == 1
+    part_start = await started(peer)  # the runner here offers dev's provider: it starts now
+    assert (await world.run(part_start.run_id)).issue_id == part.id
+
+    again = await call(
+        peer, start, "delegate", to="dev", title="Write the changelog", command_id="changelog"
+    )
+    assert again.content["receipt"]["outcome"] == "duplicate"
+    assert again.content["identifier"] == part.identifier
+    assert len(await parts_of(world, task)) == 1
+
+
+async def test_only_an_active_agent_below_the_caller_gets_a_part(world):
+    other = await world.container.companies().create(
+        LOCAL_OPERATOR, name="Other", issue_prefix=None
+    )
+    await world.container.agents().create(
+        LOCAL_OPERATOR,
+        other.id,
+        name="outsider",
+        role="engineer",
+        provider=PROVIDER,
+        provider_config={},
+        check_config=world.check_config,
+    )
+    await hire(world, "peer-of-mine", "engineer")  # in the company, not below the caller
+    paused = await hire(world, "sleeper", "engineer", reports_to=world.agent_id)
+    await world.container.agents().set_status(LOCAL_OPERATOR, world.company_id, paused.id, "paused")
+    await hire(world, "twin-a", "tester", reports_to=world.agent_id)
+    await hire(world, "twin-b", "tester", reports_to=world.agent_id)
+    peer, _ = await world.connect(await world.new_runner())
+    task = await world.assign()
+    start = await started(peer)
+
+    refusals = {}
+    for to in ("outsider", "peer-of-mine", "sleeper", "tester", "nobody"):
+        answer = await call(peer, start, "delegate", to=to, title="A part")
+        assert answer.is_error, answer.content
+        refusals[to] = answer.content["error"]["code"]
+    assert refusals == {
+        "outsider": "unknown_report",
+        "peer-of-mine": "not_your_report",
+        "sleeper": "agent_paused",
+        "tester": "ambiguous_report",
+        "nobody": "unknown_report",
+    }
+    assert await parts_of(world, task) == []
