@@ -12,43 +12,44 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Router
 from litestar.di import Provide
 
-from paperclip.api.agents import AgentController
-from paperclip.api.api_keys import ApiKeyController
-from paperclip.api.auth import admit, current_actor
+from paperclip.api.auth import admit
 from paperclip.api.board import BOARD_ROUTES
-from paperclip.api.budgets import BudgetController
-from paperclip.api.chat import ConversationController
-from paperclip.api.comments import CommentController
-from paperclip.api.companies import CompanyController
-from paperclip.api.costs import CostController, PriceController
-from paperclip.api.cursors import CursorCodec, provide_pages
-from paperclip.api.errors import EXCEPTION_HANDLERS
 from paperclip.api.gate import RequestGate
 from paperclip.api.health import health
-from paperclip.api.holds import HoldController
-from paperclip.api.interactions import InteractionController
-from paperclip.api.issues import IssueController
 from paperclip.api.metrics import metrics_page
 from paperclip.api.openapi import complete, openapi_config
-from paperclip.api.org_chart import OrgChartController
-from paperclip.api.overview import OverviewController
 from paperclip.api.plugins import PluginController
-from paperclip.api.projects import ProjectController
-from paperclip.api.providers import ProviderController
 from paperclip.api.recovery import recovery_status
-from paperclip.api.routines import RoutineController
-from paperclip.api.run_actions import RunActionController
-from paperclip.api.run_stream import RunStreamController
 from paperclip.api.runner_ws import runner_connect
-from paperclip.api.runs import RunController
-from paperclip.api.steering import RunSteerController
 from paperclip.api.stream_limits import StreamLimits, stream_paths
-from paperclip.api.workspaces import WorkspaceController
+from paperclip.common.server_secrets import server_secret
 from paperclip.container import Container, close_pools
 from paperclip.db.availability import when_reachable
+from paperclip.domain.agents.agents_routes import AgentController
+from paperclip.domain.agents.org_chart_routes import OrgChartController
+from paperclip.domain.agents.providers_routes import ProviderController
+from paperclip.domain.chat.routes import ConversationController
+from paperclip.domain.companies.routes import CompanyController
+from paperclip.domain.costs.budgets_routes import BudgetController
+from paperclip.domain.costs.costs_routes import CostController, PriceController
+from paperclip.domain.holds.holds_routes import HoldController
+from paperclip.domain.holds.interactions_routes import InteractionController
+from paperclip.domain.issues.comments_routes import CommentController
+from paperclip.domain.issues.issues_routes import IssueController
+from paperclip.domain.keys.routes import ApiKeyController
+from paperclip.domain.overview.routes import OverviewController
+from paperclip.domain.projects.routes import ProjectController
+from paperclip.domain.routines.routes import RoutineController
+from paperclip.domain.runs.run_actions_routes import RunActionController
+from paperclip.domain.runs.run_stream_routes import RunStreamController
+from paperclip.domain.runs.runs_routes import RunController
+from paperclip.domain.runs.steering_routes import RunSteerController
+from paperclip.domain.workspaces.routes import WorkspaceController
+from paperclip.http.access import current_actor
+from paperclip.http.cursors import CursorCodec, provide_pages
+from paperclip.http.errors import EXCEPTION_HANDLERS
 from paperclip.operator_token import OperatorTokenError, ensure_token
 from paperclip.plugin_host import PluginHost
-from paperclip.services.server_secrets import server_secret
 from paperclip.settings import ConfigurationError, DeploymentMode, Settings
 
 log = logging.getLogger(__name__)

@@ -11,6 +11,30 @@ from dependency_injector import containers, providers
 from paperclip.clock import system_clock
 from paperclip.db.embedded import EmbeddedPostgres
 from paperclip.db.engine import JOURNAL_POOL_SIZE, create_engine, create_session_factory
+from paperclip.domain.agents.agent_checks import AgentChecks
+from paperclip.domain.agents.agents import AgentService
+from paperclip.domain.chat.conversations import ConversationService
+from paperclip.domain.companies.companies import CompanyService
+from paperclip.domain.costs.budgets import BudgetService
+from paperclip.domain.costs.cost_reports import CostReports
+from paperclip.domain.costs.prices import PriceService, prices_from_settings
+from paperclip.domain.holds.holds import HoldService
+from paperclip.domain.holds.interactions import InteractionService
+from paperclip.domain.issues.comments import CommentService
+from paperclip.domain.issues.issue_numbers import NUMBERS_POOL_SIZE, IssueNumbers
+from paperclip.domain.issues.issue_reads import IssueReads
+from paperclip.domain.issues.issues import IssueService
+from paperclip.domain.keys.api_keys import ApiKeyService
+from paperclip.domain.overview.dashboard import DashboardQueries
+from paperclip.domain.overview.inbox import InboxQueries
+from paperclip.domain.projects.projects import ProjectService
+from paperclip.domain.routines.routines import RoutineService
+from paperclip.domain.runs.run_actions import RunActions
+from paperclip.domain.runs.run_tokens import RunTokenService
+from paperclip.domain.runs.runners import RunnerService
+from paperclip.domain.runs.runs import RunQueries
+from paperclip.domain.runs.wakes import WakeService
+from paperclip.domain.workspaces.workspaces import WorkspaceService
 from paperclip.engine.calls.pipeline import CallPipeline
 from paperclip.engine.connections.inbox import RunnerInbox
 from paperclip.engine.connections.lease_keeper import LeaseKeeper
@@ -35,30 +59,6 @@ from paperclip.engine.turns.steering import RunSteering
 from paperclip.engine.workspaces.keeper import WorkspaceKeeper
 from paperclip.engine.workspaces.merges import WorkspaceMerges
 from paperclip.plugin_host import PluginHost
-from paperclip.services.agent_checks import AgentChecks
-from paperclip.services.agents import AgentService
-from paperclip.services.api_keys import ApiKeyService
-from paperclip.services.budgets import BudgetService
-from paperclip.services.comments import CommentService
-from paperclip.services.companies import CompanyService
-from paperclip.services.conversations import ConversationService
-from paperclip.services.cost_reports import CostReports
-from paperclip.services.dashboard import DashboardQueries
-from paperclip.services.holds import HoldService
-from paperclip.services.inbox import InboxQueries
-from paperclip.services.interactions import InteractionService
-from paperclip.services.issue_numbers import NUMBERS_POOL_SIZE, IssueNumbers
-from paperclip.services.issue_reads import IssueReads
-from paperclip.services.issues import IssueService
-from paperclip.services.prices import PriceService, prices_from_settings
-from paperclip.services.projects import ProjectService
-from paperclip.services.routines import RoutineService
-from paperclip.services.run_actions import RunActions
-from paperclip.services.run_tokens import RunTokenService
-from paperclip.services.runners import RunnerService
-from paperclip.services.runs import RunQueries
-from paperclip.services.wakes import WakeService
-from paperclip.services.workspaces import WorkspaceService
 from paperclip.settings import Settings
 
 log = logging.getLogger(__name__)

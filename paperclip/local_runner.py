@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 
-from paperclip.services.runners import CREDENTIAL_PREFIX, RunnerService
+from paperclip.domain.runs.runners import CREDENTIAL_PREFIX, RunnerService
 
 log = logging.getLogger(__name__)
 

@@ -36,8 +36,8 @@ class JsonFormatter(logging.Formatter):
 
 
 CREDENTIAL_PREFIXES = ("pck_", "pcr_", "pcrn_", "pco_")
-"""API keys, run tokens, runner credentials (``paperclip.services``' own prefixes), and the
-operator token (``paperclip.operator_token``)."""
+"""API keys, run tokens, runner credentials (the ``keys`` and ``runs`` domains' own
+prefixes), and the operator token (``paperclip.operator_token``)."""
 _CREDENTIAL = re.compile(r"\b(" + "|".join(CREDENTIAL_PREFIXES) + r")[A-Za-z0-9_\-]+")
 _QUERY = re.compile(r"(/[^\s\"'?]*)\?([^\s\"'#]+)")
 REDACTED = "…"

@@ -4,7 +4,7 @@ What only the process sees is counted here, as it happens: tool calls and how
 long each took, turns started and how long after their wake, database
 failures, rows the retention keeper removed. What the database knows (runs by
 status, pending journal rows, holds, cost and tokens) is read when scraped
-(``paperclip.services.operations``). No instrument carries a company, issue or
+(``paperclip.common.operations``). No instrument carries a company, issue or
 run label: a scrape shows the instance, never one company's data.
 """
 

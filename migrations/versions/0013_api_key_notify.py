@@ -5,7 +5,7 @@ Revises: 0012_comment_keys
 Create Date: 2026-12-01 15:00:00.000000
 
 A replica remembers the keys it checked while it LISTENs on
-``paperclip_api_keys`` (``paperclip.services.key_cache``). Revoking, deleting
+``paperclip_api_keys`` (``paperclip.domain.keys.key_cache``). Revoking, deleting
 (a company's deletion included) or changing a key notifies that channel at the
 commit, and every replica forgets what it remembered. ``last_used_at`` is not
 a change: its updates do not notify.

@@ -10,12 +10,12 @@ from typing import Any
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 
-from paperclip.api.access import ACTOR_KEY, Access, authorize, route_access
+from paperclip.common.actor import LOCAL_OPERATOR, Actor
+from paperclip.domain.keys.api_keys import KEY_PREFIX as API_KEY_PREFIX
+from paperclip.domain.runs.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.errors import ForbiddenError, NotFoundError, UnauthorizedError
+from paperclip.http.access import ACTOR_KEY, Access, authorize, route_access
 from paperclip.operator_token import cookie_name, token_file
-from paperclip.services.actor import LOCAL_OPERATOR, Actor
-from paperclip.services.api_keys import KEY_PREFIX as API_KEY_PREFIX
-from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
 from paperclip.settings import DeploymentMode
 
 
@@ -136,7 +136,7 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
         if uuid.UUID(params["issue_id"]) != actor.issue_id:
             raise NotFoundError.of("issue", params["issue_id"])
     # An issue named by its identifier is resolved, then held to the run's issue, by the
-    # one dependency that resolves it (paperclip.api.issue_refs).
+    # one dependency that resolves it (paperclip.domain.issues.issue_refs).
     template = _PARAM_TYPE.sub(r"{\1}", connection.scope.get("path_template", ""))
     method = connection.scope.get("method", "GET")
     if (method, template.rstrip("/")) not in RUN_TOKEN_ROUTES:
@@ -145,14 +145,6 @@ def check_run_scope(connection: ASGIConnection[Any, Any, Any, Any], actor: Actor
             "comments there",
             code="run_token_forbidden",
         )
-
-
-def current_actor(request: ASGIConnection[Any, Any, Any, Any]) -> Actor:
-    """Dependency ``actor``: the caller the guard resolved."""
-    actor = request.state.get(ACTOR_KEY)
-    if actor is None:  # a public route asked for an actor: a wiring mistake
-        raise UnauthorizedError("this route has no authenticated caller")
-    return actor  # type: ignore[no-any-return]
 
 
 def _is_uuid(value: object) -> bool:

@@ -17,7 +17,7 @@ from litestar import Request, Response, get
 from litestar.datastructures import Cookie
 from litestar.exceptions import NotFoundException
 
-from paperclip.api.access import Access, access
+from paperclip.http.access import Access, access
 from paperclip.operator_token import QUERY_PARAMETER, cookie_name
 
 COOKIE_SECONDS = 30 * 24 * 3600

@@ -17,10 +17,10 @@ from urllib.parse import parse_qsl
 
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from paperclip.api.errors import error_json
 from paperclip.api.json_body import BodyRefused, check_json_body
-from paperclip.api.origins import cross_origin, host_allowed
 from paperclip.errors import field_details
+from paperclip.http.errors import error_json
+from paperclip.http.origins import cross_origin, host_allowed
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 ALLOW_PROBE = "PAPERCLIP-ALLOW"

@@ -11,7 +11,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 import paperclip
-from paperclip.api.access import Access, access
+from paperclip.http.access import Access, access
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.seed_policies import policies_off
 

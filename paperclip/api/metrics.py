@@ -17,8 +17,8 @@ from prometheus_client.registry import Collector
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from paperclip import metrics
-from paperclip.api.access import Access, access
-from paperclip.services.operations import InstanceFigures, instance_figures
+from paperclip.common.operations import InstanceFigures, instance_figures
+from paperclip.http.access import Access, access
 
 
 class _Figures(Collector):

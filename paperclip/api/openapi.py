@@ -30,9 +30,9 @@ from litestar.static_files import create_static_files_router
 from paperclip_hookspecs.providers import ProviderKind
 
 import paperclip
-from paperclip.api.access import Access, access, route_access
-from paperclip.api.errors import HTTP_CODES, ErrorBody
-from paperclip.api.openapi_providers import describe_providers
+from paperclip.domain.agents.openapi_providers import describe_providers
+from paperclip.http.access import Access, access, route_access
+from paperclip.http.errors import HTTP_CODES, ErrorBody
 
 DOCS_PATH = "/api/docs"
 ASSETS_PATH = f"{DOCS_PATH}/assets"

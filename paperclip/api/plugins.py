@@ -7,7 +7,7 @@ from typing import Literal
 import msgspec
 from litestar import Controller, get
 
-from paperclip.api.access import Access, access
+from paperclip.http.access import Access, access
 from paperclip.plugin_host import PluginHost, PluginRecord
 
 

@@ -8,7 +8,7 @@ import msgspec
 from litestar import get
 from litestar.datastructures import State
 
-from paperclip.api.access import Access, access
+from paperclip.http.access import Access, access
 
 
 class PolicyStatus(msgspec.Struct):

@@ -13,11 +13,11 @@ from litestar import WebSocket, websocket
 from litestar.datastructures import State
 from litestar.exceptions import WebSocketDisconnect
 
-from paperclip.api.access import Access, access
 from paperclip.api.auth import bearer_token
 from paperclip.db.availability import log_failure
 from paperclip.engine.connections.runners import CLOSE_TRY_AGAIN
 from paperclip.engine.links.transport import TransportClosed
+from paperclip.http.access import Access, access
 from paperclip.wire.messages import CLOSE_UNAUTHORIZED, PATH
 
 log = logging.getLogger(__name__)

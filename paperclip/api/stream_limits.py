@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from litestar import Litestar
 from litestar.types import ASGIApp, Receive, Scope, Send
 
-from paperclip.api.errors import error_json
+from paperclip.http.errors import error_json
 
 EVENT_STREAM = "text/event-stream"
 RETRY_AFTER_SECONDS = 5

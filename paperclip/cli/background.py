@@ -24,7 +24,7 @@ import click
 import httpx
 import psutil
 
-from paperclip.cli.output import console, emit_json, errors, fail
+from paperclip.cli_kit.output import console, emit_json, errors, fail
 
 PAPERCLIP_SERVE = [sys.executable, "-m", "paperclip", "serve"]
 STOP_SECONDS = 90
@@ -131,7 +131,7 @@ def detach(
 def stop(pid_file: Path | None, as_json: bool) -> None:
     """Stop a server started with --detach (or --pid-file), as SIGTERM does, and wait until
     it is gone: its requests finished, its runner and embedded database stopped."""
-    from paperclip.cli.context import load_settings
+    from paperclip.cli_kit.settings import load_settings
 
     stop_server(pid_file or default_files(load_settings().data_dir)[0], as_json=as_json)
 

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from paperclip.cli.context import database_errors, load_settings, start_database
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli.context import database_errors, start_database
+from paperclip.cli_kit.output import console, emit_json, fail
+from paperclip.cli_kit.settings import load_settings
 
 TABLES = "SELECT count(*) FROM pg_tables WHERE schemaname = 'public'"
 

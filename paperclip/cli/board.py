@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from paperclip.cli.client import operator_token, url_option
-from paperclip.cli.output import console, emit_json
+from paperclip.cli_kit.client import operator_token, url_option
+from paperclip.cli_kit.output import console, emit_json
 from paperclip.operator_token import board_url
 
 

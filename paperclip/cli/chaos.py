@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli_kit.output import console, emit_json, fail
 
 
 def _names(value: str, known: list[str], what: str) -> list[str]:

@@ -208,7 +208,7 @@ def redact(url: str) -> str:
 def print_report(report: dict[str, Any]) -> None:
     from rich.markup import escape
 
-    from paperclip.cli.output import console
+    from paperclip.cli_kit.output import console
 
     db = report["database"]
     marks = {

@@ -33,7 +33,7 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from paperclip.api.errors import error_json
+from paperclip.http.errors import error_json
 
 BURST_HIGH = 256
 """Open connections that make a burst worth giving its memory back after."""

@@ -10,21 +10,22 @@ from typing import Any
 import click
 
 import paperclip
-from paperclip.cli.agents import agents
 from paperclip.cli.background import stop
 from paperclip.cli.backup import db_backup, db_restore
 from paperclip.cli.board import board
 from paperclip.cli.chaos import chaos
-from paperclip.cli.companies import companies
-from paperclip.cli.context import database_errors, load_settings, start_database, with_database
-from paperclip.cli.costs import costs
-from paperclip.cli.issues import comments, issues
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli.context import database_errors, start_database, with_database
 from paperclip.cli.plugins import plugins
-from paperclip.cli.routines import routines
 from paperclip.cli.runner import runner, runners
-from paperclip.cli.runs import runs
-from paperclip.cli.workspace import workspace
+from paperclip.cli_kit.output import console, emit_json, fail
+from paperclip.cli_kit.settings import load_settings
+from paperclip.domain.agents.cli import agents
+from paperclip.domain.companies.cli import companies
+from paperclip.domain.costs.cli import costs
+from paperclip.domain.issues.cli import comments, issues
+from paperclip.domain.routines.cli import routines
+from paperclip.domain.runs.cli import runs
+from paperclip.domain.workspaces.cli import workspace
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from paperclip.cli.output import console, emit_json, errors
+from paperclip.cli_kit.output import console, emit_json, errors
 
 
 @click.command("plugins")
@@ -14,7 +14,7 @@ def plugins(as_json: bool) -> None:
 
     Exits 1 when the plugins would stop `paperclip serve` (strict mode, a conflict).
     """
-    from paperclip.cli.context import load_settings
+    from paperclip.cli_kit.settings import load_settings
     from paperclip.container import Container
 
     # Discovery only: no database is started.

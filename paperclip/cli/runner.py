@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 
-from paperclip.cli.context import load_settings
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli_kit.output import console, emit_json, fail
+from paperclip.cli_kit.settings import load_settings
 
 
 @click.command("runner")

@@ -18,7 +18,7 @@ from paperclip.app import create_app, local_operator_token
 from paperclip.cli.background import claim, default_files, release
 from paperclip.cli.context import connection_problem, unreachable
 from paperclip.cli.http_protocol import DeadlineProtocol
-from paperclip.cli.output import console, emit_json, fail
+from paperclip.cli_kit.output import console, emit_json, fail
 from paperclip.container import Container
 from paperclip.db import migrate
 from paperclip.db.access import EmbeddedDatabaseError

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import func, select, text
 
-from paperclip.api.access import Access, route_access
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.http.access import Access, route_access
 from paperclip.models import Base, KeyRole, Run, RunEvent
-from paperclip.services.actor import LOCAL_OPERATOR
 
 # A valid body for every route that takes one (the walk fails on a route missing here).
 BODIES = {

@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.issues.issues import create_issue
 from paperclip.models import IssueStatus
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.companies import company_writes
-from paperclip.services.issues import create_issue
 from paperclip.testing import connect
 
 WAITING = """

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
+from paperclip.common.actor import Actor
 from paperclip.errors import ConflictError
-from paperclip.services.actor import Actor
 
 
 async def test_a_parent_with_open_parts_is_not_done_until_they_are(paperclip_client, company):

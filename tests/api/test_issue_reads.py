@@ -1,6 +1,6 @@
 """The issue page's reads (plain SQL) and the per-request key check answer as the ORM path did.
 
-Both were rewritten for throughput (``paperclip.services.issue_reads``,
+Both were rewritten for throughput (``paperclip.domain.issues.issue_reads``,
 ``ApiKeyService.authenticate`` and its ``KeyCache``); these pin what they must
 keep: company scoping, 404s, paging order and cursors, deleted comments,
 revocation at the next request (within a moment when revoked elsewhere), and a
@@ -18,13 +18,13 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from paperclip.api.schemas import CommentOut
 from paperclip.app import create_app
+from paperclip.common.actor import Actor
 from paperclip.db.driver import plain_connection
-from paperclip.services.actor import Actor
-from paperclip.services.api_keys import hash_key
-from paperclip.services.issue_reads import COMMENT_COLUMNS
-from paperclip.services.key_cache import CHANNEL, KeyCache
+from paperclip.domain.issues.issue_reads import COMMENT_COLUMNS
+from paperclip.domain.issues.schemas import CommentOut
+from paperclip.domain.keys.api_keys import hash_key
+from paperclip.domain.keys.key_cache import CHANNEL, KeyCache
 from paperclip.settings import DeploymentMode
 from paperclip.testing import running_lifespan
 

@@ -8,8 +8,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from paperclip.app import create_app
+from paperclip.common.actor import SYSTEM
 from paperclip.models import KeyRole
-from paperclip.services.actor import SYSTEM
 from paperclip.settings import DeploymentMode
 from paperclip.testing import running_lifespan
 

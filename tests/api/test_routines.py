@@ -11,8 +11,8 @@ import uuid
 import pytest
 from sqlalchemy import func, select
 
+from paperclip.domain.routines.routine_secrets import signature
 from paperclip.models import Issue, Routine, RoutineExecution, WakeRequest
-from paperclip.services.routine_secrets import signature
 
 
 async def counts(container) -> tuple[int, ...]:

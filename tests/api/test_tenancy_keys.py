@@ -12,8 +12,8 @@ import uuid
 import httpx
 import pytest
 
-from paperclip.api.access import Access
 from paperclip.app import create_app
+from paperclip.http.access import Access
 from paperclip.models import KeyRole
 from paperclip.settings import DeploymentMode
 from paperclip.testing import running_lifespan

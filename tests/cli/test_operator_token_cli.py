@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from paperclip.cli.client import operator_token
+from paperclip.cli_kit.client import operator_token
 from tests.support.processes import ServerProcess
 
 pytestmark = pytest.mark.process

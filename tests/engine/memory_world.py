@@ -17,11 +17,11 @@ from paperclip_hookspecs import hookimpl
 from paperclip_hookspecs.providers import ProviderCapabilities, ProviderKind
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.container import EngineParts
+from paperclip.domain.agents.provider_configs import ProviderConfigs
 from paperclip.engine.engine import EngineOptions, RunEngine
 from paperclip.models import Issue, Run, RunEvent, RunTurn
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.provider_configs import ProviderConfigs
 from paperclip.wire import messages as wire
 from tests.support.memory import MemoryRunner
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 from paperclip_hookspecs.providers import ProviderCapabilities
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.models import AgentStatus
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, World, eventually, make_world, started
 from tests.support.memory import MemoryRunner

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.domain.chat import chat_turns
 from paperclip.models import (
     Conversation,
     ConversationMessage,
@@ -23,8 +25,6 @@ from paperclip.models import (
     Run,
     WakeRequest,
 )
-from paperclip.services import chat_turns
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import PROVIDER, make_world
 
 pytestmark = pytest.mark.installed_plugins

@@ -14,17 +14,11 @@ import uuid
 import pytest
 from sqlalchemy import func, select, update
 
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.domain.chat.conversations import Posted
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError
-from paperclip.models import (
-    Comment,
-    ConversationMessage,
-    RunSteer,
-    RunTurn,
-    TurnStatus,
-)
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.conversations import Posted
+from paperclip.models import Comment, ConversationMessage, RunSteer, RunTurn, TurnStatus
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import World
 from tests.engine.steer_world import running_turn_of

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from paperclip.services.wakes import notify_resumption
+from paperclip.domain.runs.wakes import notify_resumption
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import eventually, started
 from tests.support.statements import statements_of

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select, text
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.scheduling import scheduler
 from paperclip.models import ActivityEntry, ControllerBoot, Issue, Run, RunEvent, RunTurn, TaskHold
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import PROVIDER, build_engine, finished, make_world, started
 from tests.engine.test_callback_recovery import HeldTool, send_call

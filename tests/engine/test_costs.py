@@ -14,10 +14,10 @@ import pytest
 from paperclip_hookspecs import hookimpl
 from sqlalchemy import func, select
 
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.domain.costs.budget_ledger import month_of
+from paperclip.domain.costs.prices import Price
 from paperclip.models import CostEvent, HoldStatus, Run, TaskHold
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.budget_ledger import month_of
-from paperclip.services.prices import Price
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import call, eventually, finished, make_world, started
 

@@ -13,8 +13,8 @@ import uuid
 
 from sqlalchemy import func, select
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.models import Issue, WakeRequest
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import PROVIDER, call, finished, started
 
 

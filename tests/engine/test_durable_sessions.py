@@ -195,7 +195,7 @@ async def test_lost_too_often_the_run_fails_and_its_task_is_held(
         assert "resolve this hold" in hold.reason
 
         # Held: a new wake of the task starts nothing until the hold is resolved.
-        from paperclip.services.actor import LOCAL_OPERATOR
+        from paperclip.common.actor import LOCAL_OPERATOR
 
         await world.container.wakes().wake_agent(
             LOCAL_OPERATOR,

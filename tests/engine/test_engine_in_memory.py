@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.models import Run, Runner, ToolReceipt
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import (
     PROVIDER,

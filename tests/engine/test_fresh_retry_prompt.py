@@ -16,13 +16,13 @@ from paperclip_hookspecs.prompts import Lane, SessionAttempt
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR, Actor
 from paperclip.engine.context.prompt import carriers_of
 from paperclip.engine.recovery.resumption import Limits, settle_lost_run
 from paperclip.models import Run, RunTurn
 from paperclip.prompts import AssemblyRequest, assemble_execution_input, read_execution_input
 from paperclip.prompts.envelopes import EXECUTION_INPUT_V4, EXECUTION_INPUT_V5
 from paperclip.prompts.rules import DEFAULT_RULES
-from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from tests.engine.memory_world import EchoProvider, call, make_world
 from tests.engine.steer_world import running_turn_of
 

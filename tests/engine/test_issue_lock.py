@@ -16,11 +16,11 @@ import uuid
 import pytest
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR
+from paperclip.domain.issues.comments import add_comment
+from paperclip.domain.issues.issues import ISSUE_LOCK
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.models import Issue, WakeRequest, WakeStatus
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.comments import add_comment
-from paperclip.services.issues import ISSUE_LOCK
-from paperclip.services.wakes import request_wake
 
 pytestmark = pytest.mark.usefixtures("fixture_kind")
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, update
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.recovery import presentation_recovery
 from paperclip.engine.recovery.presentation_recovery import BATCH
 from paperclip.models import (
@@ -27,7 +28,6 @@ from paperclip.models import (
     Run,
     WakeRequest,
 )
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import PROVIDER, World, make_world
 
 HELD = 150

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
+from paperclip.domain.runs.run_tokens import new_run_token, token_run
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.models import Run, RunStatus
-from paperclip.services.run_tokens import new_run_token, token_run
 
 pytestmark = pytest.mark.usefixtures("fixture_kind")
 
@@ -183,7 +183,7 @@ async def test_a_run_token_reads_only_its_run_agent_issue_and_the_issue_comments
 ):
     """Every route of the app, with the run's own ids (and others of its company where the
     route takes another kind): exactly the run's own reads, and its comment, succeed."""
-    from paperclip.api.access import Access
+    from paperclip.http.access import Access
     from tests.api.tenancy import http_routes
 
     a, _ = two_runs

@@ -13,10 +13,10 @@ import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import select
 
+from paperclip.common.actor import LOCAL_OPERATOR, Actor
 from paperclip.engine.turns.steering import RunSteering
 from paperclip.errors import ConflictError, PaperclipError
 from paperclip.models import ActivityEntry, RunSteer, WakeCommentSnapshot, WakeSnapshotComment
-from paperclip.services.actor import LOCAL_OPERATOR, Actor
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import EchoProvider, call, make_world
 from tests.engine.steer_world import live_turn, running_turn_of

@@ -14,13 +14,13 @@ import pytest
 from paperclip_hookspecs.providers import ProviderCapabilities
 from sqlalchemy import select, update
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.logs.events import NewEvent, append_events
 from paperclip.engine.recovery.resumption import Limits, settle_lost_run
 from paperclip.engine.turns.unread_steers import unread_steered_messages
 from paperclip.models import Run, RunTurn
 from paperclip.prompts import read_execution_input
 from paperclip.prompts.restart import FRESH_STEERED_INSTRUCTION
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import EchoProvider, call, make_world
 from tests.engine.steer_world import live_turn
 

@@ -23,10 +23,10 @@ from paperclip_hookspecs.completion import (
 from sqlalchemy import event, select, update
 from sqlalchemy.exc import IntegrityError
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.context.snapshot import PAGE_MAX_COMMENTS
 from paperclip.models import Agent, Run, WakeCommentRead, WakeCommentSnapshot
 from paperclip.plugin_host import PluginHost
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import World, call, finished, started
 from tests.support.memory import MemoryRunner
 

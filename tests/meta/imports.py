@@ -122,7 +122,10 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_of(module: str, depth: int = 2) -> str:
-    """``paperclip.engine.calls.pipeline`` -> ``paperclip.engine``; a top-level module is its own package."""
+    """``paperclip.engine.calls.pipeline`` -> ``paperclip.engine``; a top-level module is its own
+    package; each domain is one (``paperclip.domain.issues.comments`` -> ``paperclip.domain.issues``)."""
+    if module.startswith("paperclip.domain."):
+        depth += 1
     return ".".join(module.split(".")[:depth])
 
 
@@ -157,3 +160,80 @@ def declared_imports(package: Path) -> dict[str, set[str] | None]:
         names = {item.strip() for item in found.group(1).replace("\n", " ").split(",")}
         parts[name] = set() if names == {"none"} else names - {""}
     return parts
+
+
+def part_of(module: str, prefix: str) -> str | None:
+    """The part of ``prefix`` a module is in (``paperclip.engine.calls.pipeline`` under
+    ``paperclip.engine.``: ``calls``); None outside."""
+    if not module.startswith(prefix):
+        return None
+    return module.removeprefix(prefix).split(".")[0]
+
+
+def part_edges(edges: dict[str, set[str]], prefix: str) -> dict[str, set[tuple[str, str]]]:
+    """Part -> (importing module, imported part) for every import across two parts of ``prefix``."""
+    found: dict[str, set[tuple[str, str]]] = {}
+    for source, targets in edges.items():
+        here = part_of(source, prefix)
+        if here is None:
+            continue
+        found.setdefault(here, set())
+        for target in targets:
+            there = part_of(target, prefix)
+            if there is not None and there != here:
+                found[here].add((source, there))
+    return found
+
+
+def part_graph(edges: dict[str, set[str]], prefix: str) -> dict[str, set[str]]:
+    """Part -> the parts of ``prefix`` it imports."""
+    return {
+        here: {there for _, there in pairs} for here, pairs in part_edges(edges, prefix).items()
+    }
+
+
+def undeclared(
+    edges: dict[str, set[str]], declared: dict[str, set[str] | None], prefix: str, kind: str
+) -> list[str]:
+    """Imports of a part (a ``kind``) of ``prefix`` that its docstring does not allow."""
+    return sorted(
+        f"{source} imports the {kind} {there}, not in {here}'s 'Imports:' line"
+        for here, pairs in part_edges(edges, prefix).items()
+        for source, there in pairs
+        if there not in (declared.get(here) or set())
+    )
+
+
+def stale(
+    edges: dict[str, set[str]], declared: dict[str, set[str] | None], prefix: str
+) -> dict[str, list[str]]:
+    """Each part's allowances that none of its modules uses."""
+    used = part_graph(edges, prefix)
+    return {
+        name: sorted(allowed - used.get(name, set()))
+        for name, allowed in declared.items()
+        if allowed and allowed - used.get(name, set())
+    }
+
+
+def unknown(declared: dict[str, set[str] | None]) -> dict[str, list[str]]:
+    """Allowances that name no part."""
+    return {
+        name: sorted(allowed - set(declared))
+        for name, allowed in declared.items()
+        if allowed and allowed - set(declared)
+    }
+
+
+def pictured_imports(text: str, marker: str, nothing: str) -> dict[str, set[str]]:
+    """The parts in the first code block after ``marker`` (a picture in docs/architecture.md),
+    each with what it imports (``nothing``: the words of a part that imports none)."""
+    block = text.split(f"{marker}\n\n```\n", 1)[1].split("```", 1)[0]
+    pictured: dict[str, set[str]] = {}
+    for line in block.splitlines():
+        names, _, rest = line.partition("   ")
+        rest = rest.strip()
+        allowed = set() if rest == nothing else {n.strip() for n in rest.split(",")}
+        for name in names.split(","):
+            pictured[name.strip().removesuffix("/").removesuffix(".py")] = allowed
+    return pictured

@@ -17,9 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 STOPS = [
-    "paperclip/api/issues.py",
-    "paperclip/services/issues.py",
-    "paperclip/services/wakes.py",
+    "paperclip/domain/issues/issues_routes.py",
+    "paperclip/domain/issues/issues.py",
+    "paperclip/domain/runs/wakes.py",
     "paperclip/engine/scheduling/scheduler.py",
     "paperclip/engine/scheduling/wake_claims.py",
     "paperclip/engine/logs/outbox.py",

@@ -14,11 +14,11 @@ import httpx
 import pytest
 import websockets
 
+from paperclip.domain.keys.api_keys import KEY_PREFIX
+from paperclip.domain.runs.run_tokens import RUN_TOKEN_PREFIX
+from paperclip.domain.runs.runners import CREDENTIAL_PREFIX
 from paperclip.logging import CREDENTIAL_PREFIXES
 from paperclip.operator_token import TOKEN_PREFIX as OPERATOR_TOKEN_PREFIX
-from paperclip.services.api_keys import KEY_PREFIX
-from paperclip.services.run_tokens import RUN_TOKEN_PREFIX
-from paperclip.services.runners import CREDENTIAL_PREFIX
 from tests.support.processes import ServerProcess, wait_until
 
 pytestmark = pytest.mark.process

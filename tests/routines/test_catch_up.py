@@ -75,7 +75,7 @@ async def test_a_disabled_routine_fires_nothing_and_starts_again_from_its_enabli
     await routines.tick()
     await routines.at(2026, 3, 1, 0, 0, 5)
     service = routines.container.routines()
-    from paperclip.services.actor import LOCAL_OPERATOR
+    from paperclip.common.actor import LOCAL_OPERATOR
 
     await service.update(LOCAL_OPERATOR, routines.world.company_id, routine_id, {"enabled": False})
     await routines.at(2026, 3, 1, 2, 0, 5)

@@ -84,8 +84,8 @@ async def test_allow_overlaps_a_second_run_with_the_slow_one(routines):
 
 
 async def test_a_slot_whose_budget_is_spent_is_skipped(routines):
+    from paperclip.common.actor import LOCAL_OPERATOR
     from paperclip.models import BudgetMonth
-    from paperclip.services.actor import LOCAL_OPERATOR
 
     peer, _ = await routines.world.connect(await routines.world.new_runner())
     made = await routines.world.container.budgets().create(

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from sqlalchemy import Uuid, event, literal, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.db.engine import create_engine
+from paperclip.domain.companies.companies import _lock_keys, company_lock_key
 from paperclip.engine.scheduling.routines import RoutineScheduler
 from paperclip.models import Issue, Routine, RoutineExecution, WakeRequest
-from paperclip.services.actor import LOCAL_OPERATOR
-from paperclip.services.companies import _lock_keys, company_lock_key
 from tests.engine.memory_world import finished, started
 
 DUE = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)

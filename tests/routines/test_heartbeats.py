@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.models import AgentStatus, WakeRequest
-from paperclip.services.actor import LOCAL_OPERATOR
 from paperclip.wire import messages as wire
 from tests.engine.memory_world import finished, started
 from tests.routines.test_concurrency import no_start_turn

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from paperclip.domain.routines.routine_schedule import Schedule, check_cron, check_timezone
+from paperclip.domain.routines.routine_templates import check_template, fill
 from paperclip.errors import InvalidInputError
-from paperclip.services.routine_schedule import Schedule, check_cron, check_timezone
-from paperclip.services.routine_templates import check_template, fill
 
 NY = "America/New_York"
 GRACE = timedelta(seconds=60)

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import func, select
 
+from paperclip.common.actor import LOCAL_OPERATOR
 from paperclip.engine.scheduling.routines import Pass
 from paperclip.models import Issue, RoutineExecution, WakeRequest
-from paperclip.services.actor import LOCAL_OPERATOR
 from tests.engine.memory_world import World, make_world
 
 

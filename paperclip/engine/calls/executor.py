@@ -16,15 +16,15 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from paperclip.common.actor import Actor
+from paperclip.domain.costs.budget_ledger import BUDGET_EXCEEDED
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.engine.tools import HANDLERS, ToolContext, ToolOutcome, error
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
-from paperclip.services.actor import Actor
-from paperclip.services.budget_ledger import BUDGET_EXCEEDED
-from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.wire.tools import BY_NAME
 
 BUDGET_STOP_MESSAGE = (

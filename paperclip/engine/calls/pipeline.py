@@ -21,6 +21,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from paperclip import metrics, tracing
 from paperclip.db.availability import is_unavailable, log_failure
 from paperclip.db.driver import engine_of, plain_connection
+from paperclip.domain.issues.issue_numbers import IssueNumbers
+from paperclip.domain.keys.api_keys import hash_key
 from paperclip.engine.calls.callbacks import CallbackMemory
 from paperclip.engine.calls.executor import ToolExecutor
 from paperclip.engine.calls.plugin_calls import PluginCalls
@@ -34,8 +36,6 @@ from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import RunToken, ToolCall, ToolCallStatus
 from paperclip.plugin_host import PluginHost
-from paperclip.services.api_keys import hash_key
-from paperclip.services.issue_numbers import IssueNumbers
 from paperclip.wire.messages import FEATURE_UNSEQUENCED_RESULTS, ToolResult
 from paperclip.wire.messages import ToolCall as ToolCallMessage
 

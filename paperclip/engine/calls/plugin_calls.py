@@ -23,6 +23,7 @@ from paperclip_hookspecs.plugin_tools import PluginTool, ToolCall
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.db.driver import driver_connection
+from paperclip.domain.costs.budget_ledger import BUDGET_EXCEEDED
 from paperclip.engine.calls.callbacks import CallbackMemory
 from paperclip.engine.calls.executor import BUDGET_STOP_MESSAGE
 from paperclip.engine.logs import journal
@@ -31,7 +32,6 @@ from paperclip.engine.ownership.owned_runs import RunOwnership
 from paperclip.failpoints import failpoint
 from paperclip.models import Run
 from paperclip.plugin_host import PluginHost
-from paperclip.services.budget_ledger import BUDGET_EXCEEDED
 from paperclip.wire.messages import ToolResult
 
 log = logging.getLogger(__name__)

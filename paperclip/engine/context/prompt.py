@@ -25,6 +25,7 @@ from paperclip_hookspecs.workspaces import ExecutionWorkspace
 from sqlalchemy import or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.domain.issues.issue_parts import TOLD
 from paperclip.models import (
     Agent,
     Comment,
@@ -36,7 +37,6 @@ from paperclip.models import (
 )
 from paperclip.prompts import AgentBrief, AssemblyRequest, assemble_execution_input
 from paperclip.prompts.assemble import AssembledInput
-from paperclip.services.issue_parts import TOLD
 
 
 def comment_source(comment: Comment, agents: dict[Any, str]) -> CommentSource:

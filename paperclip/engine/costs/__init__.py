@@ -8,7 +8,7 @@
 - ``keeper``: held work released once its budgets allow it again (raised, or
   a new month in the company's time zone), on an injectable clock.
 
-The rules themselves are the services' (``budget_ledger``, ``costs``); these
+The rules themselves are the costs domain's (``budget_ledger``, ``costs``); these
 parts tie them to the engine's transactions and loops.
 
 Imports: endings, loop, ownership, turns

@@ -22,6 +22,17 @@ import asyncpg
 from sqlalchemy import and_, exists, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import SYSTEM
+from paperclip.domain.costs.budget_ledger import (
+    BUDGET_EXCEEDED,
+    Refusal,
+    Scope,
+    admit,
+    budgets_of,
+    month_of,
+    spent,
+)
+from paperclip.domain.holds.holds import hold_task
 from paperclip.engine.endings.turn_end import finish_run
 from paperclip.engine.turns.lifecycle import current_turn, end_turn
 from paperclip.models import (
@@ -35,17 +46,6 @@ from paperclip.models import (
     WakeRequest,
     WakeStatus,
 )
-from paperclip.services.actor import SYSTEM
-from paperclip.services.budget_ledger import (
-    BUDGET_EXCEEDED,
-    Refusal,
-    Scope,
-    admit,
-    budgets_of,
-    month_of,
-    spent,
-)
-from paperclip.services.holds import hold_task
 
 
 async def _month(session: AsyncSession, company_id: uuid.UUID, now: datetime) -> str:

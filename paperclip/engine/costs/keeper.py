@@ -18,18 +18,18 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from paperclip.engine.loop import keep_running
-from paperclip.models import ACTIVE_RUN_STATUSES, Company, HoldStatus, Issue, Run, TaskHold
-from paperclip.services.actor import SYSTEM
-from paperclip.services.budget_ledger import (
+from paperclip.common.actor import SYSTEM
+from paperclip.domain.costs.budget_ledger import (
     BUDGET_EXCEEDED,
     Scope,
     budgets_of,
     month_of,
     months_of,
 )
-from paperclip.services.holds import resolve_hold
-from paperclip.services.wakes import request_wake
+from paperclip.domain.holds.holds import resolve_hold
+from paperclip.domain.runs.wakes import request_wake
+from paperclip.engine.loop import keep_running
+from paperclip.models import ACTIVE_RUN_STATUSES, Company, HoldStatus, Issue, Run, TaskHold
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from datetime import datetime
 from paperclip_hookspecs.budgets import BudgetAlert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.domain.costs.costs import Recorded, Usage, record_usage
+from paperclip.domain.costs.prices import Price, UnpricedModels
 from paperclip.engine.ownership.fence import lock_run
 from paperclip.models import Budget, BudgetMonth
 from paperclip.plugin_host import PluginHost
-from paperclip.services.costs import Recorded, Usage, record_usage
-from paperclip.services.prices import Price, UnpricedModels
 from paperclip.wire.messages import Usage as UsageMessage
 
 log = logging.getLogger(__name__)

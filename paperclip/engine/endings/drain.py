@@ -21,9 +21,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import SYSTEM
+from paperclip.domain.holds.holds import hold_task
 from paperclip.models import Run, TaskHold, ToolCall, ToolCallStatus
-from paperclip.services.actor import SYSTEM
-from paperclip.services.holds import hold_task
 
 SETTLEMENT_INCOMPLETE = "native_session_settlement_incomplete"
 CLEANUP_QUARANTINED = "native_session_cleanup_quarantined"

@@ -30,6 +30,7 @@ from paperclip_hookspecs.runs import RunView
 from sqlalchemy import exists, func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.domain.chat import chat_turns
 from paperclip.engine.context.completion import current_snapshot
 from paperclip.engine.context.prompt import task_source
 from paperclip.engine.context.run_view import run_view
@@ -52,7 +53,6 @@ from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
 from paperclip.plugin_host.errors import PluginError
 from paperclip.prompts import read_execution_input
 from paperclip.prompts.report_nudge import nudge_input
-from paperclip.services import chat_turns
 from paperclip.wire.messages import StartTurn, TurnFinished
 
 log = logging.getLogger(__name__)

@@ -23,12 +23,12 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from paperclip import log_context
+from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import jsonb
 from paperclip.engine.logs.outbox import append_cte
 from paperclip.engine.ownership.fence import check_fence
 from paperclip.errors import NotFoundError
 from paperclip.models import ToolCallStatus, TurnStatus
-from paperclip.services.actor import SYSTEM
 from paperclip.wire.messages import Close, payload_of
 
 LOCK = f"""

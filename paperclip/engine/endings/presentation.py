@@ -24,6 +24,9 @@ from paperclip_hookspecs.presentation import (
 from paperclip_hookspecs.runs import RunView
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.actor import Actor
+from paperclip.domain.chat import chat_turns
+from paperclip.domain.issues.comments import add_comment
 from paperclip.engine.context.completion import current_snapshot
 from paperclip.engine.context.run_view import run_view
 from paperclip.engine.context.snapshot import SnapshotBindingError
@@ -31,9 +34,6 @@ from paperclip.engine.ownership.fence import RUN_LOCK
 from paperclip.models import ConversationState, Run, RunStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
-from paperclip.services import chat_turns
-from paperclip.services.actor import Actor
-from paperclip.services.comments import add_comment
 
 log = logging.getLogger(__name__)
 

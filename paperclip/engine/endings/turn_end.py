@@ -18,18 +18,20 @@ from datetime import UTC, datetime
 
 import msgspec
 from paperclip_hookspecs.completion import CompletionStage
-from paperclip_hookspecs.presentation import (
-    PresentationPath,
-)
+from paperclip_hookspecs.presentation import PresentationPath
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from paperclip import tracing
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import engine_of
-from paperclip.engine.context.completion import (
-    check_completion,
-    report_of,
-    terminal_failure,
-)
+from paperclip.domain.chat import chat_turns
+from paperclip.domain.costs.budget_ledger import BUDGET_EXCEEDED, release
+from paperclip.domain.holds.holds import hold_task
+from paperclip.domain.issues.issue_parts import BLOCKED
+from paperclip.domain.issues.issues import OUTCOME_STATUS, settle_after_run
+from paperclip.domain.runs.run_tokens import revoke_run_tokens
+from paperclip.engine.context.completion import check_completion, report_of, terminal_failure
 from paperclip.engine.context.snapshot import SnapshotBindingError
 from paperclip.engine.endings import drain
 from paperclip.engine.endings.nudge import ReportNudges, nudge, unreported
@@ -51,14 +53,6 @@ from paperclip.failpoints import failpoint
 from paperclip.models import ConversationState, IssueStatus, Run, RunStatus, TurnStatus
 from paperclip.plugin_host import PluginHost
 from paperclip.plugin_host.errors import PluginError
-from paperclip.services import chat_turns
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
-from paperclip.services.budget_ledger import BUDGET_EXCEEDED, release
-from paperclip.services.holds import hold_task
-from paperclip.services.issue_parts import BLOCKED
-from paperclip.services.issues import OUTCOME_STATUS, settle_after_run
-from paperclip.services.run_tokens import revoke_run_tokens
 from paperclip.wire.messages import Close, StartTurn, TurnFinished
 from paperclip.wire.workspace_rules import WORKSPACE_NOT_ALLOWED, WORKSPACE_UNAVAILABLE
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import uuid
 
+from paperclip.domain.keys.api_keys import hash_key
 from paperclip.engine.ownership.fence import StaleEpochError
-from paperclip.services.api_keys import hash_key
 
 
 class RunOwnership:

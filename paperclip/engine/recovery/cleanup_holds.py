@@ -28,6 +28,9 @@ from sqlalchemy import and_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
+from paperclip.domain.runs.wakes import notify_wakes
 from paperclip.engine.endings.drain import CLEANUP_QUARANTINED, HOLD_SHAPE
 from paperclip.engine.logs import outbox
 from paperclip.engine.ownership.fence import RUN_LOCK
@@ -42,9 +45,6 @@ from paperclip.models import (
     TaskHold,
     TurnStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
-from paperclip.services.wakes import notify_wakes
 from paperclip.wire.messages import Close
 
 KIND = "native_completed_turn_cleanup_hold"

@@ -26,6 +26,9 @@ from paperclip_hookspecs.prompts import ContinuationMessage
 from sqlalchemy import func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import SYSTEM
+from paperclip.domain.holds.holds import hold_task
+from paperclip.domain.runs.wakes import notify_resumption
 from paperclip.engine.context.prompt import retry_history, steered_comments
 from paperclip.engine.context.run_view import run_view
 from paperclip.engine.endings.turn_end import finish_run
@@ -46,9 +49,6 @@ from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
 from paperclip.prompts import AgentBrief, read_execution_input
 from paperclip.prompts.restart import fresh_retry, restart_continuation
 from paperclip.prompts.run_record import render_run_record
-from paperclip.services.actor import SYSTEM
-from paperclip.services.holds import hold_task
-from paperclip.services.wakes import notify_resumption
 
 log = logging.getLogger(__name__)
 

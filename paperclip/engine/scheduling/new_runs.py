@@ -22,12 +22,12 @@ from typing import Any
 
 import asyncpg
 
+from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import jsonb
 from paperclip.engine.context.snapshot import NewSnapshot
 from paperclip.engine.logs.outbox import append_each_cte
 from paperclip.engine.workspaces.placement import WorkspaceRow
 from paperclip.models import RunStatus, TurnKind, TurnStatus, WakeStatus
-from paperclip.services.actor import SYSTEM
 from paperclip.wire.messages import StartTurn, payload_of
 
 RUN_STARTED = "run.started"

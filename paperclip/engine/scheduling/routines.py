@@ -6,7 +6,7 @@ LOCKED`` (so two replicas never hold the same routine, and neither waits for
 the other), decides every slot from each one's ``next_slot_at`` to now with
 its catch-up policy, claims each one (a unique (routine, slot) row, its issue
 and its wake) and moves the cursors past now, all in one transaction of a
-fixed number of statements (``paperclip.services.routine_passes``): a replica
+fixed number of statements (``paperclip.domain.routines.routine_passes``): a replica
 killed anywhere in it leaves the batch's slots due for the next pass of any
 replica. Routines due together are so decided together: fifty of one company
 are one transaction, not fifty queued on the company's row.
@@ -29,16 +29,16 @@ from sqlalchemy import Uuid, func, literal, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from paperclip.clock import Clock, speed_of, system_clock
+from paperclip.common.actor import SYSTEM
 from paperclip.db.availability import log_failure
+from paperclip.domain.companies.companies import hold_companies_of
+from paperclip.domain.issues.issue_numbers import IssueNumbers
+from paperclip.domain.routines.heartbeats import Beat, beat_due
+from paperclip.domain.routines.routine_executions import start_next_queued
+from paperclip.domain.routines.routine_passes import fire_due, take_due
+from paperclip.domain.routines.routines import ROUTINE_LOCK
 from paperclip.engine.loop import keep_running
 from paperclip.models import Agent, ExecutionStatus, Routine, RoutineExecution
-from paperclip.services.actor import SYSTEM
-from paperclip.services.companies import hold_companies_of
-from paperclip.services.heartbeats import Beat, beat_due
-from paperclip.services.issue_numbers import IssueNumbers
-from paperclip.services.routine_executions import start_next_queued
-from paperclip.services.routine_passes import fire_due, take_due
-from paperclip.services.routines import ROUTINE_LOCK
 
 log = logging.getLogger(__name__)
 

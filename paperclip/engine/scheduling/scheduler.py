@@ -12,7 +12,7 @@ lease that held one back runs out, a row locked when a pass looked (``SKIP
 LOCKED`` passed it over) may be free; or every ``RESUME_POLL_SECONDS`` (every
 pass while no LISTEN is in place).
 
-A run's way: from a wake's commit (``services/wakes.py``); next,
+A run's way: from a wake's commit (``domain/runs/wakes.py``); next,
 ``wake_claims.py`` makes the runs.
 """
 
@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from paperclip.db.availability import log_failure
 from paperclip.db.listen import hold_listener
+from paperclip.domain.runs.wakes import RESUMPTION, WAKES_CHANNEL
 from paperclip.engine.costs.admission import end_for_budget, next_turn_refusal
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.ownership.leases import take_over
@@ -40,7 +41,6 @@ from paperclip.engine.turns.starts import queue_later_turn
 from paperclip.engine.workspaces.placement import placement_of
 from paperclip.models import Run
 from paperclip.plugin_host import PluginHost
-from paperclip.services.wakes import RESUMPTION, WAKES_CHANNEL
 from paperclip.wire.messages import StartTurn
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,13 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from paperclip import log_context, tracing
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.db.driver import engine_of, plain_connection
+from paperclip.domain.costs.budget_ledger import Refusal
+from paperclip.domain.issues.issues import working_status
+from paperclip.domain.runs.run_tokens import mint_run_token
+from paperclip.domain.runs.wakes import mark_claimed
 from paperclip.engine.context.prompt import assemble_run_input
 from paperclip.engine.context.snapshot import snapshot_source, wake_snapshot
 from paperclip.engine.costs.admission import Wanted, admit_runs, wait_for_budget
@@ -46,12 +52,6 @@ from paperclip.engine.workspaces.placement import (
 )
 from paperclip.models import Run, RunStatus, WakeRequest, WakeStatus
 from paperclip.plugin_host import PluginHost
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
-from paperclip.services.budget_ledger import Refusal
-from paperclip.services.issues import working_status
-from paperclip.services.run_tokens import mint_run_token
-from paperclip.services.wakes import mark_claimed
 from paperclip.wire.messages import StartTurn
 
 log = logging.getLogger(__name__)

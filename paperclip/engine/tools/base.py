@@ -8,14 +8,14 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.actor import Actor
+from paperclip.domain.issues.issue_numbers import IssueNumbers
 from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.logs.journal import CallInput, Receipt
 from paperclip.engine.ownership.fence import LockedRun
 from paperclip.engine.ownership.fenced_tx import FencedTransaction
 from paperclip.models import Run
 from paperclip.plugin_host import PluginHost
-from paperclip.services.actor import Actor
-from paperclip.services.issue_numbers import IssueNumbers
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,11 +14,11 @@ import uuid
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.domain.agents.org_chart import reports_below
+from paperclip.domain.issues.issues import create_issue
+from paperclip.domain.runs.wakes import request_wake
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Agent, AgentStatus, Issue, IssueStatus
-from paperclip.services.issues import create_issue
-from paperclip.services.org_chart import reports_below
-from paperclip.services.wakes import request_wake
 
 
 async def delegate(ctx: ToolContext) -> ToolOutcome:

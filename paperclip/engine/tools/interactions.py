@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from paperclip.domain.holds.interactions import raise_card
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
-from paperclip.services.interactions import raise_card
 
 
 async def request_human_input(ctx: ToolContext) -> ToolOutcome:

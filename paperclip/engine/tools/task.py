@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from paperclip.domain.issues.comments import add_comment, issue_comments
+from paperclip.domain.issues.issue_parts import parts_of
 from paperclip.engine.logs.events import NewEvent
 from paperclip.engine.tools.base import ToolContext, ToolOutcome, error
 from paperclip.models import Comment, Issue
-from paperclip.services.comments import add_comment, issue_comments
-from paperclip.services.issue_parts import parts_of
 
 
 async def get_task_context(ctx: ToolContext) -> ToolOutcome:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.domain.runs.run_tokens import new_run_token, revoke_run_tokens
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
 from paperclip.engine.workspaces.placement import workspace_of
 from paperclip.models import Agent, Run, RunTurn
-from paperclip.services.run_tokens import new_run_token, revoke_run_tokens
 from paperclip.wire.messages import StartTurn
 
 

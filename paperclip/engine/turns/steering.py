@@ -14,13 +14,17 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.runs.steers import Delivery, SteerSent
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.turns.lifecycle import current_turn
 from paperclip.errors import ConflictError, ForbiddenError, InvalidInputError
@@ -36,10 +40,6 @@ from paperclip.models import (
 )
 from paperclip.models.interaction import CARD_KINDS, InteractionStatus
 from paperclip.plugin_host import PluginHost, ProviderNotInstalledError
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import Actor
-from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 from paperclip.wire.messages import Steer
 
 log = logging.getLogger(__name__)
@@ -76,22 +76,6 @@ def interaction_steer_text(interaction: Interaction) -> str:
     if response.get("note"):
         lines.append(f"Note: {response['note']}")
     return "\n".join(lines)
-
-
-Delivery = Literal["steer", "follow_up"]
-
-
-@dataclass(frozen=True, slots=True)
-class SteerSent:
-    run_id: uuid.UUID
-    message_id: str
-    comment_id: uuid.UUID | None
-    turn: int
-    delivery: Delivery
-    """How the message reaches the model: ``steer`` (into the running turn), or
-    ``follow_up`` (queued by the provider after the running step or turn)."""
-    duplicate: bool
-    """A repeated request: the steer was queued before and is not sent again."""
 
 
 class RunSteering:

@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM
 from paperclip.engine.links.link import RunnerLink
 from paperclip.engine.logs import outbox
 from paperclip.engine.loop import keep_running
@@ -32,8 +34,6 @@ from paperclip.models import (
     Run,
     WorkspaceStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM
 from paperclip.wire.messages import FEATURE_WORKSPACES, ReleaseWorkspace
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +31,10 @@ from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from paperclip.common.actor import Actor
+from paperclip.common.queries import get_scoped
+from paperclip.domain.companies.companies import company_writes
+from paperclip.domain.workspaces.merges import MergeOutcome
 from paperclip.engine.logs.outbox import enqueue_one
 from paperclip.engine.workspaces.placement import spec_of
 from paperclip.errors import ConflictError, NotFoundError, TimedOutError, UnavailableError
@@ -48,15 +51,8 @@ from paperclip.models import (
     WorkspaceMerge,
     WorkspaceStatus,
 )
-from paperclip.services.actor import Actor
-from paperclip.services.companies import company_writes
-from paperclip.services.queries import get_scoped
 from paperclip.wire.messages import FEATURE_WORKSPACE_MERGE, MergeWorkspace
-from paperclip.wire.workspace_rules import (
-    BASE_CHECKOUT_DIRTY,
-    MERGE_CONFLICT,
-    MERGE_NOT_SUPPORTED,
-)
+from paperclip.wire.workspace_rules import BASE_CHECKOUT_DIRTY, MERGE_CONFLICT, MERGE_NOT_SUPPORTED
 
 POLL_SECONDS = 0.2
 MAX_TITLE = 200
@@ -66,18 +62,6 @@ WORKSPACE_NOT_READY = "workspace_not_ready"
 RUNNER_UNAVAILABLE = "runner_unavailable"
 RUN_ACTIVE = "run_active"
 MERGE_TIMEOUT = "merge_timeout"
-
-
-@dataclass(frozen=True, slots=True)
-class MergeOutcome:
-    """A merge the runner made: what the API answers."""
-
-    strategy: str
-    branch: str
-    base_ref: str
-    commit: str
-    merged_commits: int
-    issue_status: str
 
 
 class WorkspaceMerges:

@@ -25,6 +25,9 @@ import msgspec
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from paperclip.common.activity import record_activity
+from paperclip.common.actor import SYSTEM, Actor
+from paperclip.domain.issues.issues import update_issue
 from paperclip.engine.logs.events import NewEvent, append_events
 from paperclip.models import (
     Issue,
@@ -36,9 +39,6 @@ from paperclip.models import (
     WorkspaceMerge,
     WorkspaceStatus,
 )
-from paperclip.services.activity import record_activity
-from paperclip.services.actor import SYSTEM, Actor
-from paperclip.services.issues import update_issue
 from paperclip.wire.messages import (
     RunnerStatus,
     WorkspaceMerged,

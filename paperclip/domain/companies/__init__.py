@@ -1,0 +1,5 @@
+"""Companies: every row belongs to one; a company's settings, its issue prefix, and the
+lock its writes take.
+
+Imports: none
+"""

@@ -1,0 +1,5 @@
+"""Costs and budgets: prices, the budget ledger (reservations and charges by month),
+budgets and the cost reports.
+
+Imports: companies
+"""

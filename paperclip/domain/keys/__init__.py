@@ -1,0 +1,5 @@
+"""API keys: issued, listed and revoked per company; who holds a key, kept warm in each
+replica (``key_cache``).
+
+Imports: companies
+"""

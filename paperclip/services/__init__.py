@@ -1,1 +1,0 @@
-"""Services own transactions and rules; each takes the session factory and an actor."""
