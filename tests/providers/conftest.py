@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.engine.conftest import Stack
+from tests.support.db import end_what_is_left
 from tests.support.model_endpoint import ModelEndpoint
 
 
@@ -24,3 +25,4 @@ def stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack]:
     stack = Stack(database_url=paperclip_database_url, tmp=tmp_path)
     yield stack
     stack.stop()
+    end_what_is_left(paperclip_database_url)  # the module's next test starts from nothing

@@ -21,6 +21,31 @@ def query(url: str, sql: str, *args: Any) -> list[dict[str, Any]]:
     return asyncio.run(run())
 
 
+LEFT_GOING = (
+    "UPDATE run_turns SET status = 'failed' WHERE status IN ('starting', 'running')",
+    "UPDATE runs SET status = 'cancelled', phase = 'finished', finished_at = now() "
+    "WHERE status IN ('queued', 'running')",
+    "UPDATE wake_requests SET status = 'skipped' WHERE status = 'queued'",
+)
+
+
+def end_what_is_left(url: str) -> None:
+    """End the runs, turns and wakes a test left going in its module's database (its
+    processes stopped): a later test's runner would otherwise take them up, a lost run's
+    next turn first, and answer it with that test's scripted model."""
+
+    async def run() -> None:
+        conn = await connect(url)
+        try:
+            async with conn.transaction():
+                for statement in LEFT_GOING:
+                    await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
 async def insert_as_of(conn: Any, row: Any) -> None:
     """Insert a model's row into a schema of an earlier revision, with only the columns it has.
 

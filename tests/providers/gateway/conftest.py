@@ -18,6 +18,7 @@ import pytest
 
 from tests.engine.conftest import Stack
 from tests.providers.gateway.cli import OPENCLAW
+from tests.support.db import end_what_is_left
 from tests.support.model_endpoint import ModelEndpoint
 from tests.support.processes import free_port
 
@@ -244,6 +245,7 @@ def stack(paperclip_database_url: str, tmp_path: Path) -> Iterator[Stack]:
     gateway = getattr(stack, "gateway", None)
     if gateway is not None:
         gateway.stop()
+    end_what_is_left(paperclip_database_url)  # the module's next test starts from nothing
 
 
 @pytest.fixture
