@@ -181,6 +181,11 @@ def _head_of(get: Operation) -> Operation:
     return head
 
 
+API_MODULES = ("paperclip.api.", "paperclip.domain.", "paperclip.http.")
+"""Where the API's request and response structs live: the app's own routes, each domain's
+routes and schemas, and what every route shares."""
+
+
 def _forbid_unknown_fields(components: Components) -> None:
     """Bodies whose struct refuses unknown fields say so: ``additionalProperties: false``."""
     structs = _api_structs()
@@ -197,6 +202,6 @@ def _api_structs() -> dict[str, type[msgspec.Struct]]:
     while pending:
         for sub in pending.pop().__subclasses__():
             pending.append(sub)
-            if sub.__module__.startswith("paperclip.api."):
+            if sub.__module__.startswith(API_MODULES):
                 found[sub.__name__] = sub
     return found

@@ -91,7 +91,9 @@ def test_the_issue_page_shows_its_worktree_work_product_and_diff_live(stack, pag
     expect(panel.locator(".forget .error")).to_contain_text("run_active")
     expect(panel).to_have_attribute("data-status", "ready")
 
-    # From here only the run's events can bring the work product: the re-reads sleep.
+    # From here only the run's events can bring the work product: the re-reads sleep. The
+    # page has read the issue running first (what it must still show once the run ended).
+    expect(page.locator("#issue-status")).to_have_attribute("data-status", "in_progress")
     page.evaluate(HIDE)
     page.evaluate("window.sameDocument = true")
     gate.touch()

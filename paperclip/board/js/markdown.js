@@ -1,12 +1,17 @@
-// Markdown as people wrote it, rendered safely: marked turns it into HTML, DOMPurify keeps only
-// harmless markup (no script, no inline style, no event handler, no image from elsewhere), and
-// the result is parsed into a node. The page's CSP ('self' only) holds whatever slips by.
+// Markdown as people wrote it, rendered safely: marked turns it into HTML, raw HTML in the text
+// shown as written (escaped, never markup: a parser given `<img onerror>` would meet the
+// handler, which the CSP refuses), DOMPurify keeps only harmless markup (no script, no inline
+// style, no event handler, no image from elsewhere), and the result is parsed into a node. The
+// page's CSP ('self' only) holds whatever slips by.
 
 import { marked } from "../vendor/marked/marked.esm.js";
 import DOMPurify from "../vendor/dompurify/purify.es.mjs";
 import { h } from "./dom.js";
 
-marked.use({ gfm: true, breaks: true, async: false });
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+const escapeHtml = (text) => String(text).replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+marked.use({ gfm: true, breaks: true, async: false, renderer: { html: ({ text }) => escapeHtml(text) } });
 
 const PURIFY = {
   FORBID_TAGS: ["style", "img", "svg", "math", "form", "input", "button", "textarea", "select", "iframe"],
