@@ -34,6 +34,6 @@ from __future__ import annotations
 
 from paperclip_hookspecs._markers import PROJECT_NAME, hookimpl
 
-HOOK_API = "1.10.0"
+HOOK_API = "1.11.0"
 
 __all__ = ["HOOK_API", "PROJECT_NAME", "hookimpl"]

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Literal
 
 from paperclip_hookspecs._markers import hookspec
+from paperclip_hookspecs.org_chart import ChainOfCommand
 from paperclip_hookspecs.runs import RunView
 from paperclip_hookspecs.workspaces import ExecutionWorkspace
 
@@ -105,6 +106,8 @@ class ParentTask:
     id: str
     identifier: str
     title: str
+    goal: str = ""
+    """The parent's description: what the whole is for (hook API 1.11; the core cuts it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +124,8 @@ class TaskSource:
     acceptance_criteria: tuple[str, ...] = ()
     workspace: ExecutionWorkspace | None = None
     """The git worktree the task's runs work in (hook API 1.8); None: a scratch folder."""
+    chain: ChainOfCommand | None = None
+    """The assigned agent's manager and reports (hook API 1.11); None: not told."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +183,8 @@ class RenderLimits:
     max_description_chars: int = 20_000
     max_history_comments: int = 20
     max_continuation_messages: int = 50
+    max_parent_goal_chars: int = 2_000
+    """The parent issue's goal in a part's brief (hook API 1.11)."""
 
 
 # -- ownership --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ current comments.
 
 from __future__ import annotations
 
+from paperclip_hookspecs.org_chart import Colleague
 from paperclip_hookspecs.prompts import (
     CommentSource,
     ExecutionWorkspace,
@@ -56,6 +57,8 @@ def build_task_markdown(
     ]
     if description_block is not None:
         sources.append(description_block)
+    if not compact:
+        blocks.append(chain_of_command(task, options.limits.max_parent_goal_chars))
     if task.acceptance_criteria:
         criteria = "\n".join(f"{n}. {c}" for n, c in enumerate(task.acceptance_criteria, 1))
         blocks.append(f"### Acceptance criteria\n{criteria}")
@@ -94,6 +97,48 @@ def task_header(task: TaskSource) -> str:
     if task.workspace is not None:
         lines.extend(workspace_lines(task.workspace))
     return "\n".join(lines)
+
+
+def chain_of_command(task: TaskSource, goal_limit: int) -> str:
+    """Where the agent stands: its manager, its reports, and the whole its task is a part of
+    (the parent's goal, cut at ``goal_limit``). A resumed session was told it in its brief."""
+    lines = []
+    chain = task.chain
+    if chain is not None:
+        if chain.manager is None:
+            lines.append("- You report to: nobody (you are at the top of the org chart)")
+        else:
+            lines.append(f"- You report to: {_colleague(chain.manager)}")
+        if chain.reports:
+            more = f", and {chain.more_reports} more" if chain.more_reports else ""
+            names = ", ".join(_colleague(r) for r in chain.reports)
+            lines.append(
+                f"- Your reports: {names}{more}. Hand one of them a part of this task with "
+                "the `delegate` tool; you are told when it ends."
+            )
+        else:
+            lines.append("- Your reports: none")
+    parent = task.parent
+    if parent is not None and parent.goal:
+        text, cut = truncate(source_text(parent.goal), goal_limit)
+        note = "\n[Cut here; read the parent in full with get_task_context.]" if cut else ""
+        lines.append(
+            f"- This task is a part of {parent.identifier or parent.id}, whose goal is:\n"
+            f"{fence(text)}{note}"
+        )
+    if not lines:
+        return ""
+    return "### Chain of command\n" + "\n".join(lines)
+
+
+def _colleague(colleague: Colleague) -> str:
+    about = ", ".join(x for x in (colleague.role, _status_note(colleague.status)) if x)
+    name = quote(source_text(colleague.name))
+    return f"{name} ({about})" if about else name
+
+
+def _status_note(status: str) -> str:
+    return status if status and status != "active" else ""
 
 
 def workspace_lines(workspace: ExecutionWorkspace) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from paperclip_hookspecs.org_chart import ChainOfCommand, Colleague
 from paperclip_hookspecs.prompts import (
     TASK_MARKDOWN_OWNER,
     TURN_CONTEXT_VERSION,
@@ -68,15 +69,64 @@ def task_to_wire(task: TaskSource) -> Wire:
         "description": task.description,
         "status": task.status,
         "priority": task.priority,
-        "parent": None
-        if parent is None
-        else {"id": parent.id, "identifier": parent.identifier, "title": parent.title},
+        "parent": None if parent is None else _parent_to_wire(parent),
         "acceptanceCriteria": list(task.acceptance_criteria),
     }
     if task.workspace is not None:
         # Only when there is one: envelopes of tasks without a project stay as they were.
         wire["workspace"] = workspace_to_wire(task.workspace)
+    if task.chain is not None:
+        wire["chain"] = chain_to_wire(task.chain)
     return wire
+
+
+def _parent_to_wire(parent: ParentTask) -> Wire:
+    wire: Wire = {"id": parent.id, "identifier": parent.identifier, "title": parent.title}
+    if parent.goal:
+        wire["goal"] = parent.goal
+    return wire
+
+
+def _colleague_to_wire(colleague: Colleague) -> Wire:
+    return {
+        "id": colleague.id,
+        "name": colleague.name,
+        "role": colleague.role,
+        "status": colleague.status,
+    }
+
+
+def _colleague_from_wire(data: Any) -> Colleague | None:
+    if not isinstance(data, Mapping) or not isinstance(data.get("id"), str):
+        return None
+    return Colleague(
+        id=data["id"],
+        name=_opt_str(data, "name"),
+        role=_opt_str(data, "role"),
+        status=_opt_str(data, "status"),
+    )
+
+
+def chain_to_wire(chain: ChainOfCommand) -> Wire:
+    return {
+        "manager": None if chain.manager is None else _colleague_to_wire(chain.manager),
+        "reports": [_colleague_to_wire(r) for r in chain.reports],
+        "moreReports": chain.more_reports,
+    }
+
+
+def chain_from_wire(data: Any) -> ChainOfCommand | None:
+    if not isinstance(data, Mapping):
+        return None
+    reports = data.get("reports")
+    more = data.get("moreReports")
+    return ChainOfCommand(
+        manager=_colleague_from_wire(data.get("manager")),
+        reports=tuple(
+            c for c in map(_colleague_from_wire, reports if isinstance(reports, list) else ()) if c
+        ),
+        more_reports=more if isinstance(more, int) and not isinstance(more, bool) else 0,
+    )
 
 
 def workspace_to_wire(workspace: ExecutionWorkspace) -> Wire:
@@ -118,11 +168,13 @@ def task_from_wire(data: Mapping[str, Any]) -> TaskSource:
             id=_get(parent, "id", str, "issue.parent"),
             identifier=_opt_str(parent, "identifier"),
             title=_opt_str(parent, "title"),
+            goal=_opt_str(parent, "goal"),
         ),
         acceptance_criteria=tuple(
             c for c in data.get("acceptanceCriteria") or () if isinstance(c, str)
         ),
         workspace=workspace_from_wire(data.get("workspace")),
+        chain=chain_from_wire(data.get("chain")),
     )
 
 

@@ -161,3 +161,76 @@ async def test_prices_are_the_instances_and_the_tables_win(paperclip_client):
     assert (await paperclip_client.delete("/api/prices/gpt-x")).status_code == 204
     r = await paperclip_client.delete("/api/prices/gpt-x")
     assert (r.status_code, r.json()["code"]) == (404, "price_not_found")
+
+
+async def test_a_parts_cost_rolls_up_to_the_issue_it_is_a_part_of(
+    paperclip_client, paperclip_container, company, agent
+):
+    base = f"/api/companies/{company['id']}"
+
+    async def issue(title: str, parent: dict | None = None) -> dict:
+        body = {"title": title, "parent_id": parent["id"] if parent else None}
+        made = await paperclip_client.post(f"{base}/issues", json=body)
+        assert made.status_code == 201, made.text
+        return made.json()
+
+    whole = await issue("Ship v2")
+    part = await issue("Write the changelog", whole)
+    part_of_part = await issue("Collect the pull requests", part)
+    aside = await issue("Something else")
+    async with paperclip_container.sessions().begin() as session:
+        for key, on, cost in (("w", whole, 100), ("p", part, 20), ("pp", part_of_part, 3)):
+            run = Run(
+                id=uuid.uuid4(),
+                company_id=uuid.UUID(company["id"]),
+                agent_id=uuid.UUID(agent["id"]),
+                issue_id=uuid.UUID(on["id"]),
+                provider="fixture",
+                status="succeeded",
+            )
+            session.add(run)
+            await session.flush()
+            session.add(
+                CostEvent(
+                    company_id=run.company_id,
+                    agent_id=run.agent_id,
+                    run_id=run.id,
+                    issue_id=run.issue_id,
+                    key=key,
+                    provider="fixture",
+                    model="gpt-x",
+                    input_tokens=10,
+                    output_tokens=1,
+                    cost_micros=cost,
+                    cost_source="priced",
+                    occurred_at=datetime(2026, 12, 1, 9, tzinfo=UTC),
+                )
+            )
+
+    async def spent(issue: dict, **params) -> tuple[int, dict]:
+        answer = await paperclip_client.get(
+            f"{base}/costs", params={"issue_id": issue["id"], "group_by": "issue", **params}
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        return body["totals"]["cost_micros"], {
+            g["name"]: g["totals"]["cost_micros"] for g in body["groups"]
+        }
+
+    assert (await spent(whole))[0] == 100
+    total, by_issue = await spent(whole, with_parts="true")
+    assert total == 123
+    assert by_issue == {
+        whole["identifier"]: 100,
+        part["identifier"]: 20,
+        part_of_part["identifier"]: 3,
+    }
+    assert (await spent(part, with_parts="true"))[0] == 23
+    assert (await spent(aside, with_parts="true"))[0] == 0
+    events = await paperclip_client.get(
+        f"{base}/cost-events", params={"issue_id": part["id"], "with_parts": "true"}
+    )
+    assert [e["key"] for e in events.json()["items"]] == ["p", "pp"]
+
+    refused = await paperclip_client.get(f"{base}/costs", params={"with_parts": "true"})
+    assert refused.status_code == 422 and refused.json()["code"] == "invalid_input"

@@ -35,9 +35,5 @@ async def test_every_request_body_is_closed(paperclip_client):
             if name is not None:
                 bodies[name] = f"{method.upper()} {path}"
     assert len(bodies) >= 20  # the API's bodies, not an empty document
-    open_bodies = {
-        name: where
-        for name, where in bodies.items()
-        if not closed(components[name])
-    }
+    open_bodies = {name: where for name, where in bodies.items() if not closed(components[name])}
     assert open_bodies == {}

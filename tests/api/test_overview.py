@@ -74,11 +74,24 @@ async def test_the_inbox_lists_what_waits_on_a_person(
     retried = await issue(paperclip_client, cid, "Failed, then ran again")
     closed = await issue(paperclip_client, cid, "Failed, then closed", status="done")
     parked = await issue(paperclip_client, cid, "Failed, parked", status="backlog")
-    [unseen, _, _, _, _, _, issueless] = await add_runs(
+    stuck = await issue(paperclip_client, cid, "Blocked, nobody on it", status="blocked")
+    attended = await issue(paperclip_client, cid, "Blocked, a manager woken", status="blocked")
+    running = await issue(paperclip_client, cid, "Blocked, its run going", status="blocked")
+    async with paperclip_container.sessions().begin() as session:
+        session.add(
+            WakeRequest(
+                company_id=uuid.UUID(cid),
+                agent_id=uuid.UUID(agent["id"]),
+                issue_id=uuid.UUID(attended["id"]),
+                source="escalated",
+            )
+        )
+    [_, unseen, _, _, _, _, _, issueless] = await add_runs(
         paperclip_container,
         cid,
         agent["id"],
         [
+            (running["id"], "running"),
             (failed_open["id"], "failed"),
             (retried["id"], "failed"),
             (retried["id"], "succeeded"),
@@ -106,7 +119,15 @@ async def test_the_inbox_lists_what_waits_on_a_person(
     assert [r["id"] for r in inbox["failed_runs"]] == [issueless, unseen]  # newest first
     assert inbox["failed_runs"][1]["issue"]["title"] == "Failed, open"
     assert inbox["failed_runs"][0]["issue"] is None
-    assert inbox["counts"] == {"interactions": 1, "holds": 1, "failed_runs": 2}
+    assert [i["title"] for i in inbox["blocked_issues"]] == [stuck["title"]]
+    assert inbox["counts"] == {
+        "interactions": 1,
+        "holds": 1,
+        "failed_runs": 2,
+        "blocked_issues": 1,
+    }
+    count = (await paperclip_client.get(f"{base}/inbox/count")).json()
+    assert count == {**inbox["counts"], "total": 5}
 
     # Running the work again, or parking the issue, takes the failure out of the inbox.
     r = await paperclip_client.patch(

@@ -71,9 +71,11 @@ def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page):
     acme = daily.company(stack, "Initrode", "INT")
     goal = daily.issue(stack, acme["id"], "Ship the release")
     first = daily.issue(stack, acme["id"], "Write the changelog", parent_id=goal["id"])
-    daily.issue(stack, acme["id"], "Tag the version", parent_id=goal["id"])
+    tag = daily.issue(stack, acme["id"], "Tag the version", parent_id=goal["id"])
     with stack.api() as api:
         r = api.patch(f"/companies/{acme['id']}/issues/{first['id']}", json={"status": "done"})
+        assert r.status_code == 200, r.text
+        r = api.patch(f"/companies/{acme['id']}/issues/{tag['id']}", json={"status": "blocked"})
         assert r.status_code == 200, r.text
 
     page.goto(stack.board(f"/#/c/{acme['id']}/issues/{goal['identifier']}"))
@@ -81,8 +83,15 @@ def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page):
     expect(panel.locator(".parts-progress")).to_have_text("1 of 2 done · 1 open")
     expect(panel.get_by_role("list", name="Its parts").locator("li")).to_have_count(2)
     expect(panel.locator("[data-part='INT-2']")).to_have_attribute("data-status", "done")
+    expect(panel.locator(".parts-cost")).to_have_text("Spent with its parts: no usage")
 
     panel.get_by_role("link", name="INT-3").click()
     expect(page.locator("[data-identifier='INT-3']")).to_be_visible()
     part_of = page.get_by_role("region", name="Parts").locator("[data-part-of]")
     expect(part_of).to_contain_text("Part of INT-1 · Ship the release")
+
+    # A blocked part nobody is on waits in the inbox.
+    page.goto(stack.board(f"/#/c/{acme['id']}/inbox"))
+    blocked = page.get_by_role("list", name="Blocked issues")
+    expect(blocked.locator("li")).to_have_count(1)
+    expect(blocked).to_contain_text("INT-3 · Tag the version")

@@ -373,3 +373,24 @@ def test_commands_read_the_url_from_the_environment_or_the_option(served, compan
     )
     assert result.returncode == 0, result.stderr
     assert company["id"] in [c["id"] for c in json.loads(result.stdout)]
+
+
+def test_what_an_issue_and_its_parts_cost(served, company):
+    whole = served.json("issues", "create", "Ship v3", "--company", "DW")
+    served.json("issues", "create", "Tag v3", "--parent", whole["identifier"])
+    summed = served.json(
+        "costs",
+        "--company",
+        "DW",
+        "--by",
+        "issue",
+        "--issue",
+        whole["identifier"],
+        "--with-parts",
+        "--json",
+    )
+    assert summed["totals"]["events"] == 0 and summed["groups"] == []  # nothing ran yet
+    shown = served.ok("costs", "--company", "DW", "--issue", whole["identifier"], "--with-parts")
+    assert f"costs by agent of {whole['identifier']} and its parts" in shown
+    unsaid = served.cli("costs", "--company", "DW", "--with-parts")
+    assert unsaid.returncode == 2 and "--with-parts needs --issue" in unsaid.stderr

@@ -22,7 +22,7 @@ from tests.engine.test_workspaces import (
     in_project,
     runner_with_roots,
 )
-from tests.support.git_repos import git, make_repo
+from tests.support.git_repos import commit, git, make_repo
 from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.process, pytest.mark.installed_plugins]
@@ -100,6 +100,11 @@ def test_a_ceo_hands_out_two_parts_hears_each_end_and_finishes(stack):
         title="Ship the release",
     )
     in_project(stack, ctx, repos / "app", default_branch="main")
+    # The CEO's branch already holds its plan: each part's worktree starts from it.
+    parent_branch = f"paperclip/{ctx['issue']['identifier']}"
+    git(repos / "app", "checkout", "-q", "-b", parent_branch)
+    commit(repos / "app", {"PLAN": "v2: changelog, tag\n"}, "Plan for v2")
+    git(repos / "app", "checkout", "-q", "main")
     writer = hire(
         stack,
         ctx,
@@ -151,7 +156,18 @@ def test_a_ceo_hands_out_two_parts_hears_each_end_and_finishes(stack):
     said = json.dumps(second["execution_input"])
     assert f"{handed[0]['identifier']} done (Write the changelog)" in said
     branch = f"paperclip/{handed[0]['identifier']}"
-    assert git(repos / "app", "log", "--format=%s", branch).splitlines()[0] == "Changelog for v2"
+    assert git(repos / "app", "log", "--format=%s", branch).splitlines()[:2] == [
+        "Changelog for v2",
+        "Plan for v2",
+    ]
+    [written] = runs_of(stack, ctx, writer)
+    brief = written["execution_input"]["issue"]
+    assert brief["workspace"]["baseRef"] == parent_branch
+    # Its brief names its manager and the whole its part belongs to.
+    prompt = written["execution_input"]["modelEnvelope"]["prompt"]
+    manager = ceo["name"]
+    assert f'- You report to: "{manager}"' in prompt
+    assert brief["parent"]["identifier"] == ctx["issue"]["identifier"]
 
     # Then the tagger: woken again, the CEO finishes the issue.
     stack.rewrite_script(ctx, {"turns": [[finish("done", "Released v2.")]]})

@@ -14,7 +14,7 @@ import uuid
 from sqlalchemy import func, select
 
 from paperclip.common.actor import LOCAL_OPERATOR
-from paperclip.models import Issue, WakeRequest
+from paperclip.models import Agent, Issue, WakeRequest
 from tests.engine.memory_world import PROVIDER, call, finished, started
 
 
@@ -200,3 +200,29 @@ async def test_a_blocker_goes_up_the_chart_once_to_the_top(world):
     await world.until_ended(again.run_id)
     assert await world.issue_status(task) == "blocked"
     assert await queued_on(world, task) == 0
+
+
+async def test_each_brief_names_the_chain_of_command_and_a_part_its_whole(world):
+    lead = await hire(world, "lead", "tech lead", reports_to=world.agent_id)
+    await hire(world, "dev", "engineer", reports_to=lead.id)
+    idle = await hire(world, "ops", "operations", reports_to=lead.id)
+    await world.container.agents().update(
+        LOCAL_OPERATOR, world.company_id, idle.id, {"status": "paused"}, world.check_config
+    )
+    peer, _ = await world.connect(await world.new_runner())
+    task_id = await world.assign("Ship the release")
+    top = await started(peer)
+    assert "- You report to: nobody (you are at the top of the org chart)" in top.prompt
+    assert '- Your reports: "lead" (tech lead).' in top.prompt
+
+    handed = await call(peer, top, "delegate", to="lead", title="Plan it", command_id="plan")
+    assert not handed.is_error, handed.content
+    part = await started(peer)
+    async with world.container.sessions()() as session:
+        me = await session.get_one(Agent, world.agent_id)
+        task = await session.get_one(Issue, task_id)
+    assert f'- You report to: "{me.name}"' in part.prompt
+    assert '- Your reports: "dev" (engineer), "ops" (operations, paused).' in part.prompt
+    # The whole it is a part of: the parent in the header, its goal below.
+    assert f'- Parent: {task.identifier} "Ship the release"' in part.prompt
+    assert "whose goal is:\n```text\nThe build is red.\n```" in part.prompt

@@ -228,3 +228,44 @@ def test_the_task_brief_names_the_workspace_the_task_works_in() -> None:
     assert task_from_wire(task_to_wire(task)) == task
     assert "workspace" not in task_to_wire(make_task())
     assert "Workspace" not in build_task_markdown(make_task()).text
+
+
+def test_the_brief_names_the_chain_of_command_and_the_whole_a_part_belongs_to() -> None:
+    from dataclasses import replace
+
+    from paperclip_hookspecs.org_chart import ChainOfCommand, Colleague
+    from paperclip_hookspecs.prompts import ParentTask
+
+    from paperclip.prompts.wire import task_from_wire, task_to_wire
+
+    chain = ChainOfCommand(
+        manager=Colleague("a-1", "Ada", "CEO", "active"),
+        reports=(
+            Colleague("a-2", "Bob", "engineer", "active"),
+            Colleague("a-3", "Cy", "", "paused"),
+        ),
+        more_reports=3,
+    )
+    goal = "Ship v2 by Friday.\n```\nnot a fence\n```"
+    task = replace(make_task(), chain=chain, parent=ParentTask("i-0", "ACM-0", "Launch", goal=goal))
+    text = build_task_markdown(task).text
+    assert '- You report to: "Ada" (CEO)' in text
+    assert '- Your reports: "Bob" (engineer), "Cy" (paused), and 3 more.' in text
+    # The parent's goal is data, fenced so it cannot close early, and bounded.
+    assert "- This task is a part of ACM-0, whose goal is:\n````text\nShip v2 by Friday." in text
+    short = build_task_markdown(
+        task, TaskMarkdownOptions(limits=RenderLimits(max_parent_goal_chars=4))
+    )
+    assert "````" not in short.text and "```text\nShip\n```\n[Cut here;" in short.text
+    # A resumed session was told it in its brief.
+    compact = build_task_markdown(task, TaskMarkdownOptions(mode=TaskMarkdownMode.COMPACT))
+    assert "Chain of command" not in compact.text
+    top = replace(task, chain=ChainOfCommand(), parent=None)
+    assert (
+        "- You report to: nobody (you are at the top of the org chart)\n- Your reports: none"
+        in (build_task_markdown(top).text)
+    )
+    # The envelope keeps both (a fresh retry renders them again); a task without is unchanged.
+    assert task_from_wire(task_to_wire(task)) == task
+    assert "chain" not in task_to_wire(make_task())
+    assert "Chain of command" not in build_task_markdown(make_task()).text

@@ -82,8 +82,10 @@ class CostReports:
         since: datetime | None,
         until: datetime | None,
         filters: dict[str, uuid.UUID | None],
+        with_parts: bool = False,
     ) -> tuple[Totals, list[Group]]:
-        """The range's totals, and its groups (largest cost first, at most ``MAX_GROUPS``)."""
+        """The range's totals, and its groups (largest cost first, at most ``MAX_GROUPS``);
+        ``with_parts``: the ``issue_id`` filter takes in the issue's parts, all the way down."""
         if since is not None and until is not None and since >= until:
             raise InvalidInputError("since must be before until", field="since", source="query")
         async with self.sessions() as session:
@@ -95,9 +97,7 @@ class CostReports:
                 where.append(CostEvent.occurred_at >= since)
             if until is not None:
                 where.append(CostEvent.occurred_at < until)
-            for name, value in filters.items():
-                if value is not None:
-                    where.append(getattr(CostEvent, name) == value)
+            where += _filtered(company_id, filters, with_parts)
             total = _totals((await session.execute(select(*_sums()).where(*where))).one())
             key, name, joins = _grouping(group_by, zone or "UTC")
             stmt = select(key, name, *_sums()).select_from(CostEvent)
@@ -121,15 +121,16 @@ class CostReports:
         filters: dict[str, uuid.UUID | None],
         after_id: int | None,
         limit: int,
+        with_parts: bool = False,
     ) -> tuple[list[CostEvent], int | None]:
-        """A page of cost events, oldest first (by their id), and the id the next starts after."""
+        """A page of cost events, oldest first (by their id), and the id the next starts after
+        (``with_parts`` as for :meth:`summary`)."""
         async with self.sessions() as session:
             await require_company(session, company_id)
             await _check_filters(session, company_id, filters)
-            stmt = select(CostEvent).where(CostEvent.company_id == company_id)
-            for name, value in filters.items():
-                if value is not None:
-                    stmt = stmt.where(getattr(CostEvent, name) == value)
+            stmt = select(CostEvent).where(
+                CostEvent.company_id == company_id, *_filtered(company_id, filters, with_parts)
+            )
             if after_id is not None:
                 stmt = stmt.where(CostEvent.id > after_id)
             rows = list(
@@ -146,6 +147,42 @@ FILTERED = {
     "issue_id": (Issue, "issue"),
     "run_id": (Run, "run"),
 }
+
+
+def _filtered(
+    company_id: uuid.UUID, filters: dict[str, uuid.UUID | None], with_parts: bool
+) -> list[Any]:
+    """The conditions of ``filters``; with ``with_parts``, an issue's are its own and its
+    parts' (a part's cost rolls up to the issue it is a part of)."""
+    issue_id = filters.get("issue_id")
+    if with_parts and issue_id is None:
+        raise InvalidInputError(
+            "with_parts sums an issue's parts: give issue_id too",
+            field="with_parts",
+            source="query",
+        )
+    where = []
+    for name, value in filters.items():
+        if value is None:
+            continue
+        if name == "issue_id" and with_parts:
+            where.append(CostEvent.issue_id.in_(_issue_tree(company_id, value)))
+        else:
+            where.append(getattr(CostEvent, name) == value)
+    return where
+
+
+def _issue_tree(company_id: uuid.UUID, root: uuid.UUID) -> Any:
+    """The ids of ``root`` and of every issue below it (the tree has no cycle: a trigger
+    refuses one, migration 0021)."""
+    tree = (
+        select(Issue.id)
+        .where(Issue.id == root, Issue.company_id == company_id)
+        .cte("issue_tree", recursive=True)
+    )
+    below = select(Issue.id).where(Issue.parent_id == tree.c.id, Issue.company_id == company_id)
+    tree = tree.union_all(below)
+    return select(tree.c.id)
 
 
 async def _check_filters(

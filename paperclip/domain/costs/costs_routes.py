@@ -151,6 +151,13 @@ class CostController(Controller):
         project_id: uuid.UUID | None = None,
         issue_id: uuid.UUID | None = None,
         run_id: uuid.UUID | None = None,
+        with_parts: Annotated[
+            bool,
+            Parameter(
+                description="With `issue_id`: the issue's parts too, all the way down (a "
+                "part's cost rolls up to the issue it is a part of)."
+            ),
+        ] = False,
     ) -> CostSummaryOut:
         """What the company spent in a time range, summed and grouped (a day is a calendar day in
         the company's time zone); groups come largest cost first, at most 1,000."""
@@ -162,7 +169,12 @@ class CostController(Controller):
         }
         start, end = _moment(since, "since"), _moment(until, "until")
         totals, groups = await costs.summary(
-            company_id, group_by=group_by, since=start, until=end, filters=filters
+            company_id,
+            group_by=group_by,
+            since=start,
+            until=end,
+            filters=filters,
+            with_parts=with_parts,
         )
         return CostSummaryOut(
             group_by,
@@ -182,6 +194,13 @@ class CostController(Controller):
         project_id: uuid.UUID | None = None,
         issue_id: uuid.UUID | None = None,
         run_id: uuid.UUID | None = None,
+        with_parts: Annotated[
+            bool,
+            Parameter(
+                description="With `issue_id`: the issue's parts too, all the way down (a "
+                "part's cost rolls up to the issue it is a part of)."
+            ),
+        ] = False,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CostEventOut]:
@@ -197,6 +216,7 @@ class CostController(Controller):
             },
             after_id=after.id.int if after is not None else None,
             limit=limit,
+            with_parts=with_parts,
         )
         end = _position(next_id) if next_id is not None else None
         return pages.page([CostEventOut.of(r) for r in rows], end)

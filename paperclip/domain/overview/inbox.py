@@ -1,6 +1,6 @@
 """What waits on a person across a company: the inbox.
 
-Three kinds of item, each newest first and bounded (with the full count):
+Four kinds of item, each newest first and bounded (with the full count):
 
 - **interactions** that wait for a person's answer or decision: every
   ``pending`` question, confirmation, approval, execution stage and blocker (an
@@ -12,7 +12,11 @@ Three kinds of item, each newest first and bounded (with the full count):
   agent) while its issue is still open (not done, cancelled or parked in the
   backlog). It leaves the inbox when the work runs again (a comment, an answer
   or an assignment wakes the agent), when someone closes or parks the issue, or
-  when a person dismisses it (``runs.dismissed_at``, the one thing stored).
+  when a person dismisses it (``runs.dismissed_at``, the one thing stored);
+- **blocked issues nobody is on**: ``blocked``, with no run queued or running
+  and no wake queued for it. A blocker goes up the org chart first (each
+  manager woken in turn, docs/company.md); past the top, or in a company
+  without one, it lands here, and leaves when someone moves the issue.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from paperclip.models import (
     Run,
     RunStatus,
     TaskHold,
+    WakeRequest,
+    WakeStatus,
 )
 
 INBOX_LIMIT = 100
@@ -54,6 +60,7 @@ class Inbox:
     interactions: list[tuple[Interaction, Issue]]
     holds: list[tuple[TaskHold, Issue]]
     failed_runs: list[tuple[Run, Issue | None]]
+    blocked_issues: list[Issue]
     counts: dict[str, int]
 
 
@@ -69,14 +76,17 @@ class InboxQueries:
             interactions = _waiting_interactions(company_id)
             holds = _standing_holds(company_id)
             failed = _unseen_failures(company_id)
+            blocked = _unattended_blockers(company_id)
             return Inbox(
                 interactions=[(i, issue) for i, issue in await _rows(session, interactions, limit)],
                 holds=[(h, issue) for h, issue in await _rows(session, holds, limit)],
                 failed_runs=[(r, issue) for r, issue in await _rows(session, failed, limit)],
+                blocked_issues=[issue for (issue,) in await _rows(session, blocked, limit)],
                 counts={
                     "interactions": await _count(session, interactions),
                     "holds": await _count(session, holds),
                     "failed_runs": await _count(session, failed),
+                    "blocked_issues": await _count(session, blocked),
                 },
             )
 
@@ -89,6 +99,7 @@ class InboxQueries:
                 "interactions": await _count(session, _waiting_interactions(company_id)),
                 "holds": await _count(session, _standing_holds(company_id)),
                 "failed_runs": await _count(session, _unseen_failures(company_id)),
+                "blocked_issues": await _count(session, _unattended_blockers(company_id)),
             }
 
 
@@ -146,6 +157,26 @@ def _unseen_failures(company_id: uuid.UUID) -> Any:
         .outerjoin(Issue, and_(Issue.id == Run.issue_id, Issue.company_id == company_id))
         .where(unseen_failures_filter(company_id))
         .order_by(Run.created_at.desc(), Run.id.desc())
+    )
+
+
+def _unattended_blockers(company_id: uuid.UUID) -> Any:
+    """Blocked issues no agent is on: no run queued or running, no wake queued."""
+    running = exists().where(
+        Run.company_id == company_id,
+        Run.issue_id == Issue.id,
+        Run.status.in_((RunStatus.QUEUED, RunStatus.RUNNING)),
+    )
+    woken = exists().where(
+        WakeRequest.company_id == company_id,
+        WakeRequest.issue_id == Issue.id,
+        WakeRequest.status == WakeStatus.QUEUED,
+    )
+    return (
+        select(Issue)
+        .where(Issue.company_id == company_id, Issue.status == IssueStatus.BLOCKED)
+        .where(~running, ~woken)
+        .order_by(Issue.updated_at.desc(), Issue.id.desc())
     )
 
 

@@ -80,11 +80,12 @@ class InboxCounts(msgspec.Struct):
     interactions: int
     holds: int
     failed_runs: int
+    blocked_issues: int
 
 
 class InboxTotal(InboxCounts):
     total: int
-    """Everything that waits on a person: the three counts added up."""
+    """Everything that waits on a person: the four counts added up."""
 
 
 class InboxOut(msgspec.Struct):
@@ -94,6 +95,9 @@ class InboxOut(msgspec.Struct):
     """Active holds, newest first."""
     failed_runs: list[RunBrief]
     """Failed runs nothing ran after while their issue is open, newest first."""
+    blocked_issues: list[IssueBrief]
+    """Blocked issues no agent is on (no run or wake for them), latest changed first: a
+    blocker past the top of the org chart."""
     counts: InboxCounts
     """Each list's full length (a list shows at most 100)."""
 
@@ -150,9 +154,9 @@ class OverviewController(Controller):
         opt=access(Access.READ),
         responses=error_responses(404),
         description="What waits on a person across the company: pending interactions (cards, "
-        "approvals, stages, blockers), active holds, and failed runs not looked at yet (the "
-        "latest run of an open issue, or of its agent without one). Each list newest first, at "
-        "most 100 items, with full counts.",
+        "approvals, stages, blockers), active holds, failed runs not looked at yet (the "
+        "latest run of an open issue, or of its agent without one), and blocked issues no agent "
+        "is on. Each list newest first, at most 100 items, with full counts.",
     )
     async def inbox(self, company_id: uuid.UUID, inbox: InboxQueries) -> InboxOut:
         found = await inbox.inbox(company_id)
@@ -162,6 +166,10 @@ class OverviewController(Controller):
             ],
             holds=[_with_issue(StandingHold.of(h), issue) for h, issue in found.holds],
             failed_runs=[RunBrief.of(r, issue) for r, issue in found.failed_runs],
+            blocked_issues=[
+                msgspec.convert(issue, IssueBrief, from_attributes=True)
+                for issue in found.blocked_issues
+            ],
             counts=InboxCounts(**found.counts),
         )
 

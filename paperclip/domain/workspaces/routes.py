@@ -170,8 +170,9 @@ class WorkspaceController(Controller):
         status_code=HTTP_200_OK,
         opt=access(Access.WRITE),
         responses=error_responses(404, 409, 503, 504),
-        description="Merge the issue's branch into its project's base branch, by the runner "
-        "holding the worktree, with the project's merge_strategy; waits for the runner's "
+        description="Merge the issue's branch into the branch it started from (its project's "
+        "default branch, or its parent issue's branch: docs/company.md), by the runner holding "
+        "the worktree, with the project's merge_strategy; waits for the runner's "
         "answer (PAPERCLIP_MERGE_WAIT_SECONDS, 60). The same request again, for the same "
         "branch head, answers the first merge. 409 (nothing changed): ``merge_conflict`` "
         "(with ``conflicts``), ``nothing_to_merge``, ``not_fast_forward``, "

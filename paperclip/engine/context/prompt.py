@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
+from paperclip_hookspecs.org_chart import ChainOfCommand, Colleague
 from paperclip_hookspecs.prompts import (
     AuthorKind,
     CommentAuthor,
@@ -88,6 +89,7 @@ def build_execution_input(
     workspace: ExecutionWorkspace | None = None,
     queue: Sequence[QueuedIssue] | None = None,
     ownership: bool = True,
+    chain: ChainOfCommand | None = None,
 ) -> AssembledInput:
     """Assemble a fresh session's input (``queue``: a heartbeat's open assigned issues).
 
@@ -98,7 +100,7 @@ def build_execution_input(
     current_ids = {c.id for c in current}
     history = [c for c in comments if c.id not in current_ids]
     task = (
-        task_source(issue, parent, workspace)
+        task_source(issue, parent, workspace, chain)
         if issue is not None
         else TaskSource(
             id=str(wake.id),
@@ -106,6 +108,7 @@ def build_execution_input(
             title=wake.reason or "Wake",
             description=queue_brief(queue),
             workspace=workspace,
+            chain=chain,
         )
     )
     request = AssemblyRequest(
@@ -133,8 +136,18 @@ def wake_reason(wake: WakeRequest) -> str:
     return wake.reason if wake.source in TOLD and wake.reason else wake.source
 
 
+class ParentRow(Protocol):
+    id: Any
+    identifier: str
+    title: str
+    description: str
+
+
 def task_source(
-    issue: Issue, parent: Issue | None, workspace: ExecutionWorkspace | None
+    issue: Issue,
+    parent: ParentRow | None,
+    workspace: ExecutionWorkspace | None,
+    chain: ChainOfCommand | None = None,
 ) -> TaskSource:
     """The issue as the prompt hooks see it, as it is now."""
     return TaskSource(
@@ -144,9 +157,37 @@ def task_source(
         description=issue.description,
         status=issue.status,
         priority=issue.priority,
-        parent=ParentTask(str(parent.id), parent.identifier, parent.title) if parent else None,
+        parent=ParentTask(str(parent.id), parent.identifier, parent.title, parent.description)
+        if parent
+        else None,
         workspace=workspace,
+        chain=chain,
     )
+
+
+class ColleagueRow(Protocol):
+    id: Any
+    name: str
+    role: str
+    status: str
+
+
+def chain_of_command(
+    manager: ColleagueRow | None, reports: Sequence[ColleagueRow], report_count: int
+) -> ChainOfCommand | None:
+    """The agent's place in the org chart as its brief tells it; None for an agent with
+    neither a manager nor a report (a company without an org chart is told nothing)."""
+    if manager is None and not reports:
+        return None
+    return ChainOfCommand(
+        manager=_colleague(manager) if manager is not None else None,
+        reports=tuple(_colleague(r) for r in reports),
+        more_reports=max(0, report_count - len(reports)),
+    )
+
+
+def _colleague(row: ColleagueRow) -> Colleague:
+    return Colleague(str(row.id), row.name, row.role, str(row.status))
 
 
 QUEUE_SHOWN = 50
@@ -207,6 +248,7 @@ def assemble_run_input(
     workspace: ExecutionWorkspace | None = None,
     queue: Sequence[QueuedIssue] | None = None,
     ownership: bool = True,
+    chain: ChainOfCommand | None = None,
 ) -> RunInput:
     """A new run's input, from what its claim read (the issue's comments, oldest first, its
     parent, when the agent's previous run on it started, the comments' authors' names, a
@@ -224,6 +266,7 @@ def assemble_run_input(
         hooks=hooks,
         workspace=workspace,
         ownership=ownership,
+        chain=chain,
     )
     return RunInput(assembled, current_wake_comments(agent, comments, since))
 

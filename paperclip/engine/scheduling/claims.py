@@ -28,7 +28,7 @@ from typing import Any
 import asyncpg
 
 from paperclip.engine.context.prompt import OPEN, QUEUE_SHOWN
-from paperclip.engine.workspaces.placement import ProjectSource, WorkspaceRow
+from paperclip.engine.workspaces.placement import ParentWorkspace, ProjectSource, WorkspaceRow
 from paperclip.models import (
     AgentStatus,
     BudgetScope,
@@ -37,6 +37,9 @@ from paperclip.models import (
     WakeStatus,
     WorkspaceStatus,
 )
+
+REPORTS_SHOWN = 20
+"""An agent's brief names at most this many of its direct reports."""
 
 
 def _quoted(*values: str) -> str:
@@ -92,7 +95,8 @@ SELECT c.id, c.company_id, c.agent_id, c.issue_id, c.source, c.reason,
     a.name, a.role, a.provider, a.provider_config,
     ROW(i.id, i.company_id, i.identifier, i.title, i.description, i.status, i.priority,
         i.parent_id, i.project_id) AS issue,
-    ROW(par.id, par.identifier, par.title) AS parent,
+    ROW(par.id, par.identifier, par.title, par.description,
+        pws.project_id, pws.runner_id, pws.branch, pws.repo_path, pws.repo_url) AS parent,
     (SELECT max(r.started_at) FROM runs r
      WHERE r.agent_id = c.agent_id AND r.issue_id = c.issue_id) AS since,
     ARRAY(
@@ -129,11 +133,21 @@ SELECT c.id, c.company_id, c.agent_id, c.issue_id, c.source, c.reason,
           AND q.status IN ({_quoted(*OPEN)})
         ORDER BY q.updated_at DESC
         LIMIT {QUEUE_SHOWN}
-    ) END AS queue
+    ) END AS queue,
+    ROW(boss.id, boss.name, boss.role, boss.status) AS manager,
+    ARRAY(
+        SELECT ROW(rep.id, rep.name, rep.role, rep.status)
+        FROM agents rep WHERE rep.reports_to = a.id
+        ORDER BY rep.name, rep.id
+        LIMIT {REPORTS_SHOWN}
+    ) AS reports,
+    (SELECT count(*) FROM agents rep WHERE rep.reports_to = a.id) AS report_count
 FROM claimed c
 JOIN agents a ON a.id = c.agent_id
 LEFT JOIN issue i ON i.id = c.issue_id
 LEFT JOIN issues par ON par.id = i.parent_id
+LEFT JOIN issue_workspaces pws ON pws.issue_id = par.id
+LEFT JOIN agents boss ON boss.id = a.reports_to
 LEFT JOIN workspace ws ON ws.issue_id = c.issue_id
 LEFT JOIN projects ws_project ON ws_project.id = ws.project_id
 LEFT JOIN project p ON p.id = i.project_id
@@ -179,6 +193,19 @@ class ParentIssue:
     id: uuid.UUID
     identifier: str
     title: str
+    description: str
+    workspace: ParentWorkspace | None
+    """The parent's worktree row, if it has one: a part's worktree branches from it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Colleague:
+    """The agent's manager or one of its reports, as its brief names them."""
+
+    id: uuid.UUID
+    name: str
+    role: str
+    status: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,6 +267,10 @@ class Claim:
     time_zone: str | None
     queue: list[QueueEntry] | None
     """A heartbeat's: the agent's open assigned issues."""
+    manager: Colleague | None = None
+    reports: tuple[Colleague, ...] = ()
+    """The agent's direct reports, the first ``REPORTS_SHOWN`` by name."""
+    report_count: int = 0
 
 
 async def claim(
@@ -255,12 +286,12 @@ def _claim(row: Any) -> Claim:
         :10
     ]
     issue, parent, since, comments, chat, workspace, workspace_project, project = row[10:18]
-    budgets, time_zone, queue = row[18:21]
+    budgets, time_zone, queue, manager, reports, report_count = row[18:24]
     return Claim(
         wake=ClaimedWake(wake_id, company_id, agent_id, issue_id, source, reason),
         agent=ClaimedAgent(agent_id, company_id, name, role, provider, config),
         issue=ClaimedIssue(*issue) if issue[0] is not None else None,
-        parent=ParentIssue(*parent) if parent[0] is not None else None,
+        parent=_parent(parent),
         since=since,
         comments=[IssueComment(*c[:8]) for c in comments],
         agent_names={c[2]: c[8] for c in comments if c[2] is not None and c[8] is not None},
@@ -271,4 +302,14 @@ def _claim(row: Any) -> Claim:
         budgets=tuple(CoveringBudget(*b) for b in budgets),
         time_zone=time_zone,
         queue=[QueueEntry(*q) for q in queue] if queue is not None else None,
+        manager=Colleague(*manager) if manager[0] is not None else None,
+        reports=tuple(Colleague(*r) for r in reports),
+        report_count=report_count,
     )
+
+
+def _parent(row: Any) -> ParentIssue | None:
+    if row[0] is None:
+        return None
+    workspace = ParentWorkspace(*row[4:9]) if row[4] is not None else None
+    return ParentIssue(*row[:4], workspace=workspace)

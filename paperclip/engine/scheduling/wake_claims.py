@@ -37,7 +37,7 @@ from paperclip.domain.costs.budget_ledger import Refusal
 from paperclip.domain.issues.issues import working_status
 from paperclip.domain.runs.run_tokens import mint_run_token
 from paperclip.domain.runs.wakes import mark_claimed
-from paperclip.engine.context.prompt import assemble_run_input
+from paperclip.engine.context.prompt import assemble_run_input, chain_of_command
 from paperclip.engine.context.snapshot import snapshot_source, wake_snapshot
 from paperclip.engine.costs.admission import Wanted, admit_runs, wait_for_budget
 from paperclip.engine.links.link import RunnerLink
@@ -180,6 +180,7 @@ class WakeClaims:
                 row_project=claimed.workspace_project,
                 runner_id=link.runner_id,
                 workspace_dir=link.workspace_dir,
+                parent=claimed.parent.workspace if claimed.parent is not None else None,
             )
             # The prompt shows the status the agent works in.
             status = working_status(issue.status)
@@ -198,6 +199,7 @@ class WakeClaims:
             workspace=workspace.view if workspace is not None else None,
             queue=claimed.queue,
             ownership=self.prompt_ownership,
+            chain=chain_of_command(claimed.manager, claimed.reports, claimed.report_count),
         )
         assembled = prepared.assembled
         log_context.remember(run_id, issue_id=wake.issue_id, company_id=wake.company_id)

@@ -17,6 +17,7 @@ async def get_task_context(ctx: ToolContext) -> ToolOutcome:
     issue = await ctx.session.get_one(Issue, run.issue_id)
     comments = await issue_comments(ctx.session, issue.id)
     parts = await parts_of(ctx.session, issue.id)
+    parent = await ctx.session.get(Issue, issue.parent_id) if issue.parent_id else None
     return ToolOutcome(
         {
             "issue": {
@@ -27,6 +28,15 @@ async def get_task_context(ctx: ToolContext) -> ToolOutcome:
                 "status": issue.status,
                 "priority": issue.priority,
                 "parent_id": str(issue.parent_id) if issue.parent_id else None,
+            },
+            # The whole this task is a part of: its goal in full (the brief cuts it).
+            "parent": None
+            if parent is None
+            else {
+                "identifier": parent.identifier,
+                "title": parent.title,
+                "description": parent.description,
+                "status": parent.status,
             },
             "comments": [_comment(c) for c in comments],
             "parts": [

@@ -119,6 +119,36 @@ class WorkspaceRow:
     path: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class ParentWorkspace:
+    """The worktree row of the issue a part belongs under, as a claim read it."""
+
+    project_id: uuid.UUID | None
+    runner_id: uuid.UUID | None
+    branch: str
+    repo_path: str | None
+    repo_url: str | None
+
+
+def base_branch(
+    project: ProjectSource, parent: ParentWorkspace | None, runner_id: uuid.UUID
+) -> str | None:
+    """What a new worktree branches from: the project's default branch, or for a part of an
+    issue that has a worktree of the same project on the same runner host, the parent's
+    branch (the part's work then merges into the parent's). A parent's branch lives only in
+    its host's repository (a URL project's branches are not pushed): on another host, or
+    from a URL, the part starts from the default branch."""
+    if (
+        parent is not None
+        and parent.project_id == project.id
+        and parent.runner_id == runner_id
+        and project.repo_url is None
+        and (parent.repo_path, parent.repo_url) == (project.repo_path, project.repo_url)
+    ):
+        return parent.branch
+    return project.default_branch
+
+
 class IssueSource(Protocol):
     id: uuid.UUID
     company_id: uuid.UUID
@@ -133,10 +163,12 @@ def open_workspace(
     row_project: str | None,
     runner_id: uuid.UUID,
     workspace_dir: str,
+    parent: ParentWorkspace | None = None,
 ) -> tuple[TurnWorkspace | None, WorkspaceRow | None]:
     """The worktree a new run of ``issue`` works in, made on ``runner_id`` unless it already
     lives there (None for an issue without a project), and the row to write for it (None:
-    the row stays as it is).
+    the row stays as it is). ``parent``: the worktree row of the issue's parent, if any
+    (see :func:`base_branch`).
 
     ``row`` is the issue's worktree row and ``project`` the issue's project, both locked by
     the caller (the row ``FOR UPDATE``; the project ``FOR KEY SHARE``: shared with other
@@ -169,7 +201,7 @@ def open_workspace(
         branch=row.branch if row is not None else project.branch_prefix + issue.identifier,
         repo_path=project.repo_path,
         repo_url=project.repo_url,
-        base_ref=project.default_branch,
+        base_ref=base_branch(project, parent, runner_id),
         base_commit=row.base_commit if row is not None and same_source else None,
         hooks_enabled=project.hooks_enabled,
         path=posixpath.join(workspace_dir, key) if workspace_dir else None,

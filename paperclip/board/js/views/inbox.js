@@ -72,12 +72,17 @@ export async function inboxView(companyId, signal) {
           h("div", { class: "actions" }, r.issue && ["done", "cancelled"].includes(r.issue.status) ? null
             : retryButton(companyId, r.id, { onDone: () => refresh() }), dismiss), problem);
       }));
-    const total = inbox.counts.interactions + inbox.counts.holds + inbox.counts.failed_runs;
+    const blocked = h("ul", { class: "inbox-list", "aria-label": "Blocked issues" },
+      inbox.blocked_issues.map((i) => h("li", { "data-issue": i.id },
+        badge(i.status), " ", issueLink(companyId, i),
+        h("span", { class: "muted" }, ` · ${i.assignee_agent_id ? agents[i.assignee_agent_id] || "an agent" : "nobody"} is blocked`))));
+    const total = inbox.counts.interactions + inbox.counts.holds + inbox.counts.failed_runs + inbox.counts.blocked_issues;
     clear(body).append(
       h("p", { class: "muted", "data-total": total }, total ? `${plural(total, "thing")} wait${total === 1 ? "s" : ""} on a person.` : "Nothing waits on you."),
       section("Questions and approvals", inbox.counts.interactions, cards, "No question or approval waits."),
       section("Holds", inbox.counts.holds, holds, "No task is held."),
       section("Failed runs", inbox.counts.failed_runs, failed, "No failed run waits."),
+      section("Blocked issues", inbox.counts.blocked_issues, blocked, "No blocked issue waits."),
     );
   }
   try { await refresh(); } catch (error) { body.append(errorBox(error)); }
@@ -86,7 +91,8 @@ export async function inboxView(companyId, signal) {
 
   return h("div", { class: "inbox" }, h("h1", {}, "Inbox"),
     h("p", { class: "muted" },
-      "What waits on a person: questions and approvals to answer, holds to resolve, and failed runs nobody has moved past ",
-      "(the latest run of an open issue: it leaves the inbox when the issue runs again, or is closed or put in the backlog)."),
+      "What waits on a person: questions and approvals to answer, holds to resolve, failed runs nobody has moved past ",
+      "(the latest run of an open issue: it leaves the inbox when the issue runs again, or is closed or put in the backlog), ",
+      "and blocked issues no agent is on (a blocker goes up the org chart first; past its top, it comes here)."),
     note, alerts.node, body);
 }
