@@ -78,6 +78,12 @@ def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page):
         r = api.patch(f"/companies/{acme['id']}/issues/{tag['id']}", json={"status": "blocked"})
         assert r.status_code == 200, r.text
 
+    # The list shows the tree: each part names the issue it is a part of.
+    page.goto(stack.board(f"/#/c/{acme['id']}"))
+    row = page.locator("tr[data-identifier='INT-2']")
+    expect(row.locator(".part-of")).to_have_text(" · part of INT-1")
+    expect(page.locator("tr[data-identifier='INT-1'] .part-of")).to_have_count(0)
+
     page.goto(stack.board(f"/#/c/{acme['id']}/issues/{goal['identifier']}"))
     panel = page.get_by_role("region", name="Parts")
     expect(panel.locator(".parts-progress")).to_have_text("1 of 2 done · 1 open")

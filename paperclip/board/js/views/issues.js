@@ -99,11 +99,15 @@ export function newIssueForm(companyId, agents, projects) {
 }
 
 /** A row of the list; on a phone the row is a card (each cell says what it is). */
-function issueRow(companyId, i, byId, projects) {
+function issueRow(companyId, i, byId, projects, listed) {
   const cell = (label, ...children) => h("td", { "data-label": label }, ...children);
+  // The tree: a part names the issue it is a part of (linked when it is in the list too).
+  const parent = i.parent_id ? listed[i.parent_id] : null;
+  const partOf = !i.parent_id ? null : h("span", { class: "muted part-of", "data-part-of": parent ? parent.identifier : "" },
+    " · part of ", parent ? h("a", { href: issueHref(companyId, parent) }, parent.identifier) : "another issue");
   return h("tr", { "data-issue": i.id, "data-identifier": i.identifier, "data-live": i.live ? i.live.state : null },
     cell("Issue", h("a", { href: issueHref(companyId, i) }, i.identifier)),
-    cell("Title", h("a", { href: issueHref(companyId, i), class: "row-title" }, i.title)),
+    cell("Title", h("a", { href: issueHref(companyId, i), class: "row-title" }, i.title), partOf),
     h("td", { class: "state", "data-label": "Now" }, liveState(i.live, { compact: true })),
     cell("Status", badge(i.status)),
     h("td", { class: "priority", "data-label": "Priority" }, statusName(i.priority)),
@@ -136,7 +140,8 @@ export async function issuesView(companyId, signal) {
     const sig = JSON.stringify(issues);
     if (sig === shown) return;
     shown = sig;
-    clear(tbody).append(...issues.map((i) => issueRow(companyId, i, byId, projects)));
+    const listed = Object.fromEntries(issues.map((i) => [i.id, i]));
+    clear(tbody).append(...issues.map((i) => issueRow(companyId, i, byId, projects, listed)));
     clear(empty);
     table.hidden = !issues.length;
     const filtered = Object.entries(params).some(([k, v]) => v && k !== "sort");
