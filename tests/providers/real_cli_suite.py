@@ -10,13 +10,20 @@ marker (its tox env installs the CLI)::
 
 The model is a scripted endpoint (the ``model_endpoint`` fixture). A provider
 whose CLI goes its own way through a scenario overrides that test in its class,
-under the same name, and says why.
+under the same name, and says why (and marks it ``long_run`` as the suite does).
+
+CI runs the scenarios of one run and of everything SIGKILLed; those marked
+``long_run`` (restarts of one part, steers, report nudges, each tried on
+every provider's fake in CI) run before a release, with all of them:
+``./dev test -e <provider>-cli -- -m <provider>_cli`` (docs/testing.md).
 """
 
 from __future__ import annotations
 
 import json
 from typing import ClassVar
+
+import pytest
 
 from tests.engine.test_steer_restarts import STEER, turn_rows
 from tests.providers.description import ProviderUnderTest
@@ -90,6 +97,7 @@ class RealCliSuite:
         assert not any("## Paperclip rules" in text for text in requests[0].user_texts())
         self.provider.check_first_request(requests[0])
 
+    @pytest.mark.long_run
     def test_a_message_during_a_slow_step_is_answered_in_the_same_turn(self, stack, model_endpoint):
         tool, steers = self.provider.tool, self.provider.steers
         comment = tool("post_comment", {"body": "Changelog mentioned."})
@@ -129,6 +137,7 @@ class RealCliSuite:
         sent = model_endpoint.usage_sent(ctx["model"])
         self.provider.assert_usage(stack, ctx, run, sent, prompts=len(prompts))
 
+    @pytest.mark.long_run
     def test_sigkill_of_the_control_plane_during_a_slow_step_has_no_duplicate_effect(
         self, stack, model_endpoint
     ):
@@ -201,6 +210,7 @@ class RealCliSuite:
         after = model_endpoint.scripted(ctx["model"])[3]
         assert BEFORE in json.dumps(after.body["messages"])
 
+    @pytest.mark.long_run
     def test_an_unread_message_is_read_once_across_two_restarts(self, stack, model_endpoint):
         """Issue 37, acceptance 2: a message acknowledged in the CLI's queue, unread, then
         everything SIGKILLed twice: the model is given it exactly once."""
@@ -246,6 +256,7 @@ class RealCliSuite:
         self.provider.check_read_once(stack, ctx, run_id, model_endpoint)
         assert_succeeded_once(stack, ctx, run, BEFORE)
 
+    @pytest.mark.long_run
     def test_a_turn_ended_in_prose_is_nudged_in_its_session_and_reports(
         self, stack, model_endpoint
     ):
@@ -255,6 +266,7 @@ class RealCliSuite:
         stack.assign(ctx)
         assert_nudged_once(stack, ctx, model_endpoint)
 
+    @pytest.mark.long_run
     def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(self, stack, model_endpoint):
         stack.extra_env.update(NO_NUDGES)
         ctx = self.provider.real_agent(stack, model_endpoint, unreported_steps(self.provider.tool))

@@ -26,7 +26,12 @@ from tests.support.model_endpoint_script import calls, mcp_tool
 from tests.support.model_endpoint_script import say as model_says
 from tests.support.processes import wait_until
 
-pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.installed_plugins,
+    pytest.mark.codex_cli,
+    pytest.mark.long_run,
+]
 
 WAIT = 90.0
 

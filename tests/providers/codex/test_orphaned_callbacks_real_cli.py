@@ -23,7 +23,12 @@ from tests.support.model_endpoint_script import calls, mcp_tool, say
 from tests.support.processes import wait_until
 from tests.support.webhook_receiver import WebhookReceiver
 
-pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.installed_plugins,
+    pytest.mark.codex_cli,
+    pytest.mark.long_run,
+]
 
 
 def test_a_webhook_call_interrupted_by_a_restart_settles_once_with_the_real_cli(

@@ -143,6 +143,7 @@ def test_shell_runs_in_the_sandbox_and_an_escalation_is_declined_without_hanging
     assert "reject" in escalation_answer.lower()
 
 
+@pytest.mark.long_run
 def test_sigkill_of_the_control_plane_while_the_model_is_in_a_slow_step(real_stack, model_endpoint):
     start_real(real_stack)
     steps = read_comment_finish("Before the restart.", hold="slow-finish")
@@ -164,6 +165,7 @@ def test_sigkill_of_the_control_plane_while_the_model_is_in_a_slow_step(real_sta
     assert_usage_recorded(real_stack, ctx, run["id"], model_endpoint.usage_sent(ctx["model"]))
 
 
+@pytest.mark.long_run
 def test_sigkill_of_the_control_plane_while_a_tool_call_waits_for_its_answer(
     real_stack, model_endpoint
 ):
@@ -243,6 +245,7 @@ def command_running(stack, ctx, run_id: str) -> bool:
     )
 
 
+@pytest.mark.long_run
 def test_a_steer_enters_the_running_turn_of_the_real_cli(real_stack, model_endpoint):
     start_real(real_stack)
     steps = read_comment_finish("Steered.")
@@ -340,6 +343,7 @@ def test_sigkill_of_the_runner_mid_turn_resumes_the_codex_thread(real_stack, mod
     assert len({p.pid for p in codex_processes(real_stack)}) <= 2  # one wrapper + native
 
 
+@pytest.mark.long_run
 def test_sigkill_of_the_codex_process_alone_resumes_the_codex_thread(real_stack, model_endpoint):
     import os
     import signal
@@ -372,6 +376,7 @@ def start_real_runner_again(stack) -> None:
 STEER = "Also mention the changelog in your summary."
 
 
+@pytest.mark.long_run
 def test_a_steer_during_a_slow_command_is_read_in_the_same_turn(real_stack, model_endpoint):
     start_real(real_stack)
     steps = [
@@ -410,6 +415,7 @@ def test_a_steer_during_a_slow_command_is_read_in_the_same_turn(real_stack, mode
     assert ack < read
 
 
+@pytest.mark.long_run
 def test_a_steer_acknowledged_before_a_restart_is_answered_once_after_recovery(
     real_stack, model_endpoint
 ):
@@ -464,6 +470,7 @@ def test_a_steer_acknowledged_before_a_restart_is_answered_once_after_recovery(
     assert [t for t, text in user_message_texts(real_stack, ctx, run_id) if STEER in text] == [2]
 
 
+@pytest.mark.long_run
 def test_a_turn_ended_in_prose_is_nudged_in_its_thread_and_reports(real_stack, model_endpoint):
     """Issue 53: the model ends its first turn without finish; the same Codex thread gets the
     report nudge, the model reports, and the run succeeds with its one comment."""
@@ -473,6 +480,7 @@ def test_a_turn_ended_in_prose_is_nudged_in_its_thread_and_reports(real_stack, m
     assert_nudged_once(real_stack, ctx, model_endpoint)
 
 
+@pytest.mark.long_run
 def test_with_the_nudges_at_0_a_turn_ended_in_prose_fails_the_run(real_stack, model_endpoint):
     real_stack.extra_env.update(NO_NUDGES)
     start_real(real_stack)

@@ -22,7 +22,12 @@ from tests.providers.codex.conftest import real_agent_config, start_real
 from tests.support.db import query
 from tests.support.model_endpoint_script import Step, calls, mcp_tool, reply, say
 
-pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.codex_cli]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.installed_plugins,
+    pytest.mark.codex_cli,
+    pytest.mark.long_run,
+]
 
 WAIT = 120.0
 COMMENTS = 105

@@ -144,6 +144,7 @@ class TestRealCli(RealCliSuite):
         ]
         assert BEFORE in json.dumps(after[0].body["messages"])
 
+    @pytest.mark.long_run
     def test_an_unread_message_is_read_once_across_two_restarts(self, stack, model_endpoint):
         """Issue 37, acceptance 2: a follow-up queued behind the held gateway run (acknowledged,
         not read), then the runner and OpenClaw SIGKILLed twice. The first continuation carries
@@ -194,6 +195,7 @@ class TestRealCli(RealCliSuite):
         assert model_endpoint.exhausted(ctx["model"]) == []
 
 
+@pytest.mark.long_run
 def test_a_runner_lost_mid_turn_with_the_gateway_up_goes_on_in_a_request_of_its_own(
     stack, model_endpoint
 ):
@@ -225,6 +227,7 @@ def test_a_runner_lost_mid_turn_with_the_gateway_up_goes_on_in_a_request_of_its_
     assert_no_second_look(model_endpoint, ctx["model"])
 
 
+@pytest.mark.long_run
 def test_a_runner_lost_twice_learns_the_end_of_the_gateway_run_it_left(stack, model_endpoint):
     """The gateway outlives two runners. The second continuation's request is the first's
     (the same prompt, the same key): OpenClaw answers it ``in_flight``, once, and never with

@@ -21,7 +21,12 @@ from tests.providers.scenarios import WAIT, assert_succeeded_once, journal
 from tests.support.model_endpoint_script import Step, calls, reply, say
 from tests.support.processes import wait_until
 
-pytestmark = [pytest.mark.process, pytest.mark.installed_plugins, pytest.mark.gateway_cli]
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.installed_plugins,
+    pytest.mark.gateway_cli,
+    pytest.mark.long_run,
+]
 
 
 FINISH_STEP_SECONDS = 5.0
