@@ -105,6 +105,15 @@ class PriceOut(msgspec.Struct):
     source: Literal["table", "settings"]
 
 
+WithParts = Annotated[
+    bool,
+    Parameter(
+        description="With `issue_id`: the issue's parts too, all the way down (a part's cost "
+        "rolls up to the issue it is a part of)."
+    ),
+]
+
+
 def _moment(text: str | None, field: str) -> datetime | None:
     """An ISO 8601 time or date of the query (a date is midnight UTC; no zone: UTC)."""
     if text is None:
@@ -151,13 +160,7 @@ class CostController(Controller):
         project_id: uuid.UUID | None = None,
         issue_id: uuid.UUID | None = None,
         run_id: uuid.UUID | None = None,
-        with_parts: Annotated[
-            bool,
-            Parameter(
-                description="With `issue_id`: the issue's parts too, all the way down (a "
-                "part's cost rolls up to the issue it is a part of)."
-            ),
-        ] = False,
+        with_parts: WithParts = False,
     ) -> CostSummaryOut:
         """What the company spent in a time range, summed and grouped (a day is a calendar day in
         the company's time zone); groups come largest cost first, at most 1,000."""
@@ -194,13 +197,7 @@ class CostController(Controller):
         project_id: uuid.UUID | None = None,
         issue_id: uuid.UUID | None = None,
         run_id: uuid.UUID | None = None,
-        with_parts: Annotated[
-            bool,
-            Parameter(
-                description="With `issue_id`: the issue's parts too, all the way down (a "
-                "part's cost rolls up to the issue it is a part of)."
-            ),
-        ] = False,
+        with_parts: WithParts = False,
         cursor: PageCursor = None,
         limit: Limit = PAGE_SIZE_DEFAULT,
     ) -> Page[CostEventOut]:
