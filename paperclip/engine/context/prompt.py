@@ -108,7 +108,6 @@ def build_execution_input(
             title=wake.reason or "Wake",
             description=queue_brief(queue),
             workspace=workspace,
-            chain=chain,
         )
     )
     request = AssemblyRequest(

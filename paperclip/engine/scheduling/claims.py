@@ -4,7 +4,8 @@ It locks, in this order, the wakes a run may start for now (oldest first,
 ``FOR UPDATE SKIP LOCKED``: replicas claim side by side), their issues (``FOR
 NO KEY UPDATE``, in id order), the issues' worktree rows (``FOR UPDATE``) and
 projects (``FOR KEY SHARE``); and it reads with them everything a new run's
-prompt and wake snapshot are made of: the agent, the issue and its parent,
+prompt and wake snapshot are made of: the agent (its manager and reports),
+the issue and its parent (and the parent's worktree, a part's branch point),
 the issue's comments (with their authors' names), when the agent's previous
 run on the issue started, whether the wake is a conversation turn's, the
 budgets that cover the run, and a heartbeat's queue. One round trip, where
