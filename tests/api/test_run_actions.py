@@ -116,7 +116,7 @@ async def test_a_dismissed_failure_leaves_the_inbox_once(
         paperclip_container, cid, agent["id"], [(None, "succeeded"), (task["id"], "failed")]
     )
     count = (await paperclip_client.get(f"{base}/inbox/count")).json()
-    assert count == {"interactions": 0, "holds": 0, "failed_runs": 1, "total": 1}
+    assert count == {"interactions": 0, "holds": 0, "failed_runs": 1, "blocked_issues": 0, "total": 1}
 
     r = await paperclip_client.post(f"{base}/runs/{failed}/dismiss")
     assert r.status_code == 200, r.text

@@ -67,7 +67,7 @@ def test_the_org_chart_draws_the_tree_and_a_move_redraws_it(stack, page, screens
     assert daily.get(stack, f"/companies/{acme['id']}/agents/{ceo['id']}")["reports_to"] is None
 
 
-def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page):
+def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page, screenshots):
     acme = daily.company(stack, "Initrode", "INT")
     goal = daily.issue(stack, acme["id"], "Ship the release")
     first = daily.issue(stack, acme["id"], "Write the changelog", parent_id=goal["id"])
@@ -90,6 +90,7 @@ def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page):
     expect(panel.get_by_role("list", name="Its parts").locator("li")).to_have_count(2)
     expect(panel.locator("[data-part='INT-2']")).to_have_attribute("data-status", "done")
     expect(panel.locator(".parts-cost")).to_have_text("Spent with its parts: no usage")
+    screenshots(page, "issue-parts", full_page=True)
 
     panel.get_by_role("link", name="INT-3").click()
     expect(page.locator("[data-identifier='INT-3']")).to_be_visible()
