@@ -90,6 +90,7 @@ def test_an_issue_shows_its_parts_and_what_it_is_a_part_of(stack, page, screensh
     expect(panel.get_by_role("list", name="Its parts").locator("li")).to_have_count(2)
     expect(panel.locator("[data-part='INT-2']")).to_have_attribute("data-status", "done")
     expect(panel.locator(".parts-cost")).to_have_text("Spent with its parts: no usage")
+    expect(panel).not_to_contain_text("null")
     screenshots(page, "issue-parts", full_page=True)
 
     panel.get_by_role("link", name="INT-3").click()

@@ -24,14 +24,15 @@ export function issueParts(companyId) {
     node.hidden = !parts.length && !parent;
     const done = parts.filter((p) => p.status === "done").length;
     const open = parts.filter((p) => !CLOSED.has(p.status)).length;
-    clear(node).append(h("h2", {}, "Parts"),
+    // Element.append writes a null as the text "null": what is not shown is left out.
+    clear(node).append(...[h("h2", {}, "Parts"),
       parent ? h("p", { "data-part-of": parent.identifier }, "Part of ",
         h("a", { href: issueHref(companyId, parent) }, parent.identifier), ` · ${parent.title}`) : null,
       parts.length ? h("p", { class: "parts-progress", "data-done": String(done), "data-open": String(open) },
         `${done} of ${parts.length} done`, open ? ` · ${open} open` : "") : null,
       parts.length ? h("p", { class: "parts-cost" }, "Spent with its parts: ", costText(spent.totals)) : null,
       parts.length ? h("ul", { class: "parts", "aria-label": "Its parts" }, parts.map((p) => h("li", { "data-part": p.identifier, "data-status": p.status },
-        h("a", { href: issueHref(companyId, p) }, p.identifier), ` ${p.title} `, badge(p.status)))) : null);
+        h("a", { href: issueHref(companyId, p) }, p.identifier), ` ${p.title} `, badge(p.status)))) : null].filter(Boolean));
   };
   return node;
 }
